@@ -1,0 +1,193 @@
+"""The closed set of events the agent loop yields.
+
+Every consumer (the kernel renderer, the server link, the store, the browser) sees the same
+frozen dataclasses; ``to_dict()`` gives the JSON frame (``{"type": ..., **fields}``) that travels
+over the kernel link and the WebSocket. Names follow ``shared/DESIGN.md``.
+
+One addition to DESIGN.md: ``tool_progress`` carries live output of a running tool (stdout of
+``bash`` / ``execute_code``, outputs of ``execute_cell``), so users see long tools as they run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+Status = Literal["idle", "thinking", "executing", "waiting"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base class: every event has a ``type`` name and serialises to a flat JSON object."""
+
+    type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON frame for this event."""
+        out: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            out[f.name] = getattr(self, f.name)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class StatusEvent(Event):
+    """The run changed state; ``detail`` explains (e.g. a retry countdown)."""
+
+    type: ClassVar[str] = "status"
+    status: Status
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(Event):
+    """A chunk of assistant text as it streams."""
+
+    type: ClassVar[str] = "text_delta"
+    message_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDone(Event):
+    """The assistant text of one model step is complete."""
+
+    type: ClassVar[str] = "text_done"
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning(Event):
+    """A chunk of reasoning text, when the endpoint returns it."""
+
+    type: ClassVar[str] = "reasoning"
+    message_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall(Event):
+    """The model asked for a tool; ``input`` is the parsed arguments (or the raw text)."""
+
+    type: ClassVar[str] = "tool_call"
+    id: str
+    name: str
+    input: Any
+    message_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress(Event):
+    """Live output of a running tool (not in DESIGN.md's list; see module docstring)."""
+
+    type: ClassVar[str] = "tool_progress"
+    call_id: str
+    stream: str
+    text: str = ""
+    data: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult(Event):
+    """A tool finished; ``output`` is what the model sees (already summarised if large)."""
+
+    type: ClassVar[str] = "tool_result"
+    call_id: str
+    name: str
+    output: str
+    duration_ms: float
+    ok: bool
+    summary: str = ""
+    display: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Chat(Event):
+    """The final assistant message of a run."""
+
+    type: ClassVar[str] = "chat"
+    message_id: str
+    content: str
+    stop_reason: str = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent(Event):
+    """The run failed; ``message`` says what to fix. ``code`` is machine readable."""
+
+    type: ClassVar[str] = "error"
+    message: str
+    code: str = "error"
+    retryable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEvent(Event):
+    """A durable task changed state (``task_queued``, ``task_retrying``, ...)."""
+
+    type: ClassVar[str] = "task"
+    kind: Literal["queued", "retrying", "complete", "failed"]
+    task_id: str
+    detail: str = ""
+    attempt: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialise with the DESIGN.md name, e.g. ``task_retrying``."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["type"] = f"task_{self.kind}"
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FileChanged(Event):
+    """A tool changed a file in the workspace."""
+
+    type: ClassVar[str] = "file_changed"
+    path: str
+    action: str
+
+
+AgentEvent = (
+    StatusEvent
+    | TextDelta
+    | TextDone
+    | Reasoning
+    | ToolCall
+    | ToolProgress
+    | ToolResult
+    | Chat
+    | ErrorEvent
+    | TaskEvent
+    | FileChanged
+)
+
+_BY_TYPE: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (
+        StatusEvent,
+        TextDelta,
+        TextDone,
+        Reasoning,
+        ToolCall,
+        ToolProgress,
+        ToolResult,
+        Chat,
+        ErrorEvent,
+        FileChanged,
+    )
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild an event from its JSON frame (the inverse of ``to_dict``)."""
+    kind = data.get("type", "")
+    if kind.startswith("task_"):
+        fields = {k: v for k, v in data.items() if k not in ("type", "kind")}
+        return TaskEvent(kind=kind[5:], **fields)
+    cls = _BY_TYPE.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})

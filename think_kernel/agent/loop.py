@@ -1,0 +1,314 @@
+"""The agent loop: a request in, an async stream of typed events out.
+
+    agent = Agent(model, tools, store, system=prompt, model_name="gpt-4o-mini")
+    async for event in agent.run(session_id, "create hello.py", make_context):
+        render(event)
+
+It knows nothing of ipykernel or tornado. Every message is stored before the events that refer
+to it are yielded; a streaming reply is checkpointed and heartbeated so a crash loses at most a
+second of text. Several tool calls in one step run concurrently; their progress and results are
+yielded as they happen. Cancelling the consumer cancels the tools and marks the reply cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..store import Store, new_id
+from ..tools.base import ToolContext, ToolRegistry
+from ..tools.summarize import for_model, summarize_input, summarize_output
+from .events import (
+    Chat,
+    ErrorEvent,
+    Event,
+    Reasoning,
+    StatusEvent,
+    TextDelta,
+    TextDone,
+    ToolCall,
+    ToolResult,
+)
+from .messages import to_model_messages, transform_context
+from .model import Chunk, ModelClient, ModelError
+
+ContextFactory = Callable[[str, str], ToolContext]
+"""(message_id, call_id) -> the ToolContext for one call."""
+
+HEARTBEAT_SECONDS = 1.0
+
+
+@dataclass
+class _Step:
+    """What one model call produced."""
+
+    text: str = ""
+    reasoning: str = ""
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class Agent:
+    """Runs requests against a model with tools, recording everything in the store."""
+
+    def __init__(
+        self,
+        model: ModelClient,
+        tools: ToolRegistry,
+        store: Store,
+        *,
+        system: str,
+        model_name: str,
+        max_steps: int = 20,
+        retry_delays: Sequence[float] = (2.0, 4.0, 8.0),
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        self.model = model
+        self.tools = tools
+        self.store = store
+        self.system = system
+        self.model_name = model_name
+        self.max_steps = max_steps
+        self.retry_delays = list(retry_delays)
+        self.sleep = sleep
+
+    async def run(
+        self,
+        session_id: str,
+        request: str,
+        make_context: ContextFactory,
+        *,
+        user_message_id: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Store the request, then loop model -> tools until the model answers or a limit hits."""
+        rows = await self.store.get_messages(
+            session_id, statuses=("complete", "cancelled", "error")
+        )
+        if user_message_id and await self.store.get_message(user_message_id):
+            rows = [r for r in rows if r["id"] != user_message_id]
+            user = await self.store.get_message(user_message_id)
+            assert user is not None
+        else:
+            user = await self.store.add_message(
+                session_id, "user", request, **({"id": user_message_id} if user_message_id else {})
+            )
+        rows.append(user)
+        specs = self.tools.specs()
+        for step_no in range(1, self.max_steps + 1):
+            yield StatusEvent("thinking", f"step {step_no}")
+            reply = await self.store.add_message(
+                session_id,
+                "assistant",
+                "",
+                status="streaming",
+                model=self.model_name,
+                parent_id=user["id"],
+                heartbeat_at=time.time(),
+            )
+            mid = reply["id"]
+            step = _Step()
+            try:
+                async for event in self._stream_with_retries(rows, specs, mid, step):
+                    yield event
+            except ModelError as e:
+                await self.store.update_message(
+                    mid, status="error", content=step.text, error=str(e), checkpoint=None
+                )
+                yield ErrorEvent(str(e), code=e.code, retryable=e.transient)
+                yield StatusEvent("idle")
+                return
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(
+                        self.store.update_message(mid, status="cancelled", content=step.text)
+                    )
+                raise
+
+            calls = [_call_record(i, c) for i, c in sorted(step.calls.items())]
+            await self.store.update_message(
+                mid,
+                content=step.text,
+                reasoning=step.reasoning or None,
+                tool_calls=calls or None,
+                status="complete",
+                tokens_in=step.tokens_in or None,
+                tokens_out=step.tokens_out or None,
+                heartbeat_at=time.time(),
+            )
+            reply.update(content=step.text, tool_calls=calls or None, status="complete")
+            rows.append(reply)
+            if step.text:
+                yield TextDone(mid, step.text)
+            if not calls:
+                yield Chat(mid, step.text, stop_reason=step.finish or "stop")
+                yield StatusEvent("idle")
+                return
+            yield StatusEvent("executing", ", ".join(c["name"] for c in calls))
+            async for event in self._run_tools(session_id, mid, calls, rows, make_context):
+                yield event
+
+        note = (
+            f"Stopped after {self.max_steps} model steps without a final answer. "
+            "Ask me to continue, or raise the limit (`%think_config max_steps=40` or "
+            "c.ThinkConfig.max_steps)."
+        )
+        yield ErrorEvent(note, code="step_limit")
+        yield StatusEvent("idle")
+
+    async def _stream_with_retries(
+        self, rows: list[dict[str, Any]], specs: list[dict[str, Any]], mid: str, step: _Step
+    ) -> AsyncIterator[Event]:
+        messages = to_model_messages(self.system, transform_context(rows))
+        attempt = 0
+        while True:
+            try:
+                async for event in self._stream_once(messages, specs, mid, step):
+                    yield event
+                return
+            except ModelError as e:
+                if not e.transient or attempt >= len(self.retry_delays):
+                    raise
+                delay = self.retry_delays[attempt]
+                attempt += 1
+                if step.text:
+                    # TextDone carries the authoritative text so far: reset the cut attempt.
+                    yield TextDone(mid, "")
+                step.text, step.reasoning, step.calls = "", "", {}
+                yield StatusEvent(
+                    "waiting",
+                    f"{e}; retry {attempt}/{len(self.retry_delays)} in {delay:g} s",
+                )
+                await self.store.update_message(mid, attempt=attempt, heartbeat_at=time.time())
+                await self.sleep(delay)
+                yield StatusEvent("thinking", f"retry {attempt}")
+
+    async def _stream_once(
+        self, messages: list[dict[str, Any]], specs: list[dict[str, Any]], mid: str, step: _Step
+    ) -> AsyncIterator[Event]:
+        last_beat = time.monotonic()
+        chunk: Chunk
+        async for chunk in self.model.stream(messages, specs, self.model_name):
+            kind = chunk.kind
+            if kind == "text":
+                step.text += chunk.text
+                yield TextDelta(mid, chunk.text)
+            elif kind == "reasoning":
+                step.reasoning += chunk.text
+                yield Reasoning(mid, chunk.text)
+            elif kind == "tool_call":
+                call = step.calls.setdefault(chunk.index, {"id": "", "name": "", "arguments": ""})
+                if chunk.call_id:
+                    call["id"] = chunk.call_id
+                if chunk.name:
+                    call["name"] += chunk.name
+                call["arguments"] += chunk.arguments
+            elif kind == "finish":
+                step.finish = chunk.text
+            elif kind == "usage":
+                step.tokens_in, step.tokens_out = chunk.tokens_in, chunk.tokens_out
+            now = time.monotonic()
+            if now - last_beat >= HEARTBEAT_SECONDS:
+                last_beat = now
+                await self.store.update_message(
+                    mid, content=step.text, checkpoint=step.text, heartbeat_at=time.time()
+                )
+
+    async def _run_tools(
+        self,
+        session_id: str,
+        mid: str,
+        calls: list[dict[str, Any]],
+        rows: list[dict[str, Any]],
+        make_context: ContextFactory,
+    ) -> AsyncIterator[Event]:
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        for c in calls:
+            yield ToolCall(c["id"], c["name"], _parsed(c["arguments"]), message_id=mid)
+
+        async def one(call: dict[str, Any]) -> None:
+            ctx = make_context(mid, call["id"])
+            ctx.emit = queue.put_nowait
+            outcome = await self.tools.call(call["name"], call["arguments"], ctx)
+            out = outcome.output
+            text = for_model(out.text)
+            summary = summarize_output(out.text, out.summary)
+            row = await self.store.add_message(
+                session_id,
+                "tool",
+                text,
+                tool_call_id=call["id"],
+                name=call["name"],
+                result_summary=summary,
+                parent_id=mid,
+                status="complete",
+            )
+            rows.append(row)
+            await self.store.log_action(
+                session_id=session_id,
+                tool=call["name"],
+                action=out.summary.split(":")[0] if out.summary else call["name"],
+                input_summary=summarize_input(call["name"], outcome.args, call["arguments"]),
+                output_summary=summary,
+                duration_ms=round(outcome.duration_ms, 3),
+                success=out.ok,
+                error=out.error or None,
+                message_id=mid,
+            )
+            queue.put_nowait(
+                ToolResult(
+                    call["id"],
+                    call["name"],
+                    text,
+                    round(outcome.duration_ms, 3),
+                    out.ok,
+                    summary=summary,
+                    display=out.display,
+                )
+            )
+
+        async def all_calls() -> None:
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    for c in calls:
+                        tg.create_task(one(c))
+            finally:
+                queue.put_nowait(None)
+
+        runner = asyncio.ensure_future(all_calls())
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await runner  # re-raise a failure of the store, if any
+        finally:
+            if not runner.done():
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+        # Keep tool rows in call order, as the endpoint expects them after the assistant turn.
+        order = {c["id"]: i for i, c in enumerate(calls)}
+        tail = [r for r in rows if r.get("role") == "tool" and r.get("tool_call_id") in order]
+        head = [r for r in rows if not (r.get("role") == "tool" and r.get("tool_call_id") in order)]
+        tail.sort(key=lambda r: order[r["tool_call_id"]])
+        rows[:] = head + tail
+
+
+def _call_record(index: int, call: dict[str, str]) -> dict[str, Any]:
+    return {
+        "id": call["id"] or f"call_{new_id()}_{index}",
+        "name": call["name"],
+        "arguments": call["arguments"],
+    }
+
+
+def _parsed(arguments: str) -> Any:
+    try:
+        return json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return arguments

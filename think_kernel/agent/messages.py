@@ -1,0 +1,92 @@
+"""History as stored rows -> what the model sees. Two named steps, as in pi-mono:
+
+1. :func:`transform_context` works on stored rows: it drops what the model must not see
+   (errored or cancelled partials) and repairs tool-call pairs cut by an interrupt.
+2. :func:`to_model_messages` converts rows to the OpenAI chat format.
+
+Both are pure and O(n) in the rows given; the loop keeps the rows in memory during a run so
+no step re-reads the database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+INTERRUPTED = "(no result: the run was interrupted before this tool finished)"
+
+
+def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the rows the model should see, with every tool call answered exactly once."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    for row in rows:
+        role = row.get("role")
+        status = row.get("status", "complete")
+        if role == "assistant" and status in ("error", "pending") and not row.get("content"):
+            continue
+        if role != "tool" and pending:
+            out.extend(_placeholder(cid) for cid in pending)
+            pending = []
+        if role == "tool":
+            cid = row.get("tool_call_id")
+            if cid in pending:
+                pending.remove(cid)
+                out.append(row)
+            continue  # a tool row with no assistant call before it would be rejected
+        out.append(row)
+        if role == "assistant":
+            calls = row.get("tool_calls") or []
+            pending = [c["id"] for c in calls if isinstance(c, dict) and "id" in c]
+    out.extend(_placeholder(cid) for cid in pending)
+    return out
+
+
+def _placeholder(call_id: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED, "status": "complete"}
+
+
+def to_model_messages(system: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Convert stored rows (already transformed) to OpenAI chat messages."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for row in rows:
+        role = row["role"]
+        if role == "user":
+            out.append({"role": "user", "content": row.get("content") or ""})
+        elif role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": row.get("content") or None}
+            calls = row.get("tool_calls")
+            if calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": _args_text(c)},
+                    }
+                    for c in calls
+                ]
+            elif msg["content"] is None:
+                msg["content"] = ""
+            out.append(msg)
+        elif role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": row["tool_call_id"],
+                    "content": row.get("content") or "",
+                }
+            )
+    return out
+
+
+def _args_text(call: dict[str, Any]) -> str:
+    args = call.get("arguments", "")
+    if isinstance(args, str):
+        # Endpoints reject assistant turns whose arguments are not JSON; the model already
+        # got a tool error for them, so send an empty object instead of the broken text.
+        try:
+            json.loads(args or "{}")
+        except json.JSONDecodeError:
+            return "{}"
+        return args or "{}"
+    return json.dumps(args)

@@ -1,0 +1,188 @@
+"""Model access: a one-method protocol and its OpenAI-compatible implementation.
+
+    model = OpenAIModel(api_key="...", base_url="http://localhost:11434/v1")
+    async for chunk in model.stream(messages, tools=specs, model="llama3.1"):
+        ...
+
+Chunks are small tuples of our own (:class:`Chunk`) so the loop never touches SDK types.
+Errors are turned into :class:`ModelError` with ``transient`` set for what is worth retrying
+(429, 5xx, connection reset, read timeout, a stream cut before it finished) and a message that
+says what to fix for the rest (401, unknown model, bad request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import httpx
+import openai
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One piece of a streamed model response."""
+
+    kind: Literal["text", "reasoning", "tool_call", "finish", "usage"]
+    text: str = ""
+    index: int = 0
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class ModelError(Exception):
+    """A failed model call; ``transient`` ones are retried with backoff."""
+
+    def __init__(self, message: str, transient: bool, code: str = "model_error") -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.code = code
+
+
+class ModelClient(Protocol):
+    """Streams one chat completion. Raise ModelError on failure."""
+
+    def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str
+    ) -> AsyncIterator[Chunk]:
+        """Yield chunks of one completion, ending with a ``finish`` chunk."""
+        ...
+
+
+def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError:
+    """Turn an SDK / transport exception into a ModelError with an actionable message."""
+    where = base_url or "the OpenAI API"
+    if isinstance(exc, ModelError):
+        return exc
+    if isinstance(exc, openai.AuthenticationError):
+        return ModelError(
+            f"The model endpoint ({where}) rejected the API key (401). Set a valid key in "
+            "OPENAI_API_KEY (or c.ThinkConfig.api_key) and restart the kernel.",
+            transient=False,
+            code="auth",
+        )
+    if isinstance(exc, openai.PermissionDeniedError):
+        return ModelError(
+            f"The model endpoint ({where}) refused access (403) to model {model!r}. "
+            "Check the key's permissions or pick another model with %think_model.",
+            transient=False,
+            code="permission",
+        )
+    if isinstance(exc, openai.NotFoundError):
+        return ModelError(
+            f"Model {model!r} was not found at {where} (404). Set THINK_MODEL (or "
+            "%think_model NAME) to a model the endpoint serves, and check OPENAI_BASE_URL.",
+            transient=False,
+            code="model_not_found",
+        )
+    if isinstance(exc, openai.RateLimitError):
+        return ModelError(f"rate limited by {where} (429)", transient=True, code="rate_limit")
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        detail = _detail(exc)
+        if status >= 500 or status in (408, 409, 425):
+            return ModelError(f"{where} answered {status}: {detail}", True, "server_error")
+        return ModelError(f"{where} refused the request ({status}): {detail}", False, "bad_request")
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+        return ModelError(f"{where} timed out", transient=True, code="timeout")
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | ConnectionError):
+        return ModelError(
+            f"could not reach {where} ({type(exc).__name__}: {exc})",
+            transient=True,
+            code="connection",
+        )
+    return ModelError(f"{type(exc).__name__}: {exc}", transient=False)
+
+
+def _detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:300]
+    return str(exc.message)[:300]
+
+
+class OpenAIModel:
+    """Streaming chat completions through ``openai.AsyncOpenAI`` (any compatible endpoint)."""
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        self.base_url = base_url
+        # Our loop retries with visible status, so the SDK must not retry silently.
+        self.client = client or openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
+        )
+
+    async def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str
+    ) -> AsyncIterator[Chunk]:
+        """Stream one completion; raise ModelError (never SDK exceptions)."""
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+        if tools:
+            kwargs["tools"] = tools
+        finished = False
+        try:
+            stream = await self.client.chat.completions.create(**kwargs)
+            async with stream:
+                async for event in stream:
+                    usage = getattr(event, "usage", None)
+                    if usage is not None:
+                        yield Chunk(
+                            "usage",
+                            tokens_in=usage.prompt_tokens or 0,
+                            tokens_out=usage.completion_tokens or 0,
+                        )
+                    for choice in event.choices or ():
+                        delta = choice.delta
+                        if delta is not None:
+                            for chunk in _delta_chunks(delta):
+                                yield chunk
+                        if choice.finish_reason:
+                            finished = True
+                            yield Chunk("finish", text=choice.finish_reason)
+        except ModelError:
+            raise
+        except Exception as e:  # SDK and transport errors become ModelError
+            raise classify(e, self.base_url, model) from e
+        if not finished:
+            raise ModelError(
+                "the model stream ended before it finished (connection cut mid-way)",
+                transient=True,
+                code="stream_cut",
+            )
+
+
+def _delta_chunks(delta: Any) -> list[Chunk]:
+    out: list[Chunk] = []
+    # Reasoning comes under different names depending on the server (vLLM, DeepSeek,
+    # Ollama, OpenRouter); take whichever is present.
+    extra = getattr(delta, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key) or getattr(delta, key, None)
+        if isinstance(value, str) and value:
+            out.append(Chunk("reasoning", text=value))
+            break
+    if delta.content:
+        out.append(Chunk("text", text=delta.content))
+    for tc in delta.tool_calls or ():
+        fn = tc.function
+        out.append(
+            Chunk(
+                "tool_call",
+                index=tc.index if tc.index is not None else 0,
+                call_id=tc.id or "",
+                name=(fn.name if fn else None) or "",
+                arguments=(fn.arguments if fn else None) or "",
+            )
+        )
+    return out

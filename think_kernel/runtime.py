@@ -1,0 +1,240 @@
+"""One agent session, wired: config, store, workspace, tools, model, agent loop.
+
+The kernel, the ``%think`` magics and the server link all drive a :class:`Runtime`:
+
+    rt = Runtime(ThinkConfig(), workspace_root=Path.cwd())
+    await rt.start()
+    async for event in rt.run("create hello.py that prints hi"):
+        ...
+    await rt.close()
+
+Customisation layers (Project Think): the core prompt and core tools are always there; a
+subclass (``instructions``, ``extra_tools``, ``models``) or an ``AgentExtension`` published
+under the ``think_kernel.extensions`` entry-point group adds to them; per-session props
+(``%think_model``, ``%think_instructions``) add on top at run time and are stored with the
+session.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import AsyncIterator, Callable
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .agent.events import ErrorEvent, Event, StatusEvent
+from .agent.loop import Agent
+from .agent.model import ModelClient, OpenAIModel
+from .agent.prompt import build_system_prompt
+from .config import NotConfigured, ThinkConfig
+from .store import Store, new_id
+from .tools.base import ToolContext, ToolFunc, ToolRegistry
+from .tools.files import FILE_TOOLS
+from .tools.workspace import LocalWorkspace, Workspace
+
+log = logging.getLogger(__name__)
+Sink = Callable[[Event], Any]
+ENTRY_POINT_GROUP = "think_kernel.extensions"
+
+
+class AgentExtension:
+    """Adds instructions, tools and model choices (the "class" layer), e.g. from a package:
+
+    [project.entry-points."think_kernel.extensions"]
+    sql = "my_pkg.think:SqlExtension"
+    """
+
+    name: ClassVar[str] = ""
+    instructions: ClassVar[str] = ""
+    tools: ClassVar[list[ToolFunc]] = []
+    models: ClassVar[dict[str, str]] = {}
+
+
+def load_extensions() -> list[type[AgentExtension] | AgentExtension]:
+    """Load every AgentExtension published under the entry-point group (bad ones are logged)."""
+    found: list[type[AgentExtension] | AgentExtension] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found.append(ep.load())
+        except Exception:  # a broken third-party extension must not stop the kernel
+            log.exception("could not load think extension %s", ep.name)
+    return found
+
+
+class Runtime:
+    """An agent session bound to a workspace and a store. Subclass to add layers."""
+
+    instructions: ClassVar[str] = ""
+    extra_tools: ClassVar[list[ToolFunc]] = []
+    models: ClassVar[dict[str, str]] = {}
+
+    def __init__(
+        self,
+        config: ThinkConfig | None = None,
+        workspace_root: str | os.PathLike[str] | None = None,
+        *,
+        session_id: str | None = None,
+        store: Store | None = None,
+        workspace: Workspace | None = None,
+        model: ModelClient | None = None,
+        extensions: list[Any] | None = None,
+    ) -> None:
+        self.config = config or ThinkConfig()
+        root = Path(workspace_root or os.getcwd()).resolve()
+        self.workspace: Workspace = workspace or LocalWorkspace(root)
+        self.session_id = session_id or new_id("s_")
+        self.store = store
+        self._own_store = store is None
+        self._model = model
+        self._extensions = load_extensions() if extensions is None else extensions
+        self.sinks: list[Sink] = []
+        self.read_paths: set[str] = set()
+        self.sandbox: Any = None
+        self.extras: dict[str, Any] = {}
+        self.tools = self._build_tools()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the store and make sure the session exists."""
+        if self.store is None:
+            path = self.config.store_path or str(self.workspace.root / ".think" / "think.db")
+            self.store = await Store.open(path)
+        await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
+
+    async def close(self) -> None:
+        """Close what this runtime opened."""
+        if self.sandbox is not None and hasattr(self.sandbox, "close"):
+            await self.sandbox.close()
+        if self.store is not None and self._own_store:
+            await self.store.close()
+            self.store = None
+
+    def add_sink(self, sink: Sink) -> None:
+        """Call ``sink(event)`` for every event of every run (sync or async callables)."""
+        self.sinks.append(sink)
+
+    # -- layers ------------------------------------------------------------------------------
+
+    def _build_tools(self) -> ToolRegistry:
+        registry = ToolRegistry(FILE_TOOLS, core=True)
+        for func in self.extra_tools:
+            registry.add(func)
+        for ext in self._extensions:
+            for func in getattr(ext, "tools", ()):
+                registry.add(func)
+        return registry
+
+    async def props(self) -> dict[str, Any]:
+        """Per-session options: model, instructions (the "props" layer)."""
+        assert self.store is not None
+        session = await self.store.get_session(self.session_id)
+        return dict((session or {}).get("options") or {})
+
+    async def set_props(self, **changes: Any) -> dict[str, Any]:
+        """Change per-session options; a value of None removes it."""
+        assert self.store is not None
+        props = await self.props()
+        for key, value in changes.items():
+            if value is None:
+                props.pop(key, None)
+            else:
+                props[key] = value
+        await self.store.update_session(self.session_id, options=props)
+        return props
+
+    def model_name(self, props: dict[str, Any], role: str = "primary") -> str:
+        """props > subclass > extension > config > default."""
+        if role == "primary" and props.get("model"):
+            return str(props["model"])
+        if role in self.models:
+            return self.models[role]
+        for ext in self._extensions:
+            if role in getattr(ext, "models", {}):
+                return str(ext.models[role])
+        return self.config.model_for(role)
+
+    def system_prompt(self, props: dict[str, Any]) -> str:
+        """Core prompt + class + extensions + config + session instructions."""
+        layers = [self.instructions]
+        layers += [getattr(ext, "instructions", "") for ext in self._extensions]
+        layers += [self.config.instructions, str(props.get("instructions") or "")]
+        return build_system_prompt(*layers)
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def switch_session(self, session_id: str | None = None) -> dict[str, Any]:
+        """Resume a stored session (or start a new one when ``session_id`` is None)."""
+        assert self.store is not None
+        if session_id is not None and await self.store.get_session(session_id) is None:
+            raise KeyError(f"no session {session_id!r}; %think_sessions lists them")
+        self.session_id = session_id or new_id("s_")
+        self.read_paths = set()
+        return await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
+
+    # -- running -----------------------------------------------------------------------------
+
+    def _model_client(self) -> ModelClient:
+        if self._model is None:
+            key, url = self.config.credentials()
+            self._model = OpenAIModel(key, url, timeout=self.config.request_timeout)
+        return self._model
+
+    def make_context(self, message_id: str, call_id: str) -> ToolContext:
+        """The ToolContext for one tool call of this session."""
+        return ToolContext(
+            session_id=self.session_id,
+            workspace=self.workspace,
+            message_id=message_id,
+            call_id=call_id,
+            store=self.store,
+            sandbox=self.sandbox,
+            settings=self.config,
+            read_paths=self.read_paths,
+            extras=self.extras,
+        )
+
+    async def emit(self, event: Event) -> None:
+        """Hand an event to every sink; a failing sink is logged, never fatal."""
+        for sink in self.sinks:
+            try:
+                res = sink(event)
+                if inspect.isawaitable(res):
+                    await res
+            except Exception:
+                log.exception("event sink failed")
+
+    async def run(
+        self, request: str, *, context: str = "", user_message_id: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Run one request; yields every event (and hands each to the sinks)."""
+        if self.store is None:
+            await self.start()
+        assert self.store is not None
+        props = await self.props()
+        try:
+            model = self._model_client()
+        except NotConfigured as e:
+            final: list[Event] = [ErrorEvent(str(e), code="not_configured"), StatusEvent("idle")]
+            for ev in final:
+                await self.emit(ev)
+                yield ev
+            return
+        agent = Agent(
+            model,
+            self.tools,
+            self.store,
+            system=self.system_prompt(props),
+            model_name=self.model_name(props),
+            max_steps=int(props.get("max_steps") or self.config.max_steps),
+            retry_delays=self.config.retry_delays,
+        )
+        text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
+        async for event in agent.run(
+            self.session_id, text, self.make_context, user_message_id=user_message_id
+        ):
+            await self.emit(event)
+            yield event

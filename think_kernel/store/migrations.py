@@ -1,0 +1,201 @@
+"""Ordered, named schema migrations, recorded in the ``_migrations`` table.
+
+Model: simonw/llm's ``migrations.py``. Append new migrations at the end; never edit one that
+has shipped. The kernel's standalone store and the server extension share this schema.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import aiosqlite
+
+MIGRATIONS: list[tuple[str, str]] = []
+
+
+def migration(name: str, sql: str) -> None:
+    """Register one migration (a SQL script) under a unique name."""
+    if any(n == name for n, _ in MIGRATIONS):
+        raise ValueError(f"duplicate migration {name}")
+    MIGRATIONS.append((name, sql))
+
+
+migration(
+    "m001_initial",
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        path TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL DEFAULT 'idle',
+        options TEXT NOT NULL DEFAULT '{}',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL DEFAULT '',
+        content_blob TEXT,
+        content_size INTEGER NOT NULL DEFAULT 0,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        name TEXT,
+        result_summary TEXT,
+        result_preview TEXT,
+        reasoning TEXT,
+        reasoning_size INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'complete',
+        checkpoint TEXT,
+        heartbeat_at REAL,
+        tokens_in INTEGER,
+        tokens_out INTEGER,
+        model TEXT,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        parent_id TEXT,
+        facet TEXT,
+        error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE UNIQUE INDEX messages_session_seq ON messages(session_id, seq);
+    CREATE INDEX messages_status ON messages(status);
+    CREATE TABLE action_log (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        ts REAL NOT NULL,
+        tool TEXT NOT NULL,
+        action TEXT NOT NULL DEFAULT '',
+        input_summary TEXT NOT NULL DEFAULT '',
+        output_summary TEXT NOT NULL DEFAULT '',
+        duration_ms REAL NOT NULL DEFAULT 0,
+        success INTEGER NOT NULL,
+        error TEXT,
+        message_id TEXT
+    );
+    CREATE INDEX action_log_session_ts ON action_log(session_id, ts);
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        ts REAL NOT NULL
+    );
+    CREATE INDEX events_session_seq ON events(session_id, seq);
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        parent_id TEXT,
+        title TEXT NOT NULL DEFAULT '',
+        type TEXT NOT NULL DEFAULT 'code',
+        status TEXT NOT NULL DEFAULT 'pending',
+        dependencies TEXT NOT NULL DEFAULT '[]',
+        result TEXT,
+        message_id TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX tasks_session ON tasks(session_id);
+    CREATE TABLE schedules (
+        id TEXT PRIMARY KEY,
+        session_id TEXT,
+        kind TEXT NOT NULL,
+        due_at REAL NOT NULL,
+        payload TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'pending',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX schedules_due ON schedules(status, due_at);
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        message_id TEXT,
+        call_id TEXT,
+        tool TEXT NOT NULL,
+        input TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'pending',
+        decision TEXT,
+        created_at REAL NOT NULL,
+        resolved_at REAL
+    );
+    CREATE INDEX approvals_session ON approvals(session_id, status);
+    """,
+)
+
+
+migration(
+    "m002_server",
+    """
+    ALTER TABLE events ADD COLUMN event_id TEXT;
+    CREATE UNIQUE INDEX events_event_id ON events(event_id) WHERE event_id IS NOT NULL;
+    CREATE INDEX events_ts ON events(ts);
+    CREATE INDEX action_log_session_tool ON action_log(session_id, tool, ts);
+    CREATE INDEX action_log_message ON action_log(message_id);
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'queued',
+        attempt INTEGER NOT NULL DEFAULT 0,
+        kernel_id TEXT,
+        owner TEXT,
+        heartbeat_at REAL,
+        checkpoint TEXT,
+        error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX runs_session ON runs(session_id, created_at);
+    CREATE INDEX runs_status ON runs(status);
+    """,
+)
+
+
+def _statements(script: str) -> list[str]:
+    """Split a SQL script into complete statements."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+async def migrate(db: aiosqlite.Connection) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied.
+
+    The kernel and the server may open the same file at the same moment, so each migration
+    runs in a ``BEGIN IMMEDIATE`` transaction that re-checks ``_migrations`` first.
+    """
+    await db.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+    )
+    applied = []
+    for name, sql in MIGRATIONS:
+        async with db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)) as cur:
+            if await cur.fetchone():
+                continue
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            async with db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)) as cur:
+                done = await cur.fetchone()
+            if not done:
+                # Statement by statement: executescript would commit our transaction.
+                for statement in _statements(sql):
+                    await db.execute(statement)
+                await db.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
+                applied.append(name)
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+    return applied

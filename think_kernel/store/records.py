@@ -1,0 +1,281 @@
+"""Store methods the server extension leans on: batches, cursors, runs, schedules, retention.
+
+Mixed into :class:`~think_kernel.store.Store`; every method commits before it returns.
+Batches are single statements (multi-row ``INSERT ... RETURNING``) or one transaction, so a
+burst of events or action-log rows costs one round trip to the SQLite thread, not one each.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+RUN_FIELDS = {"status", "attempt", "kernel_id", "owner", "heartbeat_at", "checkpoint", "error"}
+ACTIVE_RUN = ("queued", "running", "retrying")
+ACTION_COLUMNS = (
+    "id",
+    "session_id",
+    "ts",
+    "tool",
+    "action",
+    "input_summary",
+    "output_summary",
+    "duration_ms",
+    "success",
+    "error",
+    "message_id",
+)
+# SQLite allows 32,766 bound parameters per statement; 5 per event row.
+_EVENT_CHUNK = 5_000
+
+
+class RecordsMixin:
+    """Batched appends, cursor pages, runs, schedules, approvals and retention."""
+
+    db: aiosqlite.Connection
+
+    if TYPE_CHECKING:  # provided by Store
+
+        async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
+        async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
+        async def _update(self, table: str, key: str, allowed: set[str], **fields: Any) -> None: ...
+        async def get_messages(
+            self,
+            session_id: str,
+            before: int | None = None,
+            limit: int | None = None,
+            statuses: Iterable[str] | None = None,
+        ) -> list[dict[str, Any]]: ...
+
+    # -- batches -----------------------------------------------------------------------------
+
+    async def log_actions(self, rows: Sequence[dict[str, Any]]) -> list[str]:
+        """Append many action-log rows in one transaction; return their ids."""
+        from .store import new_id
+
+        now = time.time()
+        values = []
+        for row in rows:
+            full: dict[str, Any] = dict.fromkeys(ACTION_COLUMNS)
+            full.update(action="", input_summary="", output_summary="", duration_ms=0, ts=now)
+            full.update(row)
+            full["id"] = full["id"] or new_id("a_")
+            full["success"] = int(bool(row.get("success", True)))
+            values.append(tuple(full[c] for c in ACTION_COLUMNS))
+        cols = ", ".join(ACTION_COLUMNS)
+        marks = ", ".join("?" for _ in ACTION_COLUMNS)
+        await self.db.execute("BEGIN")
+        try:
+            await self.db.executemany(f"INSERT INTO action_log ({cols}) VALUES ({marks})", values)
+            await self.db.execute("COMMIT")
+        except BaseException:
+            await self.db.execute("ROLLBACK")
+            raise
+        return [str(v[0]) for v in values]
+
+    async def append_events(
+        self, rows: Sequence[tuple[str | None, str, str, dict[str, Any]]]
+    ) -> dict[int, int]:
+        """Append ``(event_id, session_id, type, data)`` rows; duplicates (same event_id) are
+        skipped. Returns ``{row index: seq}`` for the rows actually inserted."""
+        out: dict[int, int] = {}
+        now = time.time()
+        for start in range(0, len(rows), _EVENT_CHUNK):
+            chunk = rows[start : start + _EVENT_CHUNK]
+            params: list[Any] = []
+            # A per-row marker in event_id lets RETURNING be matched back to the input rows
+            # even when duplicates are skipped.
+            for i, (event_id, session_id, type_, data) in enumerate(chunk):
+                params += [
+                    event_id or f"~{start + i}:{now}",
+                    session_id,
+                    type_,
+                    json.dumps(data),
+                    now,
+                ]
+            values = ", ".join("(?, ?, ?, ?, ?)" for _ in chunk)
+            sql = (
+                "INSERT OR IGNORE INTO events (event_id, session_id, type, data, ts)"
+                f" VALUES {values} RETURNING seq, event_id"
+            )
+            async with self.db.execute(sql, params) as cur:
+                returned = await cur.fetchall()
+            index = {params[5 * i]: start + i for i in range(len(chunk))}
+            for r in returned:
+                rec = dict(r) if isinstance(r, dict) else {"seq": r[0], "event_id": r[1]}
+                out[index[rec["event_id"]]] = int(rec["seq"])
+        return out
+
+    async def last_event_seq(self, session_id: str) -> int:
+        """The newest event seq of a session (0 if none)."""
+        row = await self._one(
+            "SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = ?", (session_id,)
+        )
+        return int(row["seq"]) if row else 0
+
+    # -- pages -------------------------------------------------------------------------------
+
+    async def page_messages(
+        self, session_id: str, before: int | None = None, limit: int = 50
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """The newest ``limit`` messages before the ``before`` seq, oldest first, and the
+        cursor for the page before them (None when this page reaches the start)."""
+        rows = await self.get_messages(session_id, before=before, limit=limit + 1)
+        if len(rows) > limit:
+            rows = rows[1:]
+            return rows, int(rows[0]["seq"])
+        return rows, None
+
+    async def list_tasks(self, session_id: str) -> list[dict[str, Any]]:
+        """Tasks of a session in creation order."""
+        return await self._all(
+            "SELECT * FROM tasks WHERE session_id = ? ORDER BY created_at, id", (session_id,)
+        )
+
+    # -- runs --------------------------------------------------------------------------------
+
+    async def create_run(
+        self, run_id: str, session_id: str, message_id: str, owner: str
+    ) -> dict[str, Any]:
+        """Record a queued run of a user message."""
+        now = time.time()
+        await self.db.execute(
+            "INSERT INTO runs (id, session_id, message_id, status, owner, heartbeat_at,"
+            " created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+            (run_id, session_id, message_id, owner, now, now, now),
+        )
+        run = await self.get_run(run_id)
+        assert run is not None
+        return run
+
+    async def get_run(self, run_id: str) -> dict[str, Any] | None:
+        """One run, or None."""
+        return await self._one("SELECT * FROM runs WHERE id = ?", (run_id,))
+
+    async def update_run(self, run_id: str, **fields: Any) -> None:
+        """Change status, attempt, kernel, owner, heartbeat, checkpoint or error."""
+        await self._update("runs", run_id, RUN_FIELDS, **fields)
+
+    async def active_run(self, session_id: str) -> dict[str, Any] | None:
+        """The newest queued / running / retrying run of a session."""
+        return await self._one(
+            "SELECT * FROM runs WHERE session_id = ? AND status IN ('queued', 'running',"
+            " 'retrying') ORDER BY created_at DESC LIMIT 1",
+            (session_id,),
+        )
+
+    async def find_stale_runs(self, older_than: float, not_owner: str) -> list[dict[str, Any]]:
+        """Active runs not owned by ``not_owner`` whose heartbeat is older than the time."""
+        return await self._all(
+            "SELECT * FROM runs WHERE status IN ('queued', 'running', 'retrying')"
+            " AND COALESCE(owner, '') != ? AND COALESCE(heartbeat_at, 0) < ? ORDER BY created_at",
+            (not_owner, older_than),
+        )
+
+    async def heartbeat_runs(self, run_ids: Sequence[str], checkpoints: dict[str, str]) -> None:
+        """Refresh the heartbeat (and checkpoint, when given) of many runs at once."""
+        now = time.time()
+        await self.db.executemany(
+            "UPDATE runs SET heartbeat_at = ?, checkpoint = COALESCE(?, checkpoint),"
+            " updated_at = ? WHERE id = ?",
+            [(now, checkpoints.get(r), now, r) for r in run_ids],
+        )
+
+    async def interrupt_messages(self, session_id: str, after_seq: int, reason: str) -> int:
+        """Mark streaming / pending messages after a seq as errored (the run died)."""
+        async with self.db.execute(
+            "UPDATE messages SET status = 'error', error = ?, updated_at = ?"
+            " WHERE session_id = ? AND seq > ? AND status IN ('pending', 'streaming')",
+            (reason, time.time(), session_id, after_seq),
+        ) as cur:
+            return cur.rowcount
+
+    # -- schedules ---------------------------------------------------------------------------
+
+    async def add_schedule(
+        self, kind: str, due_at: float, payload: dict[str, Any], session_id: str | None = None
+    ) -> str:
+        """Record timed work (survives restarts); returns its id."""
+        from .store import new_id
+
+        sid = new_id("sch_")
+        now = time.time()
+        await self.db.execute(
+            "INSERT INTO schedules (id, session_id, kind, due_at, payload, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (sid, session_id, kind, due_at, json.dumps(payload), now, now),
+        )
+        return sid
+
+    async def due_schedules(self, now: float, limit: int = 100) -> list[dict[str, Any]]:
+        """Pending schedules due by ``now``, oldest first."""
+        return await self._all(
+            "SELECT * FROM schedules WHERE status = 'pending' AND due_at <= ?"
+            " ORDER BY due_at LIMIT ?",
+            (now, limit),
+        )
+
+    async def next_schedule_due(self) -> float | None:
+        """When the next pending schedule is due, or None."""
+        row = await self._one("SELECT MIN(due_at) AS due FROM schedules WHERE status = 'pending'")
+        return None if row is None or row["due"] is None else float(row["due"])
+
+    async def claim_schedule(self, schedule_id: str) -> bool:
+        """Move a pending schedule to running; False if another process took it first."""
+        async with self.db.execute(
+            "UPDATE schedules SET status = 'running', attempts = attempts + 1, updated_at = ?"
+            " WHERE id = ? AND status = 'pending'",
+            (time.time(), schedule_id),
+        ) as cur:
+            return cur.rowcount > 0
+
+    async def finish_schedule(self, schedule_id: str, status: str, error: str = "") -> None:
+        """Mark a schedule done or failed."""
+        await self.db.execute(
+            "UPDATE schedules SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
+            (status, error or None, time.time(), schedule_id),
+        )
+
+    # -- approvals ---------------------------------------------------------------------------
+
+    async def get_approval(self, approval_id: str) -> dict[str, Any] | None:
+        """One approval, or None."""
+        return await self._one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+
+    async def list_approvals(
+        self, session_id: str, status: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Approvals of a session, oldest first."""
+        if status is None:
+            return await self._all(
+                "SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at",
+                (session_id,),
+            )
+        return await self._all(
+            "SELECT * FROM approvals WHERE session_id = ? AND status = ? ORDER BY created_at",
+            (session_id, status),
+        )
+
+    async def resolve_approval(self, approval_id: str, status: str, decision: Any) -> bool:
+        """Resolve a pending approval; False if it was not pending."""
+        async with self.db.execute(
+            "UPDATE approvals SET status = ?, decision = ?, resolved_at = ?"
+            " WHERE id = ? AND status = 'pending'",
+            (status, json.dumps(decision), time.time(), approval_id),
+        ) as cur:
+            return cur.rowcount > 0
+
+    # -- retention ---------------------------------------------------------------------------
+
+    async def prune(self, older_than: float) -> dict[str, int]:
+        """Delete events and action-log rows older than a time (messages are kept)."""
+        counts = {}
+        for table in ("events", "action_log"):
+            async with self.db.execute(f"DELETE FROM {table} WHERE ts < ?", (older_than,)) as cur:
+                counts[table] = cur.rowcount
+        return counts

@@ -1,0 +1,395 @@
+"""The durable store: one SQLite file in WAL mode, used by the kernel and the server extension.
+
+    store = await Store.open(".think/think.db")
+    session = await store.create_session(title="analysis")
+    msg = await store.add_message(session["id"], "user", "hello")
+    history = await store.get_messages(session["id"])
+    await store.close()
+
+"Treat processes as ephemeral, SQLite as durable": every write is committed before the call
+returns. Content over ``blob_threshold`` bytes goes to a content-addressed blob folder next to
+the database; the row keeps a summary and a preview, and :meth:`Store.message_content` gives the
+whole text back. Reasoning is kept truncated to ``reasoning_limit`` bytes with its full size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from .migrations import migrate
+from .records import RecordsMixin
+
+JSON_COLUMNS = {"tool_calls", "options", "data", "dependencies", "payload", "input", "decision"}
+MESSAGE_FIELDS = {
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "result_summary",
+    "result_preview",
+    "reasoning",
+    "status",
+    "checkpoint",
+    "heartbeat_at",
+    "tokens_in",
+    "tokens_out",
+    "model",
+    "attempt",
+    "parent_id",
+    "facet",
+    "error",
+}
+SESSION_FIELDS = {"title", "path", "status", "options"}
+PREVIEW_CHARS = 2000
+
+
+def new_id(prefix: str = "") -> str:
+    """A sortable-enough unique id (time prefix + random), e.g. ``msg_18c3...``."""
+    return f"{prefix}{int(time.time() * 1000):x}{uuid.uuid4().hex[:12]}"
+
+
+def _encode(key: str, value: Any) -> Any:
+    if key in JSON_COLUMNS and value is not None and not isinstance(value, str):
+        return json.dumps(value)
+    return value
+
+
+def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for (name, *_), value in zip(cur.description, row, strict=True):
+        if name in JSON_COLUMNS and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+        out[name] = value
+    return out
+
+
+class Store(RecordsMixin):
+    """Async access to the SQLite store. One connection; SQLite serialises writers."""
+
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        path: Path,
+        blob_threshold: int = 50_000,
+        reasoning_limit: int = 3_000,
+    ) -> None:
+        self.db = db
+        self.path = path
+        self.blob_dir = path.parent / "blobs"
+        self.blob_threshold = blob_threshold
+        self.reasoning_limit = reasoning_limit
+        self._seq_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path, **kwargs: Any) -> Store:
+        """Open (creating if needed) the database, switch to WAL and apply migrations."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute("PRAGMA foreign_keys=ON")
+            await db.execute("PRAGMA busy_timeout=5000")
+            await migrate(db)
+        except BaseException:
+            await db.close()  # aiosqlite's thread would otherwise keep the process alive
+            raise
+        db.row_factory = _row  # type: ignore[assignment]
+        return cls(db, path, **kwargs)
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self.db.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None:
+        async with self.db.execute(sql, tuple(params)) as cur:
+            return await cur.fetchone()  # type: ignore[return-value]
+
+    async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        async with self.db.execute(sql, tuple(params)) as cur:
+            return list(await cur.fetchall())  # type: ignore[arg-type]
+
+    async def _update(self, table: str, key: str, allowed: set[str], **fields: Any) -> None:
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"unknown {table} fields: {sorted(bad)}")
+        if not fields:
+            return
+        fields["updated_at"] = time.time()
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        params = [_encode(k, v) for k, v in fields.items()]
+        await self.db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*params, key))
+
+    # -- blobs -------------------------------------------------------------------------------
+
+    def put_blob(self, text: str) -> str:
+        """Store text by content hash; return the key."""
+        data = text.encode("utf-8")
+        key = hashlib.sha256(data).hexdigest()
+        target = self.blob_dir / key[:2] / key
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(target)
+        return key
+
+    def get_blob(self, key: str) -> str:
+        """Return a blob's text; KeyError if unknown."""
+        if not key.isalnum():
+            raise KeyError(key)
+        target = self.blob_dir / key[:2] / key
+        if not target.exists():
+            raise KeyError(key)
+        return target.read_text("utf-8")
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        title: str = "",
+        path: str = "",
+        options: dict[str, Any] | None = None,
+        id: str | None = None,
+    ) -> dict[str, Any]:
+        """Create a session and return it."""
+        now = time.time()
+        sid = id or new_id("s_")
+        await self.db.execute(
+            "INSERT INTO sessions (id, title, path, status, options, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'idle', ?, ?, ?)",
+            (sid, title, path, json.dumps(options or {}), now, now),
+        )
+        session = await self.get_session(sid)
+        assert session is not None
+        return session
+
+    async def get_session(self, session_id: str) -> dict[str, Any] | None:
+        """Return a session, or None."""
+        return await self._one("SELECT * FROM sessions WHERE id = ?", (session_id,))
+
+    async def ensure_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
+        """Return the session, creating it with this id if it does not exist."""
+        return await self.get_session(session_id) or await self.create_session(
+            id=session_id, **kwargs
+        )
+
+    async def list_sessions(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        """Sessions, most recently updated first, with their message counts."""
+        return await self._all(
+            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)"
+            " AS message_count FROM sessions s ORDER BY updated_at DESC LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
+
+    async def update_session(self, session_id: str, **fields: Any) -> None:
+        """Change title, path, status or options."""
+        await self._update("sessions", session_id, SESSION_FIELDS, **fields)
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete a session and everything recorded for it; True if it existed."""
+        async with self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)) as cur:
+            existed = cur.rowcount > 0
+        for table in (
+            "messages",
+            "action_log",
+            "events",
+            "tasks",
+            "schedules",
+            "approvals",
+            "runs",
+        ):
+            await self.db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        return existed
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def _shape_content(self, fields: dict[str, Any]) -> None:
+        """Offload big content to a blob and truncate reasoning, in place."""
+        content = fields.get("content")
+        if isinstance(content, str):
+            size = len(content.encode("utf-8"))
+            fields["content_size"] = size
+            if size > self.blob_threshold:
+                fields["content_blob"] = self.put_blob(content)
+                fields["content"] = content[:PREVIEW_CHARS]
+                fields.setdefault("result_preview", content[:PREVIEW_CHARS])
+                fields.setdefault(
+                    "result_summary", f"{size} bytes, {content.count(chr(10)) + 1} lines"
+                )
+            else:
+                fields["content_blob"] = None
+        reasoning = fields.get("reasoning")
+        if isinstance(reasoning, str):
+            fields["reasoning_size"] = len(reasoning)
+            if len(reasoning) > self.reasoning_limit:
+                fields["reasoning"] = reasoning[: self.reasoning_limit]
+
+    async def add_message(
+        self, session_id: str, role: str, content: str = "", **fields: Any
+    ) -> dict[str, Any]:
+        """Append a message at the end of the session (committed before returning)."""
+        bad = set(fields) - MESSAGE_FIELDS - {"id"}
+        if bad:
+            raise ValueError(f"unknown message fields: {sorted(bad)}")
+        now = time.time()
+        row: dict[str, Any] = {"content": content, **fields}
+        row.setdefault("id", new_id("m_"))
+        self._shape_content(row)
+        row.update(session_id=session_id, role=role, created_at=now, updated_at=now)
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        # One statement computes seq and inserts, so the kernel and the server (two
+        # processes on the same file) can both append without a UNIQUE(session_id, seq) race.
+        async with self._seq_lock:
+            await self.db.execute(
+                f"INSERT INTO messages ({cols}, seq) SELECT {marks},"
+                " COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                (*(_encode(k, v) for k, v in row.items()), session_id),
+            )
+        await self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        msg = await self.get_message(row["id"])
+        assert msg is not None
+        return msg
+
+    async def update_message(self, message_id: str, **fields: Any) -> None:
+        """Update a message (content is re-shaped: blobs, reasoning truncation)."""
+        self._shape_content(fields)
+        allowed = MESSAGE_FIELDS | {"content_blob", "content_size", "reasoning_size"}
+        await self._update("messages", message_id, allowed, **fields)
+
+    async def get_message(self, message_id: str) -> dict[str, Any] | None:
+        """Return one message, or None."""
+        return await self._one("SELECT * FROM messages WHERE id = ?", (message_id,))
+
+    async def message_content(self, message: dict[str, Any]) -> str:
+        """The whole content of a message, reading its blob if it was offloaded."""
+        if message.get("content_blob"):
+            return await asyncio.to_thread(self.get_blob, message["content_blob"])
+        return str(message.get("content") or "")
+
+    async def get_messages(
+        self,
+        session_id: str,
+        before: int | None = None,
+        limit: int | None = None,
+        statuses: Iterable[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Messages in order; ``before`` is a seq cursor, ``limit`` takes the newest N."""
+        where = ["session_id = ?"]
+        params: list[Any] = [session_id]
+        if before is not None:
+            where.append("seq < ?")
+            params.append(before)
+        if statuses is not None:
+            st = list(statuses)
+            where.append(f"status IN ({', '.join('?' for _ in st)})")
+            params.extend(st)
+        sql = f"SELECT * FROM messages WHERE {' AND '.join(where)} ORDER BY seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = await self._all(sql, params)
+        rows.reverse()
+        return rows
+
+    async def truncate(self, session_id: str, message_id: str) -> int:
+        """Delete a message and everything after it in the session; return the count."""
+        msg = await self.get_message(message_id)
+        if msg is None or msg["session_id"] != session_id:
+            raise KeyError(message_id)
+        async with self.db.execute(
+            "DELETE FROM messages WHERE session_id = ? AND seq >= ?", (session_id, msg["seq"])
+        ) as cur:
+            return cur.rowcount
+
+    async def find_stale_messages(self, older_than: float) -> list[dict[str, Any]]:
+        """Streaming or pending messages whose heartbeat is older than ``older_than``."""
+        return await self._all(
+            "SELECT * FROM messages WHERE status IN ('pending', 'streaming')"
+            " AND COALESCE(heartbeat_at, updated_at) < ? ORDER BY session_id, seq",
+            (older_than,),
+        )
+
+    # -- action log --------------------------------------------------------------------------
+
+    async def log_action(self, **row: Any) -> str:
+        """Append one action-log row (see DESIGN.md); returns its id."""
+        row.setdefault("id", new_id("a_"))
+        row.setdefault("ts", time.time())
+        row["success"] = int(bool(row.get("success", True)))
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        await self.db.execute(
+            f"INSERT INTO action_log ({cols}) VALUES ({marks})", tuple(row.values())
+        )
+        return str(row["id"])
+
+    async def list_actions(
+        self,
+        session_id: str,
+        tool: str | None = None,
+        success: bool | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        message_id: str | None = None,
+        limit: int = 500,
+    ) -> list[dict[str, Any]]:
+        """Action-log rows for a session, oldest first, filtered."""
+        where = ["session_id = ?"]
+        params: list[Any] = [session_id]
+        for col, op, value in (
+            ("tool", "=", tool),
+            ("success", "=", None if success is None else int(success)),
+            ("ts", ">=", since),
+            ("ts", "<=", until),
+            ("message_id", "=", message_id),
+        ):
+            if value is not None:
+                where.append(f"{col} {op} ?")
+                params.append(value)
+        params.append(limit)
+        rows = await self._all(
+            f"SELECT * FROM action_log WHERE {' AND '.join(where)} ORDER BY ts, id LIMIT ?",
+            params,
+        )
+        for r in rows:
+            r["success"] = bool(r["success"])
+        return rows
+
+    # -- events ------------------------------------------------------------------------------
+
+    async def append_event(
+        self, session_id: str, type: str, data: dict[str, Any], event_id: str | None = None
+    ) -> int:
+        """Append an event; return its sequence number (0 if ``event_id`` was seen before)."""
+        async with self.db.execute(
+            "INSERT OR IGNORE INTO events (session_id, type, data, ts, event_id)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (session_id, type, json.dumps(data), time.time(), event_id),
+        ) as cur:
+            return int(cur.lastrowid or 0) if cur.rowcount > 0 else 0
+
+    async def list_events(
+        self, session_id: str, after: int = 0, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Events after a sequence number, oldest first."""
+        return await self._all(
+            "SELECT * FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (session_id, after, limit),
+        )

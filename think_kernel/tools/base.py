@@ -1,0 +1,237 @@
+"""Tools are plain async functions; this module turns them into model tools.
+
+A tool's name is its function name, its description the docstring, and its JSON schema comes
+from the type hints (model: simonw/llm's ``Tool.function``). The first parameter is the
+injected :class:`ToolContext`; everything with a side effect goes through it, so a tool can be
+pointed at another workspace or sandbox.
+
+    async def read_file(ctx: ToolContext, path: str, offset: int = 1) -> str:
+        \"\"\"Read a text file.\"\"\"
+        return await ctx.workspace.read_text(path)
+
+    registry = ToolRegistry([read_file])
+    result = await registry.call("read_file", '{"path": "a.py"}', ctx)
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+import typing
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+
+if TYPE_CHECKING:
+    from ..agent.events import Event
+    from ..store import Store
+    from .workspace import Workspace
+
+
+class ToolError(Exception):
+    """A failure the model should see as a tool error (bad path, no match, ...)."""
+
+    def __init__(self, message: str, code: str = "TOOL_ERROR") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class ToolOutput:
+    """A richer tool return value.
+
+    ``text`` is what the model sees, ``summary`` goes to the action log (e.g. ``wrote a.py: 3
+    lines``), ``display`` holds MIME bundles for the cell, ``ok`` marks soft failures (a
+    program that exited non-zero is a result, not a crash).
+    """
+
+    text: str
+    summary: str = ""
+    display: list[dict[str, Any]] = field(default_factory=list)
+    ok: bool = True
+    error: str = ""
+
+
+@dataclass
+class ToolContext:
+    """What a tool may touch. Built per call by the agent loop."""
+
+    session_id: str
+    workspace: Workspace
+    message_id: str = ""
+    call_id: str = ""
+    store: Store | None = None
+    sandbox: Any = None
+    settings: Any = None
+    # Paths read (or written) in this session: a file must be read before it is edited.
+    read_paths: set[str] = field(default_factory=set)
+    emit: Callable[[Event], Awaitable[None] | None] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    async def progress(self, text: str, stream: str = "stdout", data: dict | None = None) -> None:
+        """Send live output of the running tool to whoever watches the run."""
+        if self.emit is None:
+            return
+        from ..agent.events import ToolProgress
+
+        res = self.emit(ToolProgress(call_id=self.call_id, stream=stream, text=text, data=data))
+        if inspect.isawaitable(res):
+            await res
+
+
+ToolFunc = Callable[..., Awaitable[str | ToolOutput]]
+
+
+def _first_paragraph(doc: str | None) -> str:
+    doc = inspect.cleandoc(doc or "")
+    return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def _param_docs(doc: str | None) -> dict[str, str]:
+    """Parse ``name: description`` lines under an ``Args:`` heading."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(doc or "").splitlines()
+    in_args = False
+    for line in lines:
+        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            if not line.strip():
+                break
+            name, sep, desc = line.strip().partition(":")
+            if sep and name.isidentifier():
+                out[name] = desc.strip()
+    return out
+
+
+class Tool:
+    """One model-callable tool built from an async function."""
+
+    def __init__(self, func: ToolFunc, name: str | None = None) -> None:
+        self.func = func
+        self.name = name or func.__name__
+        self.description = _first_paragraph(func.__doc__)
+        hints = typing.get_type_hints(func, include_extras=True)
+        params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
+        docs = _param_docs(func.__doc__)
+        fields: dict[str, Any] = {}
+        for p in params:
+            ann = hints.get(p.name, Any)
+            default = ... if p.default is inspect.Parameter.empty else p.default
+            fields[p.name] = (ann, pydantic.Field(default, description=docs.get(p.name)))
+        self.model = pydantic.create_model(  # type: ignore[call-overload]
+            f"{self.name}_args",
+            __config__=pydantic.ConfigDict(extra="forbid"),
+            **fields,
+        )
+        schema = self.model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.parameters = schema
+
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def parse(self, arguments: str | dict | None) -> dict[str, Any]:
+        """Validate raw model arguments; raise ToolError with a message the model can act on."""
+        if isinstance(arguments, dict):
+            raw = arguments
+        else:
+            text = (arguments or "").strip() or "{}"
+            try:
+                raw = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ToolError(
+                    f"arguments are not valid JSON ({e.msg} at char {e.pos}); "
+                    f"send a JSON object matching the schema of {self.name}",
+                    "INVALID_ARGUMENTS",
+                ) from None
+        if not isinstance(raw, dict):
+            raise ToolError("arguments must be a JSON object", "INVALID_ARGUMENTS")
+        try:
+            validated = self.model.model_validate(raw)
+        except pydantic.ValidationError as e:
+            problems = "; ".join(
+                f"{'.'.join(str(x) for x in err['loc']) or '(root)'}: {err['msg']}"
+                for err in e.errors()
+            )
+            msg = f"invalid arguments for {self.name}: {problems}"
+            raise ToolError(msg, "INVALID_ARGUMENTS") from None
+        return {k: getattr(validated, k) for k in self.model.model_fields}
+
+
+@dataclass
+class CallOutcome:
+    """What running one tool call produced."""
+
+    output: ToolOutput
+    duration_ms: float
+    args: dict[str, Any] | None
+
+
+class ToolRegistry:
+    """A named set of tools; core tools cannot be removed."""
+
+    def __init__(self, funcs: Iterable[ToolFunc | Tool] = (), core: bool = False) -> None:
+        self.tools: dict[str, Tool] = {}
+        self.core: set[str] = set()
+        for f in funcs:
+            self.add(f, core=core)
+
+    def add(self, func: ToolFunc | Tool, core: bool = False) -> Tool:
+        """Add a tool (a function or a Tool); a core tool's name cannot be replaced."""
+        tool = func if isinstance(func, Tool) else Tool(func)
+        if tool.name in self.core:
+            raise ValueError(f"{tool.name} is a core tool and cannot be replaced")
+        self.tools[tool.name] = tool
+        if core:
+            self.core.add(tool.name)
+        return tool
+
+    def remove(self, name: str) -> None:
+        """Remove a non-core tool."""
+        if name in self.core:
+            raise ValueError(f"{name} is a core tool and cannot be removed")
+        self.tools.pop(name, None)
+
+    def specs(self) -> list[dict[str, Any]]:
+        """OpenAI tool specs, in registration order."""
+        return [t.spec() for t in self.tools.values()]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tools
+
+    async def call(self, name: str, arguments: str | dict | None, ctx: ToolContext) -> CallOutcome:
+        """Run a tool; every failure becomes a ToolOutput with ok=False, never an exception.
+
+        ``CancelledError`` propagates (a stopped run must stop).
+        """
+        start = time.perf_counter()
+        args: dict[str, Any] | None = None
+        tool = self.tools.get(name)
+        try:
+            if tool is None:
+                known = ", ".join(sorted(self.tools))
+                raise ToolError(f"unknown tool {name!r}; available tools: {known}", "UNKNOWN_TOOL")
+            args = tool.parse(arguments)
+            result = await tool.func(ctx, **args)
+            out = result if isinstance(result, ToolOutput) else ToolOutput(text=str(result))
+        except ToolError as e:
+            out = ToolOutput(text=f"Error: {e}", ok=False, error=str(e))
+        except Exception as e:  # a tool bug must not kill the run; the model sees it
+            msg = f"{type(e).__name__}: {e}"
+            out = ToolOutput(text=f"Error: {msg}", ok=False, error=msg)
+        return CallOutcome(out, (time.perf_counter() - start) * 1000, args)

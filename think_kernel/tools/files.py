@@ -1,0 +1,157 @@
+"""File tools: read, write, edit, delete and list files in the workspace.
+
+They go through ``ctx.workspace`` (local disk today, the Yjs rooms of jupyter-collaboration
+when a server is there), so the rules live here once: paths stay inside the workspace, and a
+file must be read before it is edited or overwritten.
+"""
+
+from __future__ import annotations
+
+from .base import ToolContext, ToolError, ToolFunc, ToolOutput
+from .workspace import PathError, check_relative
+
+DEFAULT_LIMIT = 2000
+
+
+def _must_have_read(ctx: ToolContext, path: str, verb: str) -> None:
+    if path not in ctx.read_paths:
+        raise ToolError(
+            f"read {path!r} with read_file before you {verb} it (it may have changed)",
+            "NOT_READ",
+        )
+
+
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+async def read_file(
+    ctx: ToolContext, path: str, offset: int = 1, limit: int = DEFAULT_LIMIT
+) -> ToolOutput:
+    """Read a text file; lines are numbered. Use offset/limit to page through long files.
+
+    Args:
+        path: file path relative to the workspace root
+        offset: first line to return (1-based)
+        limit: maximum number of lines to return
+    """
+    rel = check_relative(path)
+    if offset < 1 or limit < 1:
+        raise ToolError("offset and limit must be at least 1", "INVALID_ARGUMENTS")
+    text = await ctx.workspace.read_text(rel)
+    ctx.read_paths.add(rel)
+    lines = text.splitlines()
+    chunk = lines[offset - 1 : offset - 1 + limit]
+    width = len(str(offset + len(chunk)))
+    body = "\n".join(f"{i:>{width}}\t{line}" for i, line in enumerate(chunk, start=offset))
+    more = len(lines) - (offset - 1 + len(chunk))
+    if not lines:
+        body = "(empty file)"
+    elif more > 0:
+        body += f"\n[{more} more lines; call read_file with offset={offset + len(chunk)}]"
+    return ToolOutput(body, summary=f"read {rel}: {_lines(len(chunk))} of {len(lines)}")
+
+
+async def write_file(ctx: ToolContext, path: str, content: str) -> ToolOutput:
+    """Create a file, or replace one you have read, with the given content.
+
+    Args:
+        path: file path relative to the workspace root
+        content: the complete new content of the file
+    """
+    rel = check_relative(path)
+    existed = ctx.workspace.resolve(rel).exists()
+    if existed:
+        _must_have_read(ctx, rel, "overwrite")
+    await ctx.workspace.write_text(rel, content)
+    ctx.read_paths.add(rel)
+    n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    await _changed(ctx, rel, "modified" if existed else "created")
+    return ToolOutput(f"Wrote {rel} ({_lines(n)}).", summary=f"wrote {rel}: {_lines(n)}")
+
+
+async def edit_file(
+    ctx: ToolContext, path: str, old_string: str, new_string: str, replace_all: bool = False
+) -> ToolOutput:
+    """Replace exact text in a file you have read; it must match once unless replace_all.
+
+    Args:
+        path: file path relative to the workspace root
+        old_string: the exact text to replace (include surrounding lines to make it unique)
+        new_string: the replacement text
+        replace_all: replace every occurrence instead of requiring exactly one
+    """
+    rel = check_relative(path)
+    _must_have_read(ctx, rel, "edit")
+    if old_string == new_string:
+        raise ToolError("old_string and new_string are the same; nothing to change")
+    if not old_string:
+        raise ToolError("old_string is empty; use write_file to create a file")
+    text = await ctx.workspace.read_text(rel)
+    count = text.count(old_string)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {rel}; read the file again and copy the exact text "
+            "(whitespace and indentation included)",
+            "NO_MATCH",
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string matches {count} places in {rel}; add surrounding lines to make it "
+            "unique, or pass replace_all=true",
+            "AMBIGUOUS_MATCH",
+        )
+    new_text = (
+        text.replace(old_string, new_string)
+        if replace_all
+        else text.replace(old_string, new_string, 1)
+    )
+    await ctx.workspace.write_text(rel, new_text)
+    await _changed(ctx, rel, "modified")
+    n = count if replace_all else 1
+    return ToolOutput(
+        f"Edited {rel}: replaced {n} occurrence{'s' if n > 1 else ''}.",
+        summary=f"edited {rel}: {n} replacement{'s' if n > 1 else ''}",
+    )
+
+
+async def delete_file(ctx: ToolContext, path: str) -> ToolOutput:
+    """Delete a file from the workspace.
+
+    Args:
+        path: file path relative to the workspace root
+    """
+    rel = check_relative(path)
+    await ctx.workspace.delete(rel)
+    ctx.read_paths.discard(rel)
+    await _changed(ctx, rel, "deleted")
+    return ToolOutput(f"Deleted {rel}.", summary=f"deleted {rel}")
+
+
+async def list_files(ctx: ToolContext, path: str = ".") -> ToolOutput:
+    """List the files and folders in a workspace directory (not recursive).
+
+    Args:
+        path: directory relative to the workspace root; "." is the root
+    """
+    if path not in ("", ".", "./"):
+        path = check_relative(path)
+    entries = await ctx.workspace.list(path)
+    if not entries:
+        return ToolOutput(f"{path or '.'} is empty.", summary=f"listed {path or '.'}: 0 entries")
+    lines = [f"{e.path}/" if e.is_dir else f"{e.path}\t{e.size} bytes" for e in entries]
+    return ToolOutput("\n".join(lines), summary=f"listed {path or '.'}: {len(entries)} entries")
+
+
+async def _changed(ctx: ToolContext, path: str, action: str) -> None:
+    if ctx.emit is not None:
+        from ..agent.events import FileChanged
+
+        res = ctx.emit(FileChanged(path, action))
+        if res is not None:
+            await res
+
+
+FILE_TOOLS: list[ToolFunc] = [read_file, write_file, edit_file, delete_file, list_files]
+
+__all__ = ["FILE_TOOLS", "PathError", *[f.__name__ for f in FILE_TOOLS]]
