@@ -100,6 +100,9 @@ class Agent:
                 session_id, "user", request, **({"id": user_message_id} if user_message_id else {})
             )
         rows.append(user)
+        # Convert history once; each step then appends only what it added, so a step's cost
+        # does not grow with the length of the conversation.
+        messages = to_model_messages(self.system, transform_context(rows))
         specs = self.tools.specs()
         for step_no in range(1, self.max_steps + 1):
             yield StatusEvent("thinking", f"step {step_no}")
@@ -115,7 +118,7 @@ class Agent:
             mid = reply["id"]
             step = _Step()
             try:
-                async for event in self._stream_with_retries(rows, specs, mid, step):
+                async for event in self._stream_with_retries(messages, specs, mid, step):
                     yield event
             except ModelError as e:
                 await self.store.update_message(
@@ -143,7 +146,7 @@ class Agent:
                 heartbeat_at=time.time(),
             )
             reply.update(content=step.text, tool_calls=calls or None, status="complete")
-            rows.append(reply)
+            messages.extend(to_model_messages("", [reply])[1:])
             if step.text:
                 yield TextDone(mid, step.text)
             if not calls:
@@ -151,8 +154,12 @@ class Agent:
                 yield StatusEvent("idle")
                 return
             yield StatusEvent("executing", ", ".join(c["name"] for c in calls))
-            async for event in self._run_tools(session_id, mid, calls, rows, make_context):
+            results: dict[str, dict[str, Any]] = {}
+            async for event in self._run_tools(session_id, mid, calls, results, make_context):
                 yield event
+            # Tool results go back in call order, as endpoints expect after the assistant turn.
+            done = [results[c["id"]] for c in calls if c["id"] in results]
+            messages.extend(to_model_messages("", done)[1:])
 
         note = (
             f"Stopped after {self.max_steps} model steps without a final answer. "
@@ -163,9 +170,8 @@ class Agent:
         yield StatusEvent("idle")
 
     async def _stream_with_retries(
-        self, rows: list[dict[str, Any]], specs: list[dict[str, Any]], mid: str, step: _Step
+        self, messages: list[dict[str, Any]], specs: list[dict[str, Any]], mid: str, step: _Step
     ) -> AsyncIterator[Event]:
-        messages = to_model_messages(self.system, transform_context(rows))
         attempt = 0
         while True:
             try:
@@ -225,7 +231,7 @@ class Agent:
         session_id: str,
         mid: str,
         calls: list[dict[str, Any]],
-        rows: list[dict[str, Any]],
+        results: dict[str, dict[str, Any]],
         make_context: ContextFactory,
     ) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -249,7 +255,7 @@ class Agent:
                 parent_id=mid,
                 status="complete",
             )
-            rows.append(row)
+            results[call["id"]] = row
             await self.store.log_action(
                 session_id=session_id,
                 tool=call["name"],
@@ -291,12 +297,6 @@ class Agent:
                 runner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await runner
-        # Keep tool rows in call order, as the endpoint expects them after the assistant turn.
-        order = {c["id"]: i for i, c in enumerate(calls)}
-        tail = [r for r in rows if r.get("role") == "tool" and r.get("tool_call_id") in order]
-        head = [r for r in rows if not (r.get("role") == "tool" and r.get("tool_call_id") in order)]
-        tail.sort(key=lambda r: order[r["tool_call_id"]])
-        rows[:] = head + tail
 
 
 def _call_record(index: int, call: dict[str, str]) -> dict[str, Any]:

@@ -50,6 +50,11 @@ MESSAGE_FIELDS = {
 }
 SESSION_FIELDS = {"title", "path", "status", "options"}
 PREVIEW_CHARS = 2000
+_MESSAGE_COLUMNS = (
+    "id session_id seq role content content_blob content_size tool_calls tool_call_id name"
+    " result_summary result_preview reasoning reasoning_size status checkpoint heartbeat_at"
+    " tokens_in tokens_out model attempt parent_id facet error created_at updated_at"
+).split()
 
 
 def new_id(prefix: str = "") -> str:
@@ -90,7 +95,6 @@ class Store(RecordsMixin):
         self.blob_dir = path.parent / "blobs"
         self.blob_threshold = blob_threshold
         self.reasoning_limit = reasoning_limit
-        self._seq_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: str | Path, **kwargs: Any) -> Store:
@@ -254,18 +258,19 @@ class Store(RecordsMixin):
         row.update(session_id=session_id, role=role, created_at=now, updated_at=now)
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        # One statement computes seq and inserts, so the kernel and the server (two
-        # processes on the same file) can both append without a UNIQUE(session_id, seq) race.
-        async with self._seq_lock:
-            await self.db.execute(
-                f"INSERT INTO messages ({cols}, seq) SELECT {marks},"
-                " COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
-                (*(_encode(k, v) for k, v in row.items()), session_id),
-            )
+        # One statement: the next seq is computed inside SQLite, so two processes (kernel and
+        # server) appending to the same session cannot take the same number.
+        async with self.db.execute(
+            f"INSERT INTO messages ({cols}, seq) SELECT {marks}, COALESCE(MAX(seq), 0) + 1"
+            " FROM messages WHERE session_id = ? RETURNING seq",
+            (*(_encode(k, v) for k, v in row.items()), session_id),
+        ) as cur:
+            seq = (await cur.fetchone())["seq"]  # type: ignore[index]
         await self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
-        msg = await self.get_message(row["id"])
-        assert msg is not None
-        return msg
+        full: dict[str, Any] = {c: None for c in _MESSAGE_COLUMNS}
+        full.update(content_size=0, reasoning_size=0, status="complete", attempt=0)
+        full.update(row, seq=seq)
+        return full
 
     async def update_message(self, message_id: str, **fields: Any) -> None:
         """Update a message (content is re-shaped: blobs, reasoning truncation)."""
