@@ -1,0 +1,473 @@
+"""The ``think`` Jupyter kernel: a cell is a request to the agent; events become cell output.
+
+The kernel is thin (STYLE.md rule 3): the agent loop lives in
+:class:`~think_kernel.runtime.Runtime`, event -> Markdown in :mod:`think_kernel.render`, the
+``%think_*`` commands in :mod:`think_kernel.commands`, code cells in
+:mod:`think_kernel.cellcode`. This module only turns those into Jupyter messages.
+
+Base class: ``IPythonKernel`` rather than the bare ``Kernel``. It keeps ``comm_manager`` (comms
+are dispatched even while a cell runs, which ipywidgets approval prompts need), the display
+publisher and IPython's history store (up-arrow recall of requests in consoles); we override
+every handler that would otherwise run Python (execute, complete, inspect, is_complete).
+
+Interrupt: ipykernel 7 installs ``default_int_handler`` around each shell handler
+(``Kernel.pre_handler_hook``); a KeyboardInterrupt raised inside the asyncio loop while a cell is
+awaiting would kill the kernel. We install our own SIGINT handler there instead, which cancels
+the running cell's task thread-safely. Message-mode ``interrupt_request`` (control thread)
+cancels the task directly as well as sending SIGINT as the base class does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+from traitlets import Type
+
+from . import __version__
+from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
+from .cellcode import run_cell_code
+from .commands import COMMANDS, CommandError, run_command
+from .config import ThinkConfig
+from .render import Transcript
+from .resume import notebook_key, remember_session, remembered_session
+from .runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+CELL_MAGICS = ("%%python", "%%bash")
+LINE_MAGICS = tuple(f"%{name}" for name in COMMANDS)
+WAITING_TICK = 0.5
+BANNER = f"""Think {__version__}: a coding agent in Jupyter.
+Type a request in a cell; %%python / %%bash cells run code; %think_help lists the commands."""
+
+
+class CellOutput:
+    """One cell's live Markdown display: batched ``update_display_data`` on a display_id."""
+
+    def __init__(self, kernel: ThinkKernel, parent: dict[str, Any], interval: float) -> None:
+        self.kernel = kernel
+        self.parent = parent
+        self.interval = interval
+        self.view = Transcript()
+        self.display_id: str | None = None
+        self.start = 0
+        self.last = 0.0
+        self.handle: asyncio.TimerHandle | None = None
+        self.loop = asyncio.get_running_loop()
+        self.metadata: dict[str, Any] = {}
+        self.shown_content = False
+
+    def send(self, msg_type: str, content: dict[str, Any]) -> None:
+        """Publish one iopub message for this cell."""
+        self.kernel.send_iopub(msg_type, content, self.parent)
+
+    def begin(self) -> None:
+        """Show the status line at once; it does not count against the update rate."""
+        self.flush()
+        self.last = 0.0
+
+    def feed(self, event: Event) -> None:
+        """Take an event; redraw now or when the interval allows."""
+        if self.view.feed(event, time.monotonic()):
+            if not self.shown_content and len(self.view.blocks) > self.start:
+                self.flush()  # the first token goes out at once; status lines cost no budget
+            else:
+                self.schedule()
+
+    def schedule(self) -> None:
+        """Redraw within the update interval (at most ~1/interval updates a second)."""
+        if self.handle is not None:
+            return
+        delay = self.last + self.interval - time.monotonic()
+        if delay <= 0:
+            self.flush()
+        else:
+            self.handle = self.loop.call_later(delay, self.flush)
+
+    def flush(self, final: bool = False) -> None:
+        """Send the current Markdown (a new display, or an update of ours)."""
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        now = time.monotonic()
+        markdown = self.view.render(final=final, now=now, start=self.start)
+        if self.display_id is None and not markdown:
+            return
+        content = {
+            "data": {"text/markdown": markdown, "text/plain": markdown},
+            "metadata": {"think": self.metadata} if self.metadata else {},
+        }
+        if self.display_id is None:
+            self.display_id = uuid.uuid4().hex
+            self.send("display_data", {**content, "transient": {"display_id": self.display_id}})
+        else:
+            self.send(
+                "update_display_data", {**content, "transient": {"display_id": self.display_id}}
+            )
+        self.last = now
+        self.shown_content = len(self.view.blocks) > self.start
+        if not final and self.view.status == "waiting" and not self.view.done:
+            self.handle = self.loop.call_later(WAITING_TICK, self.flush)  # retry countdown
+
+    def bundles(self, bundles: list[dict[str, Any]]) -> None:
+        """Show rich tool outputs (figures, tables) in order, then continue in a new display."""
+        self.flush(final=True)
+        for bundle in bundles:
+            data = {k: v for k, v in bundle.items() if "/" in k}
+            if data:
+                self.send("display_data", {"data": data, "metadata": {}, "transient": {}})
+        self.start = len(self.view.blocks)
+        self.display_id = None
+
+
+class ThinkKernel(IPythonKernel):
+    """Cells are requests to the agent; ``%%python`` / ``%%bash`` cells run code."""
+
+    implementation = "think"
+    implementation_version = __version__
+    language_info = {
+        "name": "markdown",
+        "mimetype": "text/markdown",
+        "file_extension": ".md",
+        "pygments_lexer": "markdown",
+        "codemirror_mode": "markdown",
+    }
+
+    runtime_class = Type(
+        Runtime,
+        klass=Runtime,
+        config=True,
+        help="Runtime class (a subclass adds instructions, tools, models). Default: Runtime.",
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.runtime: Runtime | None = None
+        self._runtime_lock = asyncio.Lock()
+        self._run_task: asyncio.Future[Any] | None = None
+        self._run_loop: asyncio.AbstractEventLoop | None = None
+        self._session_key = notebook_key()
+        self._cell_count = 0
+        self._background: set[asyncio.Future[Any]] = set()
+
+    @property
+    def banner(self) -> str:  # type: ignore[override]
+        """Shown by consoles on connect."""
+        return BANNER
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:  # type: ignore[override]
+        """As the base class, minus the Python debugger (cells are not Python)."""
+        info = dict(super().kernel_info)
+        features = info.get("supported_features", [])
+        info["supported_features"] = [f for f in features if f != "debugger"]
+        return info
+
+    # -- iopub --------------------------------------------------------------------------------
+
+    def send_iopub(self, msg_type: str, content: dict[str, Any], parent: dict[str, Any]) -> None:
+        """Publish on iopub with an explicit parent (comms may run while a cell runs)."""
+        assert self.session is not None
+        self.session.send(
+            self.iopub_socket, msg_type, content, parent=parent, ident=self._topic(msg_type)
+        )
+
+    # -- the runtime ----------------------------------------------------------------------------
+
+    async def ensure_runtime(self) -> Runtime:
+        """Create and start the runtime on first use, resuming the remembered session."""
+        async with self._runtime_lock:
+            if self.runtime is None:
+                root = Path.cwd()
+                sid = remembered_session(root, self._session_key)
+                runtime = self.runtime_class(ThinkConfig(parent=self), root, session_id=sid)
+                await runtime.start()
+                remember_session(root, self._session_key, runtime.session_id)
+                self.runtime = runtime
+            return self.runtime
+
+    # -- interrupt ------------------------------------------------------------------------------
+
+    def pre_handler_hook(self) -> None:
+        """Replace ipykernel's ``default_int_handler``: SIGINT cancels the cell, never the loop."""
+        self.saved_sigint_handler = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def post_handler_hook(self) -> None:
+        """Restore the handler saved by ``pre_handler_hook``."""
+        signal.signal(signal.SIGINT, self.saved_sigint_handler)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.cancel_run()
+
+    def cancel_run(self) -> None:
+        """Cancel the running cell from any thread (or a signal handler)."""
+        task, loop = self._run_task, self._run_loop
+        if task is None or loop is None or task.done():
+            return
+        loop.call_soon_threadsafe(task.cancel)
+        sandbox = getattr(self.runtime, "sandbox", None)
+        if sandbox is not None:
+            loop.call_soon_threadsafe(self._interrupt_sandbox, sandbox)
+
+    def _interrupt_sandbox(self, sandbox: Any) -> None:
+        task = asyncio.ensure_future(sandbox.interrupt())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def interrupt_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        """Message-mode interrupt (control thread): cancel the run, then do what ipykernel does."""
+        self.cancel_run()
+        await super().interrupt_request(stream, ident, parent)
+
+    # -- execute --------------------------------------------------------------------------------
+
+    async def do_execute(  # type: ignore[override]
+        self,
+        code: str,
+        silent: bool,
+        store_history: bool = True,
+        user_expressions: dict[str, Any] | None = None,
+        allow_stdin: bool = False,
+        *,
+        cell_meta: dict[str, Any] | None = None,
+        cell_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Run one cell: a request, ``%`` commands, or a ``%%python`` / ``%%bash`` cell."""
+        assert self.shell is not None
+        count = self.shell.execution_count
+        if store_history and not silent:
+            self.shell.history_manager.store_inputs(count, code)  # type: ignore[union-attr]
+            self.shell.execution_count += 1
+        parent = self.get_parent("shell")
+        self._cell_count = count
+        task = asyncio.ensure_future(self._execute(code, silent, parent))
+        self._run_task, self._run_loop = task, asyncio.get_running_loop()
+        try:
+            await asyncio.wait({task})
+        finally:
+            self._run_task = None
+        if task.cancelled():
+            reply = _error_reply("KeyboardInterrupt", "the run was interrupted")
+        else:
+            reply = task.result()
+        reply.setdefault("user_expressions", {})
+        reply.setdefault("payload", [])
+        reply["execution_count"] = count
+        return reply
+
+    async def _execute(self, code: str, silent: bool, parent: dict[str, Any]) -> dict[str, Any]:
+        text = code.strip()
+        if not text:
+            return {"status": "ok"}
+        first, _, body = text.partition("\n")
+        if first.startswith("%%"):
+            name = first.split()[0]
+            if name not in CELL_MAGICS:
+                return self._usage_error(f"unknown cell magic `{name}`; known: %%python, %%bash.")
+            return await self._code_cell(name[2:], body, silent, parent)
+        lines = text.splitlines()
+        n = 0
+        while n < len(lines) and (lines[n].startswith("%") or not lines[n].strip()):
+            n += 1
+        payload: list[dict[str, Any]] = []
+        for line in lines[:n]:
+            if line.strip():
+                reply = await self._command(line.strip(), silent, parent, last=n == len(lines))
+                if reply["status"] != "ok":
+                    return reply
+                payload += reply.get("payload", [])
+        request = "\n".join(lines[n:]).strip()
+        if not request:
+            return {"status": "ok", "payload": payload}
+        return await self._agent(request, silent, parent)
+
+    def _usage_error(self, message: str) -> dict[str, Any]:
+        self.send_iopub(
+            "error",
+            {"ename": "UsageError", "evalue": message, "traceback": [f"UsageError: {message}"]},
+            self.get_parent("shell"),
+        )
+        return _error_reply("UsageError", message)
+
+    async def _command(
+        self, line: str, silent: bool, parent: dict[str, Any], last: bool
+    ) -> dict[str, Any]:
+        name, _, arg = line[1:].partition(" ")
+        try:
+            runtime = await self.ensure_runtime()
+            reply = await run_command(runtime, name, arg)
+        except CommandError as e:
+            return self._usage_error(str(e))
+        except KeyError as e:  # switch_session's "no session" message
+            return self._usage_error(str(e.args[0] if e.args else e))
+        if reply.session_changed:
+            remember_session(runtime.workspace.root, self._session_key, runtime.session_id)
+        if name == "think_help":  # help goes to the pager, as IPython's ``?`` does
+            data = {"text/markdown": reply.markdown, "text/plain": reply.markdown}
+            return {"status": "ok", "payload": [{"source": "page", "data": data, "start": 0}]}
+        if not silent:
+            data = {"text/markdown": reply.markdown, "text/plain": reply.value or reply.markdown}
+            if reply.value is not None and last:
+                content = {"data": data, "metadata": {}, "execution_count": self._cell_count}
+                self.send_iopub("execute_result", content, parent)
+            else:
+                self.send_iopub("display_data", {"data": data, "metadata": {}}, parent)
+        return {"status": "ok"}
+
+    async def _code_cell(
+        self, language: str, code: str, silent: bool, parent: dict[str, Any]
+    ) -> dict[str, Any]:
+        runtime = await self.ensure_runtime()
+
+        def on_output(stream: str, text: str) -> None:
+            if not silent:
+                self.send_iopub("stream", {"name": stream, "text": text}, parent)
+
+        result = await run_cell_code(runtime, language, code, on_output)
+        if not silent:
+            for warning in result.warnings:
+                on_output("stderr", warning.rstrip("\n") + "\n")
+            for bundle in result.outputs:
+                data = {k: v for k, v in bundle.items() if "/" in k}
+                self.send_iopub("display_data", {"data": data, "metadata": {}}, parent)
+        if result.ok:
+            return {"status": "ok"}
+        ename = f"{language.capitalize()}Error"
+        evalue = result.error
+        if result.error_category:
+            evalue = f"{evalue} ({result.error_category})"
+        if not silent:
+            tb = [f"\x1b[0;31m{language} cell failed: {evalue}\x1b[0m"]
+            self.send_iopub("error", {"ename": ename, "evalue": evalue, "traceback": tb}, parent)
+        return _error_reply(ename, evalue)
+
+    async def _agent(self, request: str, silent: bool, parent: dict[str, Any]) -> dict[str, Any]:
+        out = CellOutput(self, parent, ThinkConfig(parent=self).display_interval)
+        if silent:
+            out.send = lambda msg_type, content: None  # type: ignore[method-assign]
+        out.begin()
+        failed: ErrorEvent | None = None
+        try:
+            runtime = await self.ensure_runtime()
+            out.interval = float(runtime.config.display_interval)
+            out.metadata = {"session_id": runtime.session_id}
+            async for event in runtime.run(request):
+                if isinstance(event, ErrorEvent):
+                    failed = event
+                out.feed(event)
+                if isinstance(event, ToolResult) and event.display:
+                    out.bundles(event.display)
+        except asyncio.CancelledError:
+            out.view.add_note("*Interrupted.*")
+            out.flush(final=True)
+            raise
+        except Exception as e:  # a bug below us: a message in the cell and the log, not a crash
+            log.exception("think run failed")
+            failed = ErrorEvent(f"internal error: {type(e).__name__}: {e}", code="internal")
+            out.feed(failed)
+            out.feed(StatusEvent("idle"))
+        out.flush(final=True)
+        if failed is not None:
+            return _error_reply("ThinkError", failed.message)
+        return {"status": "ok"}
+
+    # -- completion, inspection, is_complete ----------------------------------------------------
+
+    def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:  # type: ignore[override]
+        """Complete magic names at the start of a line, else workspace paths."""
+        pos = len(code) if cursor_pos is None else cursor_pos
+        match = re.search(r"[^\s`'\"(),]*$", code[:pos])
+        token = match.group(0) if match else ""
+        start = pos - len(token)
+        line_start = code.rfind("\n", 0, start) + 1
+        if token.startswith("%") and not code[line_start:start].strip():
+            names = (*CELL_MAGICS, *LINE_MAGICS) if line_start == 0 else LINE_MAGICS
+            matches = sorted(n for n in names if n.startswith(token))
+        else:
+            matches = _complete_path(Path.cwd(), token)
+        return {
+            "matches": matches,
+            "cursor_start": start,
+            "cursor_end": pos,
+            "metadata": {},
+            "status": "ok",
+        }
+
+    def do_inspect(  # type: ignore[override]
+        self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()
+    ) -> dict[str, Any]:
+        """Help for the ``%think_*`` command under the cursor."""
+        words = re.findall(r"%\w+", code)
+        found = next((w[1:] for w in words if w[1:] in COMMANDS), None)
+        data: dict[str, str] = {}
+        if found:
+            doc = COMMANDS[found].__doc__ or ""
+            data = {"text/plain": f"%{found}: {doc}", "text/markdown": f"`%{found}`: {doc}"}
+        return {"status": "ok", "found": bool(found), "data": data, "metadata": {}}
+
+    def do_is_complete(self, code: str) -> dict[str, Any]:  # type: ignore[override]
+        """Requests are always complete; ``%%python`` bodies are checked as Python."""
+        first, _, body = code.partition("\n")
+        if first.strip() == "%%python" and body.strip():
+            from IPython.core.inputtransformer2 import TransformerManager
+
+            status, indent = TransformerManager().check_complete(body)
+            reply: dict[str, Any] = {"status": status}
+            if status == "incomplete":
+                reply["indent"] = " " * (indent or 0)
+            return reply
+        if first.strip() == "%%bash" and code.rstrip("\n").endswith("\\"):
+            return {"status": "incomplete", "indent": ""}
+        return {"status": "complete"}
+
+    def do_history(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        """IPython's history of requests, with the real session number for the current one."""
+        reply: dict[str, Any] = super().do_history(*args, **kwargs)
+        assert self.shell is not None and self.shell.history_manager is not None
+        current = self.shell.history_manager.session_number
+        # IPython reports the running session as 0 in ``range`` replies; clients (and
+        # jupyter_kernel_test) expect the number ``tail`` gave them.
+        reply["history"] = [(s or current, n, h) for s, n, h in reply.get("history", [])]
+        return reply
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
+        """Close the runtime (store, sandbox) before the process exits."""
+        if self.runtime is not None:
+            try:
+                await self.runtime.close()
+            except Exception:
+                log.exception("closing the runtime failed")
+            self.runtime = None
+        return super().do_shutdown(restart)
+
+
+def _error_reply(ename: str, evalue: str) -> dict[str, Any]:
+    return {"status": "error", "ename": ename, "evalue": evalue, "traceback": []}
+
+
+def _complete_path(root: Path, token: str) -> list[str]:
+    """Workspace entries starting with ``token``; directories end with ``/``; never outside."""
+    head, _, prefix = token.rpartition("/")
+    folder = (root / head).resolve() if head else root.resolve()
+    if not folder.is_relative_to(root.resolve()) or not folder.is_dir():
+        return []
+    out = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(prefix) or (entry.name.startswith(".") and not prefix):
+            continue
+        name = f"{head}/{entry.name}" if head else entry.name
+        out.append(name + "/" if entry.is_dir() else name)
+    return sorted(out)

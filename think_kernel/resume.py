@@ -1,0 +1,62 @@
+"""Which agent session a kernel resumes: stable across kernel restarts.
+
+A kernel cannot read the notebook it serves, so the notebook metadata is out of reach at start.
+Instead each workspace keeps a small pointer file, ``.think/kernel-sessions.json``, that maps a
+notebook to its session id:
+
+- ``THINK_SESSION`` (set by whoever starts the kernel, e.g. the server extension for a chat
+  session) wins;
+- else the notebook path jupyter_server gives kernels in ``JPY_SESSION_NAME`` is the key;
+- else (nbclient, ``jupyter console``, tests) the key is ``"<default>"``: the folder's last
+  session.
+
+``%think_session new`` / ``%think_session ID`` update the pointer, so a restarted kernel resumes
+the history the user chose. Every cell output also carries ``{"think": {"session_id": ...}}`` in
+its metadata, so a saved notebook records which session produced it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+POINTER_FILE = Path(".think") / "kernel-sessions.json"
+DEFAULT_KEY = "<default>"
+
+
+def notebook_key(prefix: str = "") -> str:
+    """The pointer key for this process: the notebook path from jupyter_server, else default."""
+    name = os.environ.get("JPY_SESSION_NAME", "").strip()
+    return f"{prefix}{name or DEFAULT_KEY}"
+
+
+def _read(root: Path) -> dict[str, str]:
+    try:
+        data = json.loads((root / POINTER_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def remembered_session(root: Path, key: str) -> str | None:
+    """The session id to resume: ``THINK_SESSION``, else the pointer for ``key``, else None."""
+    explicit = os.environ.get("THINK_SESSION", "").strip()
+    if explicit:
+        return explicit
+    return _read(root).get(key)
+
+
+def remember_session(root: Path, key: str, session_id: str) -> None:
+    """Record ``session_id`` for ``key`` (atomic replace; failures only cost the resume)."""
+    data = _read(root)
+    if data.get(key) == session_id:
+        return
+    data[key] = session_id
+    target = root / POINTER_FILE
+    with contextlib.suppress(OSError):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), "utf-8")
+        os.replace(tmp, target)
