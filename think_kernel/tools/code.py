@@ -1,0 +1,104 @@
+"""Execution tools: ``bash`` and ``execute_code`` run in the session sandbox (issue 3).
+
+Output streams live to the cell through ``ctx.progress``; the model gets the text, the error
+category and a trimmed traceback; rich outputs (figures, DataFrames) go to the cell as MIME
+bundles and are summarised for the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ToolContext, ToolError, ToolFunc, ToolOutput
+
+_MODEL_TEXT_LIMIT = 30_000
+
+
+async def _sandbox(ctx: ToolContext) -> Any:
+    if ctx.sandbox is not None:
+        return ctx.sandbox
+    ensure = ctx.extras.get("ensure_sandbox")
+    if ensure is None:
+        raise ToolError("no sandbox is available in this session", "NO_SANDBOX")
+    return await ensure()  # started on first use; ToolError says why it cannot run
+
+
+def _clip(text: str, limit: int = _MODEL_TEXT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
+
+
+def _describe(bundle: dict) -> str:
+    kinds = [k for k in bundle if k != "text/plain"]
+    plain = str(bundle.get("text/plain", ""))[:500]
+    if not kinds:
+        return plain
+    return f"[{', '.join(kinds)} output shown in the cell] {plain}".strip()
+
+
+def _to_output(res: Any) -> ToolOutput:
+    parts = [*res.warnings]
+    if res.stdout:
+        parts.append(_clip(res.stdout))
+    if res.stderr:
+        parts.append("[stderr]\n" + _clip(res.stderr))
+    parts += [_describe(b) for b in res.outputs]
+    if res.error_category:
+        parts.append(f"[error: {res.error_category}] {res.error}")
+        if res.traceback:
+            parts.append(_clip(res.traceback, 8000))
+    parts.append(f"[exit code {res.exit_code}, {res.duration_ms:.0f} ms]")
+    summary = res.summary() if hasattr(res, "summary") else f"exit={res.exit_code}"
+    return ToolOutput(
+        text="\n".join(p for p in parts if p),
+        summary=summary,
+        display=list(res.outputs),
+        ok=bool(res.ok),
+        error=res.error or "",
+    )
+
+
+# The model-facing `timeout` argument is the sandboxed process's limit (issue 3), hence noqa.
+async def bash(ctx: ToolContext, command: str, timeout: float | None = None) -> ToolOutput:  # noqa: ASYNC109
+    """Run a bash command in the session sandbox (workspace is the working directory).
+
+    Args:
+        command: the command line, run with `bash -c`
+        timeout: wall-clock limit in seconds (default from the sandbox settings)
+    """
+    res = await (await _sandbox(ctx)).run_bash(command, timeout=timeout, on_output=_progress(ctx))
+    return _to_output(res)
+
+
+async def execute_code(
+    ctx: ToolContext,
+    code: str,
+    timeout: float | None = None,  # noqa: ASYNC109
+    fresh: bool = False,
+) -> ToolOutput:
+    """Run Python code in the session sandbox; variables persist between calls like a notebook.
+
+    The value of the last expression is shown (DataFrames as tables); matplotlib figures are
+    captured. `import think` gives read_file/write_file/list_files/fetch.
+
+    Args:
+        code: Python source to run
+        timeout: wall-clock limit in seconds (default from the sandbox settings)
+        fresh: run in a new isolated process instead of the persistent worker
+    """
+    res = await (await _sandbox(ctx)).run_python(
+        code, timeout=timeout, fresh=fresh, on_output=_progress(ctx)
+    )
+    return _to_output(res)
+
+
+def _progress(ctx: ToolContext) -> Any:
+    async def on_output(stream: str, text: str) -> None:
+        await ctx.progress(text, stream=stream)
+
+    return on_output
+
+
+CODE_TOOLS: list[ToolFunc] = [bash, execute_code]
