@@ -40,6 +40,7 @@ class CellCodeResult:
     error_category: str = ""
     outputs: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    traceback: str = ""
 
 
 async def _call(cb: OutputCallback, stream: str, text: str) -> None:
@@ -57,6 +58,12 @@ async def run_cell_code(
 ) -> CellCodeResult:
     """Run ``code`` ("python" or "bash") in the runtime's sandbox, or a plain subprocess."""
     sandbox = getattr(runtime, "sandbox", None)
+    ensure = getattr(runtime, "ensure_sandbox", None)
+    if sandbox is None and ensure is not None:
+        try:
+            sandbox = await ensure()
+        except Exception as e:  # e.g. required_tier not met: refuse, never run unsandboxed
+            return CellCodeResult(False, None, 0.0, str(e), "killed")
     if sandbox is not None:
         run = sandbox.run_python if language == "python" else sandbox.run_bash
         res = await run(code, timeout=timeout, on_output=on_output)
@@ -68,6 +75,7 @@ async def run_cell_code(
             error_category=res.error_category or "",
             outputs=list(res.outputs or []),
             warnings=list(getattr(res, "warnings", []) or []),
+            traceback=res.traceback or "",
         )
     return await _run_subprocess(runtime.workspace.root, language, code, on_output, timeout)
 

@@ -146,6 +146,10 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
     cfg = rt.config
     configured = bool(cfg.api_key or cfg.base_url)
     tier = getattr(getattr(rt.sandbox, "tier", None), "description", None)
+    if tier is None:
+        from .sandbox import detect_tier
+
+        tier = f"{detect_tier(rt.sandbox_config.bwrap_path).description} (starts on first use)"
     rows = [
         ("model", code_span(rt.model_name(props))),
         ("endpoint", code_span(cfg.base_url or "https://api.openai.com/v1")),

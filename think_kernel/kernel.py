@@ -161,8 +161,12 @@ class ThinkKernel(IPythonKernel):
 
     @property
     def banner(self) -> str:  # type: ignore[override]
-        """Shown by consoles on connect."""
-        return BANNER
+        """Shown by consoles on connect, with the sandbox tier code will run in."""
+        from .sandbox import TIER3_WARNING, Tier, detect_tier
+
+        tier = detect_tier()
+        warning = f"\n{TIER3_WARNING}" if tier == Tier.RLIMITS else ""
+        return f"{BANNER}\nSandbox: {tier.description}{warning}"
 
     @property
     def kernel_info(self) -> dict[str, Any]:  # type: ignore[override]
@@ -191,6 +195,7 @@ class ThinkKernel(IPythonKernel):
                 sid = remembered_session(root, self._session_key)
                 runtime = self.runtime_class(ThinkConfig(parent=self), root, session_id=sid)
                 await runtime.start()
+                runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
                 remember_session(root, self._session_key, runtime.session_id)
                 self.runtime = runtime
             return self.runtime
@@ -347,6 +352,8 @@ class ThinkKernel(IPythonKernel):
             evalue = f"{evalue} ({result.error_category})"
         if not silent:
             tb = [f"\x1b[0;31m{language} cell failed: {evalue}\x1b[0m"]
+            if result.traceback:  # the sandbox trims it to the user's code
+                tb.insert(0, result.traceback.rstrip("\n"))
             self.send_iopub("error", {"ename": ename, "evalue": evalue, "traceback": tb}, parent)
         return _error_reply(ename, evalue)
 

@@ -17,6 +17,7 @@ session.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
@@ -25,13 +26,16 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .agent.events import ErrorEvent, Event, StatusEvent
-from .agent.loop import Agent
+from .agent.events import ErrorEvent, Event, StatusEvent, ToolCall
+from .agent.loop import Agent, record_action
 from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
 from .config import NotConfigured, ThinkConfig
+from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .store import Store, new_id
-from .tools.base import ToolContext, ToolFunc, ToolRegistry
+from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
+from .tools.code import CODE_TOOLS
+from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
 from .tools.files import FILE_TOOLS
 from .tools.workspace import LocalWorkspace, Workspace
 
@@ -92,8 +96,15 @@ class Runtime:
         self._extensions = load_extensions() if extensions is None else extensions
         self.sinks: list[Sink] = []
         self.read_paths: set[str] = set()
-        self.sandbox: Any = None
-        self.extras: dict[str, Any] = {}
+        self.sandbox: Sandbox | None = None
+        self.sandbox_config = SandboxConfig(config=self.config.config)
+        self._sandbox_task: asyncio.Task[Sandbox] | None = None
+        self.current_message_id = ""
+        self.extras: dict[str, Any] = {
+            "ensure_sandbox": self.ensure_sandbox,
+            "fetch_config": FetchConfig(config=self.config.config),
+            "fetch_log": FetchLog(),
+        }
         self.tools = self._build_tools()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -107,11 +118,50 @@ class Runtime:
 
     async def close(self) -> None:
         """Close what this runtime opened."""
-        if self.sandbox is not None and hasattr(self.sandbox, "close"):
+        if self._sandbox_task is not None and not self._sandbox_task.done():
+            self._sandbox_task.cancel()
+            await asyncio.gather(self._sandbox_task, return_exceptions=True)
+        if self.sandbox is not None:
             await self.sandbox.close()
+            self.sandbox = None
         if self.store is not None and self._own_store:
             await self.store.close()
             self.store = None
+
+    # -- sandbox -----------------------------------------------------------------------------
+
+    def prewarm_sandbox(self) -> None:
+        """Start the session sandbox in the background (the kernel does this at start)."""
+        if self._sandbox_task is None:
+            self._sandbox_task = asyncio.ensure_future(self._create_sandbox())
+
+    async def _create_sandbox(self) -> Sandbox:
+        sandbox = await Sandbox.create(self.workspace.root, self.session_id, self.sandbox_config)
+        await sandbox.serve_loopback(self._loopback)
+        self.sandbox = sandbox
+        return sandbox
+
+    async def ensure_sandbox(self) -> Sandbox:
+        """The session sandbox, started on first use; ToolError says why when it cannot run."""
+        if self.sandbox is not None:
+            return self.sandbox
+        self.prewarm_sandbox()
+        assert self._sandbox_task is not None
+        try:
+            return await asyncio.shield(self._sandbox_task)
+        except SandboxError as e:
+            self._sandbox_task = None  # a changed setting may let the next try succeed
+            raise ToolError(f"code cannot run here: {e}", "SANDBOX_UNAVAILABLE") from None
+
+    async def _loopback(self, tool: str, args: dict[str, Any]) -> ToolOutput:
+        """A ``think.<tool>(...)`` call from sandboxed code: same checks, same action log."""
+        ctx = self.make_context(self.current_message_id, new_id("lb_"))
+        outcome = await self.tools.call(tool, args, ctx)
+        assert self.store is not None
+        await record_action(
+            self.store, self.session_id, tool, outcome, args, self.current_message_id, "loopback"
+        )
+        return outcome.output
 
     def add_sink(self, sink: Sink) -> None:
         """Call ``sink(event)`` for every event of every run (sync or async callables)."""
@@ -120,7 +170,7 @@ class Runtime:
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        registry = ToolRegistry(FILE_TOOLS, core=True)
+        registry = ToolRegistry([*FILE_TOOLS, *CODE_TOOLS, *FETCH_TOOLS], core=True)
         for func in self.extra_tools:
             registry.add(func)
         for ext in self._extensions:
@@ -236,5 +286,7 @@ class Runtime:
         async for event in agent.run(
             self.session_id, text, self.make_context, user_message_id=user_message_id
         ):
+            if isinstance(event, ToolCall):
+                self.current_message_id = event.message_id
             await self.emit(event)
             yield event

@@ -151,14 +151,28 @@ def test_python_and_bash_cells_stream_and_report_exit_status(shared_kernel: Kern
     assert ("stdout", "out") in streams and ("stderr", "err") in streams
 
     reply, outputs = shared_kernel.execute('%%bash\necho "in $(basename $PWD)"\nexit 3')
-    assert reply["status"] == "error" and "exit status 3" in reply["evalue"]
+    assert reply["status"] == "error" and "exit code 3" in reply["evalue"]
     assert [m["content"]["text"] for m in outputs if m["msg_type"] == "stream"] == ["in ws\n"]
     assert [m["msg_type"] for m in outputs][-1] == "error"
 
     reply, outputs = shared_kernel.execute("%%python\nraise ValueError('boom')")
     assert reply["status"] == "error"
-    stderr = "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream")
-    assert "ValueError: boom" in stderr
+    error = [m["content"] for m in outputs if m["msg_type"] == "error"][0]
+    assert "ValueError: boom" in "\n".join(error["traceback"])
+    assert "_think_zygote" not in "\n".join(error["traceback"])  # trimmed to user code
+
+
+def test_python_cells_share_sandbox_state_and_see_no_secrets(shared_kernel: Kernel) -> None:
+    reply, _ = shared_kernel.execute("%%python\ntotal = 40")
+    assert reply["status"] == "ok"
+    reply, outputs = shared_kernel.execute(
+        "%%python\nimport os\nprint(total + 2, sorted(k for k in os.environ if 'KEY' in k))"
+    )
+    text = "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream")
+    assert reply["status"] == "ok" and text.strip() == "42 []", outputs
+    reply, outputs = shared_kernel.execute("%think_status")
+    shown = str([m["content"].get("data") for m in outputs])
+    assert "sandbox" in shown and ("bubblewrap" in shown.lower() or "landlock" in shown.lower())
 
 
 def test_commands_and_completion(shared_kernel: Kernel, model: FakeModel) -> None:

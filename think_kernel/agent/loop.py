@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import Store, new_id
-from ..tools.base import ToolContext, ToolRegistry
+from ..tools.base import CallOutcome, ToolContext, ToolRegistry
 from ..tools.summarize import for_model, summarize_input, summarize_output
 from .events import (
     Chat,
@@ -256,16 +256,8 @@ class Agent:
                 status="complete",
             )
             results[call["id"]] = row
-            await self.store.log_action(
-                session_id=session_id,
-                tool=call["name"],
-                action=out.summary.split(":")[0] if out.summary else call["name"],
-                input_summary=summarize_input(call["name"], outcome.args, call["arguments"]),
-                output_summary=summary,
-                duration_ms=round(outcome.duration_ms, 3),
-                success=out.ok,
-                error=out.error or None,
-                message_id=mid,
+            await record_action(
+                self.store, session_id, call["name"], outcome, call["arguments"], mid
             )
             queue.put_nowait(
                 ToolResult(
@@ -297,6 +289,31 @@ class Agent:
                 runner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await runner
+
+
+async def record_action(
+    store: Store,
+    session_id: str,
+    tool: str,
+    outcome: CallOutcome,
+    raw_args: Any,
+    message_id: str,
+    via: str = "",
+) -> str:
+    """Write one action-log row for a tool call (summaries only, never whole content)."""
+    out = outcome.output
+    action = out.summary.split(":")[0] if out.summary else tool
+    return await store.log_action(
+        session_id=session_id,
+        tool=tool,
+        action=f"{via}: {action}" if via else action,
+        input_summary=summarize_input(tool, outcome.args, raw_args),
+        output_summary=summarize_output(out.text, out.summary),
+        duration_ms=round(outcome.duration_ms, 3),
+        success=out.ok,
+        error=out.error or None,
+        message_id=message_id or None,
+    )
 
 
 def _call_record(index: int, call: dict[str, str]) -> dict[str, Any]:
