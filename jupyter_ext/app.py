@@ -1,0 +1,257 @@
+"""``ThinkExtension``: the server side of Think for Jupyter.
+
+Builds every collaborator once (store, hub, event pipeline, kernel links, chat sessions,
+scheduler, recovery) and hands them to the handlers through ``initialize()``. Other server
+code extends the kernel link with RPC methods:
+
+    ext = serverapp.extension_manager.extension_apps["jupyter_ext"]  # a set; or keep a ref
+    ext.register_rpc("doc.edit", handler)   # async handler(kernel_info, params) -> dict
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Float, Int, List, Unicode
+
+from think_kernel.store import Store, new_id
+
+from .handlers import routes
+from .hub import Hub
+from .link import KernelLinks, LinkHandler, RpcHandler
+from .pipeline import EventPipeline
+from .recovery import Recovery
+from .scheduler import Scheduler
+from .services import Limits, Services
+from .sessions import ChatSessions, RetryPolicy
+from .websocket import SessionSocket
+
+log = logging.getLogger(__name__)
+
+
+class ThinkExtension(ExtensionApp):
+    """Durable chat sessions routed to think kernels, over REST and WebSocket."""
+
+    name = "jupyter_ext"
+    load_other_extensions = True
+
+    store_path = Unicode(
+        "",
+        config=True,
+        help="SQLite file of the store (a path). Default: <root_dir>/.think/think.db.",
+    )
+    retention_days = Float(
+        0.0,
+        config=True,
+        help="Days to keep events and action-log rows (messages are kept). 0 keeps all. "
+        "Default: 0.",
+    )
+    max_body_size = Int(
+        1_048_576, config=True, help="Largest accepted request body, in bytes. Default: 1 MiB."
+    )
+    max_ws_frame = Int(
+        65_536,
+        config=True,
+        help="Largest accepted WebSocket frame from a browser, in bytes. Default: 64 KiB.",
+    )
+    history_limit = Int(
+        50, config=True, help="Messages sent in the WebSocket 'history' frame. Default: 50."
+    )
+    blob_threshold = Int(
+        50_000,
+        config=True,
+        help="Message content over this many bytes goes to the blob folder. Default: 50000.",
+    )
+    heartbeat_interval = Float(
+        5.0,
+        config=True,
+        help="Seconds between heartbeats of running requests (and recovery passes). Default: 5.",
+    )
+    stale_timeout = Float(
+        30.0,
+        config=True,
+        help="Seconds without a heartbeat (or kernel link) before a running request is "
+        "treated as interrupted and retried or failed. Default: 30.",
+    )
+    retry_delays = List(
+        Float(),
+        default_value=[2.0, 4.0, 8.0],
+        config=True,
+        help="Seconds to wait before each retry of an interrupted request; its length is the "
+        "number of retries. Default: [2, 4, 8].",
+    )
+    kernel_name = Unicode(
+        "think", config=True, help="Kernel spec started for chat sessions. Default: think."
+    )
+    kernel_start_timeout = Float(
+        60.0,
+        config=True,
+        help="Seconds to wait for a new kernel's link before the request is retried. Default: 60.",
+    )
+    cancel_timeout = Float(
+        1.0,
+        config=True,
+        help="Seconds to wait for the kernel to confirm a cancel before the request is "
+        "marked cancelled anyway. Default: 1.",
+    )
+    scheduler_poll = Float(
+        5.0,
+        config=True,
+        help="Longest sleep of the scheduler between looks at the schedules table, in "
+        "seconds. Default: 5.",
+    )
+
+    def initialize_settings(self) -> None:
+        """Build the collaborators (the store opens when the server's loop runs)."""
+        self.owner = new_id("srv_")
+        self.services = Services(Limits(self.max_body_size, self.max_ws_frame, self.history_limit))
+        svc = self.services
+        svc.hub = Hub()
+        svc.pipeline = EventPipeline(None, svc.hub)  # type: ignore[arg-type]
+        km = self.serverapp.kernel_manager  # type: ignore[union-attr]
+        svc.links = KernelLinks(
+            km,
+            svc.pipeline,
+            self.resolved_store_path(),
+            self._session_of,
+            root_dir=os.path.abspath(os.path.expanduser(self.serverapp.root_dir))
+            if self.serverapp is not None
+            else "",
+        )
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._starting: asyncio.Future[None] | None = None
+        self.services.starter = self.ensure_started
+        self._register_documents()
+
+    def _register_documents(self) -> None:
+        # The agent's file and notebook edits go through the collaboration rooms, served to
+        # kernels as doc.* RPC methods (jupyter_ext/documents.py).
+        try:
+            from .documents import register_document_rpcs
+        except ImportError as e:  # jupyter-collaboration missing: files fall back to disk
+            self.log.warning("Think: document RPCs unavailable (%s)", e)
+            return
+        register_document_rpcs(self)
+
+    def initialize_handlers(self) -> None:
+        """Register the REST, WebSocket and link routes."""
+        kw = {"name": self.name, "services": self.services}
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
+        self.handlers.append(
+            (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
+        )
+        self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.services.links}))
+
+    def resolved_store_path(self) -> str:
+        """The store file in use."""
+        if self.store_path:
+            return os.path.abspath(os.path.expanduser(self.store_path))
+        root = self.serverapp.root_dir if self.serverapp else os.getcwd()  # type: ignore[union-attr]
+        return str(Path(root) / ".think" / "think.db")
+
+    def register_rpc(self, name: str, handler: RpcHandler) -> None:
+        """Serve ``await link.request(name, params)`` from kernels: ``handler(info, params)``."""
+        self.services.links.register_rpc(name, handler)
+
+    def server_url(self) -> str:
+        """The URL kernels use to reach this server (no token in it)."""
+        app = self.serverapp
+        assert app is not None
+        ip = app.ip if app.ip not in ("", "0.0.0.0", "localhost", "*") else "127.0.0.1"
+        if ip == "::":
+            ip = "::1"
+        host = f"[{ip}]" if ":" in ip else ip
+        scheme = "https" if app.certfile else "http"
+        return f"{scheme}://{host}:{app.port}{app.base_url}"
+
+    def _session_of(self, kernel_id: str) -> str | None:
+        chats = self.services.chats
+        return chats.session_of(kernel_id) if chats is not None else None
+
+    def _kernel_env(self, session_id: str) -> dict[str, str]:
+        # Only where to find the server and which session to serve: never a credential.
+        # The kernel authenticates with its own connection key (see link.py).
+        return {
+            "THINK_SERVER_URL": self.server_url(),
+            "THINK_SESSION_ID": session_id,
+            "THINK_STORE_PATH": self.resolved_store_path(),
+        }
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Open the store, then start the pipeline, scheduler and recovery loops."""
+        await self.ensure_started()
+
+    async def ensure_started(self) -> None:
+        """Start once: on the server's start hook, or on the first request if a host (such
+        as pytest-jupyter) never calls that hook."""
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
+        svc = self.services
+        serverapp = self.serverapp
+        assert serverapp is not None
+        try:
+            svc.store = await Store.open(
+                self.resolved_store_path(), blob_threshold=self.blob_threshold
+            )
+        except Exception as e:
+            self.log.error("Think store %s failed to open: %s", self.resolved_store_path(), e)
+            svc.error = e
+            svc.ready.set()
+            return
+        svc.pipeline.store = svc.store
+        svc.scheduler = Scheduler(svc.store, poll=self.scheduler_poll)
+        svc.chats = ChatSessions(
+            svc.store,
+            serverapp.kernel_manager,
+            svc.links,
+            svc.pipeline,
+            svc.hub,
+            owner=self.owner,
+            policy=RetryPolicy(list(self.retry_delays)),
+            kernel_name=self.kernel_name,
+            kernel_env=self._kernel_env,
+            start_timeout=self.kernel_start_timeout,
+            cancel_timeout=self.cancel_timeout,
+        )
+        svc.chats.wake_scheduler = svc.scheduler.wake
+        svc.scheduler.register("run_retry", self._retry)
+        recovery = Recovery(
+            svc.store,
+            svc.chats,
+            svc.links,
+            svc.hub,
+            interval=self.heartbeat_interval,
+            stale_timeout=self.stale_timeout,
+            retention=self.retention_days * 86400,
+        )
+        for coro in (svc.pipeline.run(), svc.scheduler.run(), recovery.run()):
+            self._tasks.append(asyncio.create_task(coro))
+        svc.ready.set()
+        self.log.info("Think store: %s", self.resolved_store_path())
+
+    async def _retry(self, payload: dict[str, Any]) -> None:
+        run_id = payload.get("run_id")
+        if isinstance(run_id, str):
+            await self.services.chats.retry(run_id)
+
+    async def stop_extension(self) -> None:
+        """Stop the loops, close links and the store."""
+        svc = self.services
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if svc.chats is not None:
+            await svc.chats.close()
+        if svc.scheduler is not None:
+            await svc.scheduler.close()
+        await svc.links.close()
+        if svc.store is not None:
+            await svc.store.close()

@@ -1,0 +1,138 @@
+"""The base of every REST handler: auth resource ``think``, JSON bodies, clear 4xx errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+
+from .services import Services
+
+AUTH_RESOURCE = "think"
+
+
+class ThinkHandler(ExtensionHandlerMixin, APIHandler):
+    """Authenticated by jupyter_server (403 without a valid token), authorised on ``think``."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, name: str, services: Services) -> None:  # type: ignore[override]
+        """Receive the extension's collaborators."""
+        super().initialize(name)
+        self.svc = services
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Wait (briefly) for the store to open on server start."""
+        await super().prepare()
+        if not self.svc.ready.is_set():
+            try:
+                await self.svc.wait_ready()
+            except TimeoutError:
+                raise web.HTTPError(503, "the think store is not ready") from None
+        if self.svc.error is not None:
+            raise web.HTTPError(503, f"the think store failed to open: {self.svc.error}")
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """JSON ``{"message", "reason"}`` for every error (APIHandler's shape)."""
+        super().write_error(status_code, **kwargs)
+
+    def body(self) -> dict[str, Any]:
+        """The request body as a JSON object (400 if it is not one, 413 if too big)."""
+        raw = self.request.body or b""
+        if len(raw) > self.svc.limits.max_body_size:
+            raise web.HTTPError(
+                413, f"body is {len(raw)} bytes; the limit is {self.svc.limits.max_body_size}"
+            )
+        if not raw.strip():
+            return {}
+        try:
+            data = json.loads(raw, parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise web.HTTPError(400, f"body is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise web.HTTPError(400, "body must be a JSON object")
+        try:  # "\ud800" parses, but SQLite (UTF-8) cannot store a lone surrogate
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise web.HTTPError(400, "body contains invalid unicode (a lone surrogate)") from None
+        return data
+
+    def send(self, data: Any, status: int = 200) -> None:
+        """Write a JSON response."""
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data, default=str))
+
+    def int_arg(self, name: str, default: int | None, lo: int = 0, hi: int = 2**62) -> int | None:
+        """An integer query argument within [lo, hi] (400 otherwise)."""
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise web.HTTPError(400, f"{name} must be an integer") from None
+        if not lo <= value <= hi:
+            raise web.HTTPError(400, f"{name} must be between {lo} and {hi}")
+        return value
+
+    def float_arg(self, name: str) -> float | None:
+        """A finite number query argument (400 otherwise)."""
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            raise web.HTTPError(400, f"{name} must be a number") from None
+        if not math.isfinite(value):
+            raise web.HTTPError(400, f"{name} must be finite")
+        return value
+
+    def bool_arg(self, name: str) -> bool | None:
+        """``true``/``false``/``1``/``0`` (400 otherwise)."""
+        raw = self.get_query_argument(name, None)
+        if raw is None or raw == "":
+            return None
+        if raw.lower() in ("true", "1"):
+            return True
+        if raw.lower() in ("false", "0"):
+            return False
+        raise web.HTTPError(400, f"{name} must be true or false")
+
+    async def session_or_404(self, session_id: str) -> dict[str, Any]:
+        """The session row, or a 404 naming it."""
+        session = await self.svc.store.get_session(session_id)
+        if session is None:
+            raise web.HTTPError(404, f"no session {session_id!r}")
+        return session
+
+
+def field(
+    body: dict[str, Any], name: str, kind: type | tuple[type, ...], required: bool = False
+) -> Any:
+    """A typed field of a JSON body (400 if missing when required, or of the wrong type)."""
+    if name not in body or body[name] is None:
+        if required:
+            raise web.HTTPError(400, f"{name!r} is required")
+        return None
+    value = body[name]
+    if isinstance(value, bool) and kind is not bool:
+        raise web.HTTPError(400, f"{name!r} must be {_kind_name(kind)}")
+    if not isinstance(value, kind):
+        raise web.HTTPError(400, f"{name!r} must be {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", dict: "an object", int: "an integer", bool: "a boolean"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")

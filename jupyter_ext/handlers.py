@@ -1,0 +1,267 @@
+"""REST handlers under ``/api/think`` (shapes: ``openapi.py``; design: shared/DESIGN.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from .base import ThinkHandler, field
+from .openapi import OPENAPI
+from .sessions import SessionNotFound
+
+SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
+ID = r"[A-Za-z0-9_.\-]{1,128}"
+
+
+class SessionsHandler(ThinkHandler):
+    """``GET`` lists sessions; ``POST {"title"?, "path"?}`` creates one."""
+
+    @authorized
+    async def get(self) -> None:
+        """List sessions, most recently updated first."""
+        limit = self.int_arg("limit", 100, 1, self.svc.limits.page_limit)
+        offset = self.int_arg("offset", 0, 0)
+        assert limit is not None and offset is not None
+        self.send({"sessions": await self.svc.store.list_sessions(limit, offset)})
+
+    @authorized
+    async def post(self) -> None:
+        """Create a session."""
+        body = self.body()
+        title = field(body, "title", str) or ""
+        path = field(body, "path", str) or ""
+        session = await self.svc.store.create_session(title=title[:500], path=path[:4096])
+        self.send(session, 201)
+
+
+class SessionHandler(ThinkHandler):
+    """One session: ``GET``, ``PATCH {"title"}``, ``DELETE``."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """The session, with its active run."""
+        session = await self.session_or_404(session_id)
+        session["run"] = await self.svc.store.active_run(session_id)
+        self.send(session)
+
+    @authorized
+    async def patch(self, session_id: str) -> None:
+        """Rename."""
+        await self.session_or_404(session_id)
+        body = self.body()
+        changes = {}
+        if "title" in body:
+            changes["title"] = (field(body, "title", str) or "")[:500]
+        if "path" in body:
+            changes["path"] = (field(body, "path", str) or "")[:4096]
+        if not changes:
+            raise web.HTTPError(400, "nothing to change: send a 'title'")
+        await self.svc.store.update_session(session_id, **changes)
+        self.send(await self.session_or_404(session_id))
+
+    @authorized
+    async def delete(self, session_id: str) -> None:
+        """Cancel its run, stop its kernel, delete everything stored for it."""
+        await self.session_or_404(session_id)
+        await self.svc.chats.forget(session_id)
+        await self.svc.store.delete_session(session_id)
+        self.set_status(204)
+        self.finish()
+
+
+class MessagesHandler(ThinkHandler):
+    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?}`` starts a run."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """A page of messages, oldest first, and the cursor for the page before it."""
+        await self.session_or_404(session_id)
+        before = self.int_arg("before", None, 0)
+        limit = self.int_arg("limit", 50, 1, self.svc.limits.page_limit)
+        assert limit is not None
+        rows, cursor = await self.svc.store.page_messages(session_id, before, limit)
+        self.send({"messages": rows, "next_cursor": cursor})
+
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Store the message (committed before the answer), then start a run."""
+        body = self.body()
+        content = field(body, "content", str, required=True)
+        context = field(body, "context", dict)
+        if not content.strip():
+            raise web.HTTPError(400, "'content' is empty")
+        await self.session_or_404(session_id)
+        try:
+            message, run = await self.svc.chats.send(session_id, content, context)
+        except SessionNotFound:
+            raise web.HTTPError(404, f"no session {session_id!r}") from None
+        self.send({"message": message, "run_id": run["id"], "run": run}, 201)
+
+
+class MessageContentHandler(ThinkHandler):
+    """``GET``: the whole content of a message (read from its blob if it was offloaded)."""
+
+    @authorized
+    async def get(self, session_id: str, message_id: str) -> None:
+        """Full content."""
+        message = await self.svc.store.get_message(message_id)
+        if message is None or message["session_id"] != session_id:
+            raise web.HTTPError(404, f"no message {message_id!r} in session {session_id!r}")
+        try:
+            content = await self.svc.store.message_content(message)
+        except KeyError:
+            raise web.HTTPError(410, "the blob of this message is missing") from None
+        self.send({"id": message_id, "content": content, "size": message["content_size"]})
+
+
+class CancelHandler(ThinkHandler):
+    """``POST``: cancel the running request (answers within about a second)."""
+
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Cancel."""
+        await self.session_or_404(session_id)
+        run = await self.svc.chats.cancel(session_id)
+        self.send({"cancelled": run is not None, "run": run})
+
+
+class TruncateHandler(ThinkHandler):
+    """``POST {"message_id"}``: delete that message and everything after it (edit)."""
+
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Truncate."""
+        body = self.body()
+        message_id = field(body, "message_id", str, required=True)
+        await self.session_or_404(session_id)
+        if self.svc.chats.active(session_id) is not None:
+            raise web.HTTPError(409, "a run is in progress; cancel it first")
+        try:
+            deleted = await self.svc.store.truncate(session_id, message_id)
+        except KeyError:
+            raise web.HTTPError(404, f"no message {message_id!r} in this session") from None
+        self.send({"deleted": deleted})
+
+
+class ActionsHandler(ThinkHandler):
+    """``GET ?tool=&success=&since=&until=&message_id=&limit=``: the action log."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """Filtered action-log rows, oldest first."""
+        await self.session_or_404(session_id)
+        limit = self.int_arg("limit", 500, 1, 5000)
+        assert limit is not None
+        rows = await self.svc.store.list_actions(
+            session_id,
+            tool=self.get_query_argument("tool", None) or None,
+            success=self.bool_arg("success"),
+            since=self.float_arg("since"),
+            until=self.float_arg("until"),
+            message_id=self.get_query_argument("message_id", None) or None,
+            limit=limit,
+        )
+        self.send({"actions": rows})
+
+
+class TasksHandler(ThinkHandler):
+    """``GET``: the session's task graph and its runs."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """Tasks, oldest first."""
+        await self.session_or_404(session_id)
+        self.send({"tasks": await self.svc.store.list_tasks(session_id)})
+
+
+class EventsHandler(ThinkHandler):
+    """``GET ?after=seq&limit=``: stored events (replay after a reconnect)."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """Events after a seq, oldest first."""
+        await self.session_or_404(session_id)
+        after = self.int_arg("after", 0, 0)
+        limit = self.int_arg("limit", 1000, 1, 10_000)
+        assert after is not None and limit is not None
+        rows = await self.svc.store.list_events(session_id, after, limit)
+        last = rows[-1]["seq"] if rows else after
+        self.send({"events": rows, "last_seq": last})
+
+
+class ApprovalsHandler(ThinkHandler):
+    """``GET ?status=``: the session's approvals."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """Approvals, oldest first."""
+        await self.session_or_404(session_id)
+        status = self.get_query_argument("status", None) or None
+        self.send({"approvals": await self.svc.store.list_approvals(session_id, status)})
+
+
+class ApprovalHandler(ThinkHandler):
+    """``GET`` one approval; ``POST {"decision": "approve"|"reject", "input"?}`` resolves it."""
+
+    async def _approval(self, session_id: str, approval_id: str) -> dict[str, Any]:
+        row = await self.svc.store.get_approval(approval_id)
+        if row is None or row["session_id"] != session_id:
+            raise web.HTTPError(404, f"no approval {approval_id!r} in session {session_id!r}")
+        return row
+
+    @authorized
+    async def get(self, session_id: str, approval_id: str) -> None:
+        """The approval."""
+        self.send(await self._approval(session_id, approval_id))
+
+    @authorized
+    async def post(self, session_id: str, approval_id: str) -> None:
+        """Approve, reject, or approve with modified arguments."""
+        body = self.body()
+        decision = field(body, "decision", str, required=True)
+        if decision not in ("approve", "reject"):
+            raise web.HTTPError(400, "'decision' must be 'approve' or 'reject'")
+        new_input = field(body, "input", dict)
+        reason = field(body, "reason", str) or ""
+        await self._approval(session_id, approval_id)
+        record = {"decision": decision, "input": new_input, "reason": reason[:2000]}
+        status = "approved" if decision == "approve" else "rejected"
+        if not await self.svc.store.resolve_approval(approval_id, status, record):
+            raise web.HTTPError(409, "this approval is already resolved")
+        frame = {"type": "approval", "approval_id": approval_id, **record}
+        delivered = await self.svc.chats.deliver_approval(session_id, frame)
+        await self.svc.pipeline.emit(
+            session_id, {"type": "approval_resolved", "id": approval_id, **record}
+        )
+        row = await self._approval(session_id, approval_id)
+        self.send(dict(row, delivered=delivered))
+
+
+class OpenAPIHandler(ThinkHandler):
+    """``GET``: the OpenAPI document of these routes."""
+
+    @authorized
+    async def get(self) -> None:
+        """The document."""
+        self.send(OPENAPI)
+
+
+def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
+    """URL patterns (relative to the server's base_url) for the REST handlers."""
+    s = f"{base}/sessions/{SID}"
+    return [
+        (f"{base}/openapi.json", OpenAPIHandler),
+        (f"{base}/sessions", SessionsHandler),
+        (s, SessionHandler),
+        (f"{s}/messages", MessagesHandler),
+        (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),
+        (f"{s}/cancel", CancelHandler),
+        (f"{s}/truncate", TruncateHandler),
+        (f"{s}/actions", ActionsHandler),
+        (f"{s}/tasks", TasksHandler),
+        (f"{s}/events", EventsHandler),
+        (f"{s}/approvals", ApprovalsHandler),
+        (f"{s}/approvals/(?P<approval_id>{ID})", ApprovalHandler),
+    ]

@@ -1,0 +1,372 @@
+"""Server side of the kernel link: ``/api/think/link``, one WebSocket per think kernel.
+
+Authentication is scoped to one kernel and never uses the user's Jupyter token. The kernel
+proves it knows the HMAC key of the kernel it claims to be (``kernel_manager.get_kernel(kid)
+.session.key``, the key in its connection file); the server proves the same back:
+
+    server -> {"type": "challenge", "nonce": N}
+    kernel -> {"type": "hello", "kernel_id": K, "epoch": E, "cnonce": C,
+               "mac": hmac(key, "think-link|kernel|K|E|N")}
+    server -> {"type": "welcome", "mac": hmac(key, "think-link|server|K|E|C"),
+               "store_path": ..., "session_id": <chat session of K or null>}
+
+After that, frames (JSON objects with a ``type``):
+
+- kernel -> server ``items``: ``{"items": [{"n": 17, "kind": "event" | "run_started" |
+  "run_end", "session_id": ..., ...}]}``. ``n`` counts up per kernel process (``epoch``); the
+  server stores events with the id ``E:n`` (a duplicate is skipped) and answers ``{"type":
+  "ack", "n": 17}`` once stored. The kernel keeps unacknowledged items and resends them after
+  a reconnect, so a dropped link loses nothing and repeats nothing.
+- kernel -> server ``rpc`` ``{"id", "method", "params"}`` -> ``rpc_result`` ``{"id",
+  "result"}`` or ``rpc_error`` ``{"id", "error": {"code", "message"}}``; handlers come from
+  :meth:`KernelLinks.register_rpc`. A repeated id (resent after a reconnect) gets the cached
+  answer instead of running twice.
+- server -> kernel: ``chat``, ``cancel``, ``approval`` (see ``sessions.py``), ``ping``/``pong``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.auth.decorator import allow_unauthenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+if TYPE_CHECKING:
+    from .pipeline import EventPipeline
+
+log = logging.getLogger(__name__)
+MAX_LINK_FRAME = 16 * 1024 * 1024
+
+
+def link_mac(key: bytes, *parts: str) -> str:
+    """HMAC-SHA256 over ``think-link|part|part...`` (both ends use this)."""
+    msg = "|".join(("think-link", *parts)).encode()
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
+@dataclass
+class KernelInfo:
+    """Who is on the other end of a link (given to RPC handlers)."""
+
+    kernel_id: str
+    epoch: str
+    session_id: str | None = None
+
+
+RpcHandler = Callable[[KernelInfo, dict[str, Any]], Awaitable[dict[str, Any]]]
+ItemListener = Callable[[KernelInfo, dict[str, Any]], None]
+ConnectListener = Callable[[KernelInfo, bool], None]
+
+
+@dataclass
+class _EpochState:
+    last_n: int = 0  # highest item number queued for storage
+    rpc_done: OrderedDict[Any, dict[str, Any]] = field(default_factory=OrderedDict)
+    rpc_running: set[Any] = field(default_factory=set)
+
+
+class KernelLinks:
+    """The registry of live kernel links, their dedup state and the RPC table."""
+
+    def __init__(
+        self,
+        kernel_manager: Any,
+        pipeline: EventPipeline,
+        store_path: str,
+        session_of: Callable[[str], str | None],
+        root_dir: str = "",
+    ) -> None:
+        self.kernel_manager = kernel_manager
+        self.pipeline = pipeline
+        self.store_path = store_path
+        self.root_dir = root_dir
+        self.session_of = session_of
+        self.conns: dict[str, LinkHandler] = {}
+        self.epochs: dict[str, str] = {}  # kernel id -> epoch of its newest process
+        self._state: dict[str, _EpochState] = {}
+        self._rpc: dict[str, RpcHandler] = {}
+        self._waiters: dict[str, list[asyncio.Future[LinkHandler]]] = {}
+        self.item_listeners: list[ItemListener] = []
+        self.connect_listeners: list[ConnectListener] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- public API --------------------------------------------------------------------------
+
+    def register_rpc(self, name: str, handler: RpcHandler) -> None:
+        """Serve ``await link.request(name, params)`` calls from kernels."""
+        if name in self._rpc:
+            raise ValueError(f"rpc method {name!r} is already registered")
+        self._rpc[name] = handler
+
+    def connected(self, kernel_id: str) -> bool:
+        """Whether a kernel has a live, authenticated link."""
+        return kernel_id in self.conns
+
+    def send(self, kernel_id: str, frame: dict[str, Any]) -> bool:
+        """Send a frame to a kernel; False if its link is down (the caller retries)."""
+        conn = self.conns.get(kernel_id)
+        return conn is not None and conn.send_frame(frame)
+
+    async def wait(self, kernel_id: str) -> LinkHandler:
+        """Wait until the kernel's link is up (wrap in ``asyncio.wait_for`` to bound it)."""
+        conn = self.conns.get(kernel_id)
+        if conn is not None:
+            return conn
+        fut: asyncio.Future[LinkHandler] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(kernel_id, []).append(fut)
+        try:
+            return await fut
+        finally:
+            waiters = self._waiters.get(kernel_id, [])
+            if fut in waiters:
+                waiters.remove(fut)
+
+    async def close(self) -> None:
+        """Close every link and stop RPC tasks."""
+        for conn in list(self.conns.values()):
+            conn.close()
+        for task in list(self._tasks):
+            task.cancel()
+
+    # -- called by LinkHandler ---------------------------------------------------------------
+
+    def key_of(self, kernel_id: str) -> bytes | None:
+        """The HMAC key of a kernel this server runs, or None."""
+        try:
+            kernel = self.kernel_manager.get_kernel(kernel_id)
+        except Exception:  # KeyError, or jupyter_server's HTTPError(404)
+            return None
+        key = getattr(getattr(kernel, "session", None), "key", None)
+        return key if isinstance(key, bytes) and key else None
+
+    def attach(self, conn: LinkHandler) -> None:
+        """A link authenticated: replace any older link of the same kernel."""
+        info = conn.info
+        assert info is not None
+        old = self.conns.get(info.kernel_id)
+        if old is not None and old is not conn:
+            old.close()
+        new_process = self.epochs.get(info.kernel_id) != info.epoch
+        self.epochs[info.kernel_id] = info.epoch
+        self.conns[info.kernel_id] = conn
+        self._state.setdefault(info.epoch, _EpochState())
+        for fut in self._waiters.pop(info.kernel_id, []):
+            if not fut.done():
+                fut.set_result(conn)
+        for listener in self.connect_listeners:
+            listener(info, new_process)
+
+    def detach(self, conn: LinkHandler) -> None:
+        """A link closed."""
+        if conn.info is not None and self.conns.get(conn.info.kernel_id) is conn:
+            del self.conns[conn.info.kernel_id]
+
+    def handle(self, conn: LinkHandler, frame: dict[str, Any]) -> None:
+        """Dispatch one frame from an authenticated kernel."""
+        info = conn.info
+        assert info is not None
+        kind = frame.get("type")
+        if kind == "items":
+            self._items(info, frame.get("items"))
+        elif kind == "rpc":
+            self._call(info, frame)
+        elif kind == "ping":
+            conn.send_frame({"type": "pong"})
+        elif kind != "pong":
+            conn.send_frame({"type": "error", "message": f"unknown frame type {kind!r}"})
+
+    def _items(self, info: KernelInfo, items: Any) -> None:
+        state = self._state[info.epoch]
+        if not isinstance(items, list):
+            return
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("n"), int):
+                continue
+            n = item["n"]
+            if n <= state.last_n:
+                self._ack(info, n)  # already queued or stored: a resend after a reconnect
+                continue
+            state.last_n = n
+            session_id = str(item.get("session_id") or "")
+            if item.get("kind") == "event" and isinstance(item.get("event"), dict):
+                frame = dict(item["event"])
+                if item.get("run_id"):
+                    frame["run_id"] = item["run_id"]
+                self.pipeline.submit(
+                    session_id, frame, f"{info.epoch}:{n}", self._done(info, n, item)
+                )
+            else:
+                self.pipeline.submit(session_id, None, None, self._done(info, n, item))
+
+    def _done(self, info: KernelInfo, n: int, item: dict[str, Any]) -> Callable[[int], None]:
+        def done(seq: int) -> None:
+            self._ack(info, n)
+            for listener in self.item_listeners:
+                listener(info, item)
+
+        return done
+
+    def _ack(self, info: KernelInfo, n: int) -> None:
+        conn = self.conns.get(info.kernel_id)
+        if conn is not None and conn.info is not None and conn.info.epoch == info.epoch:
+            conn.queue_ack(n)
+
+    def _call(self, info: KernelInfo, frame: dict[str, Any]) -> None:
+        state = self._state[info.epoch]
+        rid = frame.get("id")
+        if not isinstance(rid, (int, str)):
+            return
+        if rid in state.rpc_done:
+            self._reply(info, state.rpc_done[rid])
+            return
+        if rid in state.rpc_running:
+            return  # the answer goes to whichever link is current when it is ready
+        method = frame.get("method")
+        handler = self._rpc.get(method) if isinstance(method, str) else None
+        if handler is None:
+            self._reply(info, self._error(rid, "unknown_method", f"no rpc method {method!r}"))
+            return
+        params = frame.get("params")
+        state.rpc_running.add(rid)
+        task = asyncio.create_task(self._run_rpc(info, state, rid, handler, params))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run_rpc(
+        self, info: KernelInfo, state: _EpochState, rid: Any, handler: RpcHandler, params: Any
+    ) -> None:
+        try:
+            result = await handler(info, params if isinstance(params, dict) else {})
+            reply = {"type": "rpc_result", "id": rid, "result": result}
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the kernel gets the error; the server carries on
+            log.warning("rpc %s failed: %s", rid, e, exc_info=True)
+            reply = self._error(rid, getattr(e, "code", type(e).__name__), str(e))
+        finally:
+            state.rpc_running.discard(rid)
+        state.rpc_done[rid] = reply
+        while len(state.rpc_done) > 256:
+            state.rpc_done.popitem(last=False)
+        self._reply(info, reply)
+
+    @staticmethod
+    def _error(rid: Any, code: str, message: str) -> dict[str, Any]:
+        return {"type": "rpc_error", "id": rid, "error": {"code": code, "message": message}}
+
+    def _reply(self, info: KernelInfo, reply: dict[str, Any]) -> None:
+        conn = self.conns.get(info.kernel_id)
+        if conn is not None and conn.info is not None and conn.info.epoch == info.epoch:
+            conn.send_frame(reply)
+
+
+class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ignore[misc]
+    """The kernel link endpoint. Its own HMAC handshake replaces token authentication."""
+
+    def initialize(self, links: KernelLinks) -> None:  # type: ignore[override]
+        """Receive the link registry from the extension."""
+        self.links = links
+        self.info: KernelInfo | None = None
+        self.nonce = secrets.token_hex(16)
+        self._ack_n = 0
+        self._ack_scheduled = False
+
+    def set_default_headers(self) -> None:
+        """No HTML security headers on a WebSocket."""
+
+    def get_compression_options(self) -> None:
+        """No compression: frames are small and latency matters."""
+        return None
+
+    @allow_unauthenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """Upgrade; the handshake in :meth:`on_message` authenticates."""
+        await super().get(*args, **kwargs)
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        """Send the challenge."""
+        super().open(*args, **kwargs)
+        self.send_frame({"type": "challenge", "nonce": self.nonce})
+
+    def send_frame(self, frame: dict[str, Any]) -> bool:
+        """Send a JSON frame; False if the socket is closed."""
+        try:
+            self.write_message(json.dumps(frame, default=str))
+            return True
+        except WebSocketClosedError:
+            return False
+
+    def queue_ack(self, n: int) -> None:
+        """Acknowledge items up to ``n`` (one ack frame per loop iteration)."""
+        self._ack_n = max(self._ack_n, n)
+        if not self._ack_scheduled:
+            self._ack_scheduled = True
+            asyncio.get_running_loop().call_soon(self._send_ack)
+
+    def _send_ack(self) -> None:
+        self._ack_scheduled = False
+        self.send_frame({"type": "ack", "n": self._ack_n})
+
+    def on_message(self, message: str | bytes) -> None:
+        """Handshake first, then hand frames to the registry."""
+        if len(message) > MAX_LINK_FRAME:
+            self.close(1009, "frame too large")
+            return
+        try:
+            frame = json.loads(message)
+            if not isinstance(frame, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            self.send_frame({"type": "error", "message": "frames must be JSON objects"})
+            return
+        try:
+            if self.info is not None:
+                self.links.handle(self, frame)
+            else:
+                self._hello(frame)
+        except Exception as e:  # a bad frame must not take the link (or the server) down
+            log.exception("kernel link frame failed")
+            self.send_frame({"type": "error", "message": f"{type(e).__name__}: {e}"})
+
+    def _hello(self, frame: dict[str, Any]) -> None:
+        kernel_id, epoch = frame.get("kernel_id"), frame.get("epoch")
+        mac, cnonce = frame.get("mac"), frame.get("cnonce")
+        if frame.get("type") != "hello" or not all(
+            isinstance(v, str) and v for v in (kernel_id, epoch, mac, cnonce)
+        ):
+            self.close(4400, "expected a hello frame")
+            return
+        assert isinstance(kernel_id, str) and isinstance(epoch, str)
+        assert isinstance(mac, str) and isinstance(cnonce, str)
+        key = self.links.key_of(kernel_id)
+        expected = link_mac(key or b"no key", "kernel", kernel_id, epoch, self.nonce)
+        if key is None or not hmac.compare_digest(expected, mac):
+            log.warning("kernel link refused for %s", kernel_id)
+            self.close(4403, "authentication failed")
+            return
+        self.info = KernelInfo(kernel_id, epoch, self.links.session_of(kernel_id))
+        self.send_frame(
+            {
+                "type": "welcome",
+                "mac": link_mac(key, "server", kernel_id, epoch, cnonce),
+                "store_path": self.links.store_path,
+                "root_dir": self.links.root_dir,
+                "session_id": self.info.session_id,
+            }
+        )
+        self.links.attach(self)
+
+    def on_close(self) -> None:
+        """Forget the link."""
+        self.links.detach(self)

@@ -1,0 +1,270 @@
+"""The OpenAPI 3.0 document of the REST routes (served at ``/api/think/openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_ERR = {
+    "description": "error",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}  # noqa: E501
+
+
+def _json(schema: dict[str, Any], description: str = "ok") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _path_param(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
+    }
+
+
+def _query(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema}
+
+
+def _op(
+    summary: str,
+    ok: dict[str, Any],
+    *,
+    params: list[dict[str, Any]] | None = None,
+    body: dict[str, Any] | None = None,
+    status: str = "200",
+) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": summary,
+        "parameters": params or [],
+        "responses": {
+            status: ok,
+            "400": _ERR,
+            "403": _ERR,
+            "404": _ERR,
+        },
+    }
+    if body is not None:
+        op["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": body}},
+        }
+        op["responses"]["413"] = _ERR
+    return op
+
+
+SID = _path_param("session_id")
+_OBJ = {"type": "object", "additionalProperties": True}
+_SESSION_BODY = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "path": {"type": "string"}},
+}
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "Think for Jupyter", "version": "1"},
+    "servers": [{"url": "/api/think"}],
+    "components": {
+        "schemas": {
+            "Error": {"type": "object", "properties": {"message": {"type": "string"}}},
+            "Session": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "title": {"type": "string"},
+                    "path": {"type": "string"},
+                    "status": {"type": "string"},
+                    "options": _OBJ,
+                    "created_at": {"type": "number"},
+                    "updated_at": {"type": "number"},
+                },
+            },
+            "Message": {
+                "type": "object",
+                "required": ["id", "seq", "role", "status"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "seq": {"type": "integer"},
+                    "role": {"type": "string"},
+                    "content": {"type": "string"},
+                    "content_blob": {"type": "string", "nullable": True},
+                    "content_size": {"type": "integer"},
+                    "status": {"type": "string"},
+                },
+            },
+        }
+    },
+    "paths": {
+        "/sessions": {
+            "get": _op(
+                "List sessions",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {"sessions": {"type": "array", "items": _ref("Session")}},
+                    }
+                ),  # noqa: E501
+                params=[
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
+                    _query("offset", {"type": "integer", "minimum": 0}),
+                ],
+            ),
+            "post": _op(
+                "Create a session", _json(_ref("Session")), body=_SESSION_BODY, status="201"
+            ),
+        },
+        "/sessions/{session_id}": {
+            "get": _op("Get a session (with its active run)", _json(_ref("Session")), params=[SID]),
+            "patch": _op(
+                "Rename a session", _json(_ref("Session")), params=[SID], body=_SESSION_BODY
+            ),
+            "delete": _op(
+                "Delete a session, its kernel and its records",
+                {"description": "deleted"},
+                params=[SID],
+                status="204",
+            ),
+        },
+        "/sessions/{session_id}/messages": {
+            "get": _op(
+                "A page of history (oldest first) and the cursor for the page before it",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "messages": {"type": "array", "items": _ref("Message")},
+                            "next_cursor": {"type": "integer", "nullable": True},
+                        },
+                    }
+                ),
+                params=[
+                    SID,
+                    _query("before", {"type": "integer", "minimum": 0}),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
+                ],
+            ),
+            "post": _op(
+                "Send a message (stored before the answer) and start a run",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {"message": _ref("Message"), "run_id": {"type": "string"}},
+                    }
+                ),
+                params=[SID],
+                body={
+                    "type": "object",
+                    "required": ["content"],
+                    "properties": {"content": {"type": "string"}, "context": _OBJ},
+                },
+                status="201",
+            ),
+        },
+        "/sessions/{session_id}/messages/{message_id}/content": {
+            "get": _op(
+                "The whole content of a message (blob included)",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string"},
+                            "content": {"type": "string"},
+                            "size": {"type": "integer"},
+                        },
+                    }
+                ),
+                params=[SID, _path_param("message_id")],
+            ),
+        },
+        "/sessions/{session_id}/cancel": {
+            "post": _op("Cancel the running request", _json(_OBJ), params=[SID]),
+        },
+        "/sessions/{session_id}/truncate": {
+            "post": _op(
+                "Delete a message and everything after it",
+                _json({"type": "object", "properties": {"deleted": {"type": "integer"}}}),
+                params=[SID],
+                body={
+                    "type": "object",
+                    "required": ["message_id"],
+                    "properties": {"message_id": {"type": "string"}},
+                },
+            ),
+        },
+        "/sessions/{session_id}/actions": {
+            "get": _op(
+                "The action log, filtered",
+                _json({"type": "object", "properties": {"actions": {"type": "array"}}}),
+                params=[
+                    SID,
+                    _query("tool", {"type": "string"}),
+                    _query("success", {"type": "boolean"}),
+                    _query("since", {"type": "number"}),
+                    _query("until", {"type": "number"}),
+                    _query("message_id", {"type": "string"}),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 5000}),
+                ],
+            ),
+        },
+        "/sessions/{session_id}/tasks": {
+            "get": _op(
+                "The task graph",
+                _json({"type": "object", "properties": {"tasks": {"type": "array"}}}),
+                params=[SID],
+            ),
+        },
+        "/sessions/{session_id}/events": {
+            "get": _op(
+                "Stored events after a seq",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "events": {"type": "array"},
+                            "last_seq": {"type": "integer"},
+                        },
+                    }
+                ),
+                params=[
+                    SID,
+                    _query("after", {"type": "integer", "minimum": 0}),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}),
+                ],
+            ),
+        },
+        "/sessions/{session_id}/approvals": {
+            "get": _op(
+                "Approvals",
+                _json({"type": "object", "properties": {"approvals": {"type": "array"}}}),
+                params=[SID, _query("status", {"type": "string"})],
+            ),
+        },
+        "/sessions/{session_id}/approvals/{approval_id}": {
+            "get": _op("One approval", _json(_OBJ), params=[SID, _path_param("approval_id")]),
+            "post": _op(
+                "Approve, reject, or approve with modified arguments",
+                _json(_OBJ),
+                params=[SID, _path_param("approval_id")],
+                body={
+                    "type": "object",
+                    "required": ["decision"],
+                    "properties": {
+                        "decision": {"type": "string", "enum": ["approve", "reject"]},
+                        "input": _OBJ,
+                        "reason": {"type": "string"},
+                    },
+                },
+            ),
+        },
+    },
+}
+for _path in OPENAPI["paths"].values():
+    for _method, _operation in _path.items():
+        if _method in ("post", "patch", "delete"):
+            _operation["responses"]["409"] = _ERR

@@ -1,0 +1,152 @@
+"""``/api/think/sessions/{id}/ws``: live frames of one session for one tab.
+
+On connect: ``sync`` (session, status, run), ``history`` (the newest messages), ``partial``
+(the message being streamed, if any), then every live frame (event ``to_dict()`` + ``seq`` +
+``session_id``). Frames published while the first three are prepared are held back and sent
+after them, minus those the partial already contains. Clients may send ``{"type": "ping"}``
+(answered ``pong``) and ``{"type": "cancel"}``; anything else gets an ``error`` frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from .base import AUTH_RESOURCE
+from .services import Services
+
+
+class SessionSocket(  # type: ignore[misc]
+    WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler
+):
+    """One tab watching one session."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, name: str, services: Services) -> None:  # type: ignore[override]
+        """Receive the extension's collaborators."""
+        super().initialize(name)
+        self.svc = services
+        self.session_id = ""
+        self._held: list[str] | None = []  # frames published before the handshake is sent
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def set_default_headers(self) -> None:
+        """No HTML security headers on a WebSocket."""
+
+    def get_compression_options(self) -> None:
+        """No compression (latency)."""
+        return None
+
+    @ws_authenticated
+    async def get(self, session_id: str) -> None:
+        """Authorise (``read`` on ``think``), check the session, upgrade."""
+        user = self.current_user
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, user, "read", AUTH_RESOURCE)
+        )
+        if not allowed:
+            raise web.HTTPError(403, "not authorised to read think sessions")
+        await self.svc.wait_ready()
+        if await self.svc.store.get_session(session_id) is None:
+            raise web.HTTPError(404, f"no session {session_id!r}")
+        self.session_id = session_id
+        await super().get(session_id)
+
+    async def open(self, session_id: str) -> None:  # type: ignore[override]
+        """Subscribe, then send sync, history and partial, then what was held back."""
+        super().open()
+        svc = self.svc
+        svc.hub.subscribe(session_id, self)
+        session = await svc.store.get_session(session_id)
+        run = await svc.store.active_run(session_id)
+        rows, cursor = await svc.store.page_messages(session_id, None, svc.limits.history_limit)
+        status = "running" if run else "idle"
+        last_seq = await svc.store.last_event_seq(session_id)
+        self._write(
+            {"type": "sync", "session": session, "status": status, "run": run, "last_seq": last_seq}
+        )
+        self._write({"type": "history", "messages": rows, "next_cursor": cursor})
+        part = svc.hub.partial(session_id)
+        upto = 0
+        if part is not None:
+            upto = part.seq
+            self._write({"type": "partial", "message": part.to_dict()})
+        held, self._held = self._held or [], None
+        for text in held:
+            if upto and _seq(text) <= upto:
+                continue
+            self._send(text)
+
+    def send_text(self, text: str) -> None:
+        """A frame from the hub (held back until the handshake frames are out)."""
+        if self._held is not None:
+            self._held.append(text)
+        else:
+            self._send(text)
+
+    def _write(self, frame: dict[str, Any]) -> None:
+        self._send(json.dumps(frame, default=str))
+
+    def _send(self, text: str) -> None:
+        try:
+            self.write_message(text)
+        except WebSocketClosedError:
+            self.svc.hub.unsubscribe(self.session_id, self)
+
+    def on_message(self, message: str | bytes) -> None:
+        """``ping`` and ``cancel``; anything else is answered with an error frame."""
+        if len(message) > self.svc.limits.max_ws_frame:
+            self._write({"type": "error", "code": "too_large", "message": "frame too large"})
+            return
+        try:
+            frame = json.loads(message)
+        except (ValueError, UnicodeDecodeError):
+            self._write({"type": "error", "code": "bad_frame", "message": "frames are JSON"})
+            return
+        kind = frame.get("type") if isinstance(frame, dict) else None
+        if kind == "ping":
+            self._write({"type": "pong"})
+        elif kind == "cancel":
+            task = asyncio.create_task(self._cancel())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            self._write(
+                {
+                    "type": "error",
+                    "code": "bad_frame",
+                    "message": "expected {'type': 'ping'} or {'type': 'cancel'}",
+                }
+            )
+
+    async def _cancel(self) -> None:
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "write", AUTH_RESOURCE)
+        )
+        if not allowed:
+            self._write({"type": "error", "code": "forbidden", "message": "not authorised"})
+            return
+        run = await self.svc.chats.cancel(self.session_id)
+        self._write({"type": "cancelled", "run": run})
+
+    def on_close(self) -> None:
+        """Unsubscribe."""
+        self.svc.hub.unsubscribe(self.session_id, self)
+
+
+def _seq(text: str) -> int:
+    # Only frames held during the handshake are parsed again; there are few of them.
+    try:
+        return int(json.loads(text).get("seq") or 0)
+    except (ValueError, AttributeError):
+        return 0

@@ -1,0 +1,180 @@
+"""The kernel link: HMAC handshake, RPC, at-least-once delivery with server-side dedup.
+
+The kernel end is the production ``think_kernel.link.KernelLink``, run in the test process
+with the identity (connection file) of a real kernel the server started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from tornado.websocket import websocket_connect
+
+from think_kernel.link import KernelLink, LinkError, find_server, kernel_identity, link_mac
+
+from .conftest import until
+
+
+class Recorder:
+    """A runtime stand-in: only ``add_sink`` and ``session_id`` are used by the link."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.sinks = []
+
+    def add_sink(self, sink) -> None:
+        self.sinks.append(sink)
+
+    def emit(self, frame) -> None:
+        for sink in self.sinks:
+            sink(frame)
+
+
+@pytest.fixture
+async def identity(think):
+    km = think.serverapp.kernel_manager
+    kid = await km.start_kernel(kernel_name="python3")
+    yield kid, km.get_kernel(kid).connection_file
+    await km.shutdown_kernel(kid, now=True)
+
+
+@pytest.fixture
+def server_url(think):
+    return think.server_url()
+
+
+async def test_rpc_round_trip_and_errors(think, identity, server_url, api):
+    _, s = await api("POST", "sessions", {})
+    calls = []
+
+    async def echo(info, params):
+        calls.append(info)
+        return {"echo": params, "kernel": info.kernel_id}
+
+    async def boom(info, params):
+        raise ValueError("bad path")
+
+    think.register_rpc("test.echo", echo)
+    think.register_rpc("test.boom", boom)
+    kid, cf = identity
+    link = KernelLink(Recorder(s["id"]), server_url, *kernel_identity(cf))
+    link.start()
+    try:
+        result = await asyncio.wait_for(link.request("test.echo", {"x": 1}), 10)
+        assert result == {"echo": {"x": 1}, "kernel": kid}
+        assert calls[0].kernel_id == kid and calls[0].epoch == link.epoch
+        with pytest.raises(LinkError) as e:
+            await asyncio.wait_for(link.request("test.boom"), 10)
+        assert e.value.code == "ValueError" and "bad path" in str(e.value)
+        with pytest.raises(LinkError) as e:
+            await asyncio.wait_for(link.request("nope"), 10)
+        assert e.value.code == "unknown_method"
+        with pytest.raises(ValueError):
+            think.register_rpc("test.echo", echo)
+    finally:
+        await link.close()
+
+
+async def test_events_survive_a_dropped_link_without_duplicates(
+    think, identity, server_url, api, ws
+):
+    _, s = await api("POST", "sessions", {})
+    tab = await ws(s["id"])
+    rt = Recorder(s["id"])
+    link = KernelLink(rt, server_url, *kernel_identity(identity[1]))
+    link.start()
+    try:
+        await asyncio.wait_for(link.connected.wait(), 10)
+        for i in range(50):
+            rt.emit({"type": "text_delta", "message_id": "m", "delta": f"{i},"})
+        await until(lambda: link.pending == 0, 10, "acks")
+        # drop the link, then queue more while it is down: they are sent after the reconnect
+        link._ws.close()
+        for i in range(50, 100):
+            rt.emit({"type": "text_delta", "message_id": "m", "delta": f"{i},"})
+        await until(lambda: link.pending == 0 and link.connected.is_set(), 10, "resend")
+        expected = "".join(f"{i}," for i in range(100))
+        await until(
+            lambda: "".join(f["delta"] for f in tab.of("text_delta")) == expected,
+            10,
+            "all 100 deltas, in order, once",
+        )
+        _, ev = await api("GET", f"sessions/{s['id']}/events")
+        assert "".join(e["data"]["delta"] for e in ev["events"]) == expected
+    finally:
+        await link.close()
+
+
+async def test_replayed_items_are_dropped(think, identity, server_url, api):
+    """Items resent with numbers the server already has are acknowledged, not stored again."""
+    _, s = await api("POST", "sessions", {})
+    rt = Recorder(s["id"])
+    link = KernelLink(rt, server_url, *kernel_identity(identity[1]))
+    link.start()
+    try:
+        await asyncio.wait_for(link.connected.wait(), 10)
+        rt.emit({"type": "status", "status": "thinking"})
+        await until(lambda: link.pending == 0, 10, "ack")
+        item = {
+            "n": 1,
+            "kind": "event",
+            "session_id": s["id"],
+            "event": {"type": "status", "status": "thinking"},
+        }
+        link._write({"type": "items", "items": [item, item]})
+        rt.emit({"type": "status", "status": "idle"})
+        await until(lambda: link.pending == 0, 10, "ack")
+        _, ev = await api("GET", f"sessions/{s['id']}/events")
+        assert [e["data"]["status"] for e in ev["events"]] == ["thinking", "idle"]
+    finally:
+        await link.close()
+
+
+async def test_handshake_refuses_a_wrong_key_or_unknown_kernel(think, identity, server_url, api):
+    kid, _ = identity
+    url = server_url.replace("http", "ws", 1) + "api/think/link"
+    for claimed, key in ((kid, b"wrong key"), ("not-a-kernel", b"k")):
+        ws = await websocket_connect(url)
+        challenge = json.loads(await ws.read_message())
+        await ws.write_message(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "kernel_id": claimed,
+                    "epoch": "e",
+                    "cnonce": "c",
+                    "mac": link_mac(key, "kernel", claimed, "e", challenge["nonce"]),
+                }
+            )
+        )
+        assert await ws.read_message() is None
+        assert _close_code(ws) == 4403
+    ws = await websocket_connect(url)
+    await ws.read_message()
+    await ws.write_message("garbage")
+    assert json.loads(await ws.read_message())["type"] == "error"
+    await ws.write_message(json.dumps({"type": "items", "items": []}))  # before hello
+    assert await ws.read_message() is None and _close_code(ws) == 4400
+    assert not think.services.links.conns
+
+
+def _close_code(ws) -> int | None:
+    # tornado keeps the peer's close code on the protocol object
+    return ws.close_code or getattr(ws.protocol, "close_code", None)
+
+
+def test_find_server_uses_env_then_runtime_file(tmp_path, monkeypatch):
+    assert find_server({"THINK_SERVER_URL": "http://h:1/"}) == "http://h:1/"
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "jpserver-4242.json").write_text(
+        json.dumps({"url": "http://127.0.0.1:9999/base/", "token": "secret", "pid": 4242})
+    )
+    assert find_server({"JPY_PARENT_PID": "4242"}) == "http://127.0.0.1:9999/base/"
+    assert find_server({"JPY_PARENT_PID": "1"}) is None
+    assert find_server({}) is None
+    cf = tmp_path / "kernel-abc-123.json"
+    cf.write_text(json.dumps({"key": "k3y"}))
+    assert kernel_identity(str(cf)) == ("abc-123", b"k3y")
+    assert kernel_identity(str(tmp_path / "other.json")) is None

@@ -1,0 +1,162 @@
+"""A server killed mid-run: the next server recovers the run from SQLite (real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import write_kernelspec
+
+TOKEN = "restart-token"
+pytestmark = pytest.mark.timeout(180)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``jupyter server`` in a subprocess of its own (its own process group)."""
+
+    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.log = open(tmp / f"server-{self.port}.log", "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                "--allow-root",
+                "--no-browser",
+                f"--port={self.port}",
+                "--ServerApp.port_retries=0",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.token={TOKEN}",
+                f"--ServerApp.root_dir={tmp / 'root'}",
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def call(self, method: str, path: str, body=None):
+        req = urllib.request.Request(
+            self.url + "api/think/" + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {TOKEN}"},
+        )
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            text = resp.read().decode()
+        return json.loads(text) if text else None
+
+    def wait_up(self, timeout: float = 60) -> None:
+        until(lambda: self._up(), timeout, "server up")
+
+    def _up(self) -> bool:
+        assert self.proc.poll() is None, "server exited"
+        try:
+            self.call("GET", "sessions")
+            return True
+        except (urllib.error.URLError, ConnectionError):
+            return False
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def until(cond, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_server_restart_mid_run_recovers(tmp_path, fake_model):
+    (tmp_path / "root").mkdir()
+    data, config = tmp_path / "data", tmp_path / "config"
+    write_kernelspec(data)
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps(
+            {
+                "ServerApp": {"jpserver_extensions": {"jupyter_ext": True}},
+                "ThinkExtension": {
+                    "heartbeat_interval": 0.3,
+                    "stale_timeout": 2.0,
+                    "retry_delays": [0.5, 1.0],
+                },
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_DATA_DIR": str(data),
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_PATH": str(data),
+        "OPENAI_BASE_URL": fake_model.url,
+        "OPENAI_API_KEY": "k",
+        "THINK_MODEL": "fake",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    fake_model.reply(text="y" * 2000, chunk_size=2, delay=0.02)  # ~20 s: killed before the end
+    fake_model.reply(text="Answer after the restart.")
+    first = Server(tmp_path, env)
+    try:
+        first.wait_up()
+        sid = first.call("POST", "sessions", {"title": "durable"})["id"]
+        sent = first.call("POST", f"sessions/{sid}/messages", {"content": "long task"})
+        until(
+            lambda: any(
+                e["type"] == "text_delta"
+                for e in first.call("GET", f"sessions/{sid}/events")["events"]
+            ),
+            60,
+            "streaming started",
+        )
+    finally:
+        first.kill()
+    second = Server(tmp_path, env)
+    try:
+        second.wait_up()
+
+        def finished():
+            run = second.call("GET", f"sessions/{sid}")["run"]
+            return run is None and second.call("GET", f"sessions/{sid}/messages")
+
+        page = until(finished, 90, "the run to finish on the second server")
+        rows = [(m["role"], m["status"]) for m in page["messages"]]
+        assert rows.count(("user", "complete")) == 1, rows
+        assert page["messages"][-1]["content"] == "Answer after the restart.", [
+            (m["role"], m["status"], m["content"][:30], m["error"]) for m in page["messages"]
+        ]
+        assert page["messages"][-1]["status"] == "complete"
+        assert ("assistant", "error") in rows  # the stream the first server lost, kept
+        events = second.call("GET", f"sessions/{sid}/events")["events"]
+        kinds = [e["type"] for e in events]
+        assert "task_retrying" in kinds and kinds[-1] == "task_complete", kinds
+        retry = next(e for e in events if e["type"] == "task_retrying")
+        assert "server stopped" in retry["data"]["detail"]
+        assert sent["run_id"] == events[-1]["data"]["task_id"]
+    finally:
+        second.kill()

@@ -1,0 +1,397 @@
+"""Kernel side of the link to the Jupyter server extension (server side: ``jupyter_ext/link.py``).
+
+The kernel calls, from its event loop (``runtime`` may be a Runtime or an async factory such
+as ``kernel.ensure_runtime``; it is only awaited when the server sends a request):
+
+    link = start_link(kernel.ensure_runtime)   # None when no server started this kernel
+
+The server is found through ``THINK_SERVER_URL`` (set for kernels the extension starts) or the
+running server's runtime file ``jpserver-<JPY_PARENT_PID>.json``; only its URL is used, never
+its token. The kernel authenticates with an HMAC over its own connection key (the server knows
+the key of every kernel it started), and checks the server's proof in return.
+
+Every runtime event goes into an outbox with an increasing number; the server acknowledges
+what it stored, the rest is resent after a reconnect (the server drops duplicates). Server
+frames: ``chat`` (run a request), ``cancel``, ``approval``. The generic RPC:
+
+    result = await link.request("doc.read", {"path": "a.py"})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import inspect
+import itertools
+import json
+import logging
+import os
+import secrets
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+MAX_ITEMS_PER_FRAME = 500
+RuntimeSource = Any  # a Runtime, or an async callable returning one
+
+
+class LinkError(Exception):
+    """An RPC failed on the server (``code`` is machine readable)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def link_mac(key: bytes, *parts: str) -> str:
+    """HMAC-SHA256 over ``think-link|part|part...`` (same as the server)."""
+    return hmac.new(key, "|".join(("think-link", *parts)).encode(), hashlib.sha256).hexdigest()
+
+
+def find_server(env: dict[str, str] | None = None) -> str | None:
+    """The base URL of the Jupyter server that started this kernel, or None."""
+    env = dict(os.environ if env is None else env)
+    if env.get("THINK_SERVER_URL"):
+        return env["THINK_SERVER_URL"]
+    ppid = env.get("JPY_PARENT_PID")
+    if not ppid or not ppid.isdigit():
+        return None
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    info_file = Path(jupyter_runtime_dir()) / f"jpserver-{ppid}.json"
+    try:
+        info = json.loads(info_file.read_text())
+    except (OSError, ValueError):
+        return None
+    url = info.get("url")
+    return url if isinstance(url, str) and url else None
+
+
+def kernel_identity(connection_file: str | None = None) -> tuple[str, bytes] | None:
+    """``(kernel_id, key)`` from the connection file jupyter_server wrote for this kernel."""
+    if connection_file is None:
+        try:
+            from ipykernel.kernelapp import IPKernelApp
+
+            if IPKernelApp.initialized():
+                connection_file = IPKernelApp.instance().abs_connection_file
+        except Exception:  # not in a kernel
+            return None
+    if not connection_file:
+        return None
+    name = Path(connection_file).name
+    if not (name.startswith("kernel-") and name.endswith(".json")):
+        return None
+    try:
+        key = json.loads(Path(connection_file).read_text()).get("key", "")
+    except (OSError, ValueError):
+        return None
+    if not key:
+        return None
+    return name[len("kernel-") : -len(".json")], key.encode()
+
+
+def start_link(
+    runtime: RuntimeSource,
+    *,
+    connection_file: str | None = None,
+    server_url: str | None = None,
+) -> KernelLink | None:
+    """Connect this kernel to its server in the background; None when there is no server."""
+    url = server_url or find_server()
+    ident = kernel_identity(connection_file)
+    if not url or ident is None:
+        return None
+    link = KernelLink(runtime, url, *ident)
+    link.start()
+    return link
+
+
+class KernelLink:
+    """One kernel's reliable, authenticated connection to the server extension."""
+
+    def __init__(self, runtime: RuntimeSource, server_url: str, kernel_id: str, key: bytes):
+        self._source = runtime
+        base = server_url if server_url.endswith("/") else server_url + "/"
+        self.url = base.replace("http", "ws", 1) + "api/think/link"
+        self.kernel_id = kernel_id
+        self._key = key
+        self.epoch = uuid.uuid4().hex
+        self.store_path: str | None = None
+        self.root_dir: str | None = None
+        self.session_id: str | None = None
+        self.connected = asyncio.Event()
+        self._outbox: deque[dict[str, Any]] = deque()
+        self._n = 0
+        self._sent = 0
+        self._wake = asyncio.Event()
+        self._ws: Any = None
+        self._ids = itertools.count(1)
+        self._rpc: dict[int, tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = {}
+        self._runs: dict[str, asyncio.Task[None]] = {}
+        self._seen_runs: set[str] = set()
+        self._run_lock = asyncio.Lock()
+        self._current_run: str | None = None
+        self._sunk: set[int] = set()
+        self._runtime: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self.refused = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the connect / reconnect loop on the current event loop."""
+        if not inspect.isawaitable(self._source) and not callable(self._source):
+            self._attach(self._source)
+        self._task = asyncio.ensure_future(self._main())
+
+    async def close(self) -> None:
+        """Stop the link (unsent events are lost with the process anyway)."""
+        for task in list(self._runs.values()):
+            task.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._ws is not None:
+            self._ws.close()
+
+    @property
+    def pending(self) -> int:
+        """Items not yet acknowledged by the server."""
+        return len(self._outbox)
+
+    # -- outbound ----------------------------------------------------------------------------
+
+    def _attach(self, runtime: Any) -> None:
+        if id(runtime) not in self._sunk:
+            self._sunk.add(id(runtime))
+            runtime.add_sink(self._sink)
+        self._runtime = runtime
+
+    async def runtime(self) -> Any:
+        """The runtime (created through the factory on first use)."""
+        if self._runtime is None:
+            rt = self._source() if callable(self._source) else self._source
+            if inspect.isawaitable(rt):
+                rt = await rt
+            self._attach(rt)
+        return self._runtime
+
+    def _sink(self, event: Any) -> None:
+        data = event.to_dict() if hasattr(event, "to_dict") else dict(event)
+        runtime = self._runtime
+        self.push(
+            {
+                "kind": "event",
+                "session_id": getattr(runtime, "session_id", None) or self.session_id,
+                "run_id": self._current_run,
+                "event": data,
+            }
+        )
+
+    def push(self, item: dict[str, Any]) -> None:
+        """Queue an item for the server (numbered; resent until acknowledged)."""
+        self._n += 1
+        item["n"] = self._n
+        self._outbox.append(item)
+        self._wake.set()
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Call a server RPC method; raises LinkError. Bound it with ``asyncio.timeout``."""
+        rid = next(self._ids)
+        frame = {"type": "rpc", "id": rid, "method": method, "params": params or {}}
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._rpc[rid] = (frame, fut)
+        if self._ws is not None:
+            self._write(frame)
+        try:
+            return await fut
+        finally:
+            self._rpc.pop(rid, None)
+
+    def _write(self, frame: dict[str, Any]) -> None:
+        try:
+            self._ws.write_message(json.dumps(frame, default=str))
+        except Exception:  # closed: the reader notices and reconnects
+            log.debug("link write failed", exc_info=True)
+
+    # -- connection --------------------------------------------------------------------------
+
+    async def _main(self) -> None:
+        delay = 0.05
+        while True:
+            try:
+                await self._connect()
+                delay = 0.05
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.debug("think link: %s", e)
+            finally:
+                self._ws = None
+                self.connected.clear()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0 if self.refused else 2.0)
+
+    async def _connect(self) -> None:
+        from tornado.websocket import websocket_connect
+
+        ws = await websocket_connect(self.url, max_message_size=64 * 1024 * 1024)
+        try:
+            challenge = json.loads(await ws.read_message() or "{}")
+            nonce, cnonce = str(challenge.get("nonce", "")), secrets.token_hex(16)
+            hello = {
+                "type": "hello",
+                "kernel_id": self.kernel_id,
+                "epoch": self.epoch,
+                "cnonce": cnonce,
+                "mac": link_mac(self._key, "kernel", self.kernel_id, self.epoch, nonce),
+            }
+            await ws.write_message(json.dumps(hello))
+            raw = await ws.read_message()
+            if raw is None:
+                self.refused = True
+                raise ConnectionError(f"server refused the link: {ws.close_reason}")
+            welcome = json.loads(raw)
+            expected = link_mac(self._key, "server", self.kernel_id, self.epoch, cnonce)
+            if welcome.get("type") != "welcome" or not hmac.compare_digest(
+                str(welcome.get("mac", "")), expected
+            ):
+                self.refused = True
+                raise ConnectionError("the server did not prove it knows this kernel's key")
+            self.refused = False
+            self.store_path = welcome.get("store_path")
+            self.root_dir = welcome.get("root_dir") or None
+            self.session_id = welcome.get("session_id")
+            self._ws = ws
+            self._sent = 0  # resend everything not acknowledged
+            for frame, fut in list(self._rpc.values()):
+                if not fut.done():
+                    self._write(frame)
+            self.connected.set()
+            writer = asyncio.ensure_future(self._writer())
+            try:
+                await self._reader(ws)
+            finally:
+                writer.cancel()
+                await asyncio.gather(writer, return_exceptions=True)
+        finally:
+            ws.close()
+
+    async def _writer(self) -> None:
+        while True:
+            unsent = [item for item in self._outbox if item["n"] > self._sent]
+            for start in range(0, len(unsent), MAX_ITEMS_PER_FRAME):
+                chunk = unsent[start : start + MAX_ITEMS_PER_FRAME]
+                self._write({"type": "items", "items": chunk})
+                self._sent = chunk[-1]["n"]
+            self._wake.clear()
+            if not any(item["n"] > self._sent for item in self._outbox):
+                await self._wake.wait()
+
+    async def _reader(self, ws: Any) -> None:
+        while True:
+            raw = await ws.read_message()
+            if raw is None:
+                return
+            try:
+                frame = json.loads(raw)
+            except ValueError:
+                continue
+            self._handle(frame)
+
+    # -- inbound -----------------------------------------------------------------------------
+
+    def _handle(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "ack":
+            n = int(frame.get("n") or 0)
+            while self._outbox and self._outbox[0]["n"] <= n:
+                self._outbox.popleft()
+        elif kind in ("rpc_result", "rpc_error"):
+            entry = self._rpc.get(frame.get("id"))  # type: ignore[arg-type]
+            if entry is not None and not entry[1].done():
+                if kind == "rpc_result":
+                    entry[1].set_result(frame.get("result") or {})
+                else:
+                    err = frame.get("error") or {}
+                    entry[1].set_exception(
+                        LinkError(str(err.get("code", "error")), str(err.get("message", "")))
+                    )
+        elif kind == "chat":
+            self._chat(frame)
+        elif kind == "cancel":
+            task = self._runs.get(str(frame.get("run_id")))
+            if task is not None:
+                task.cancel()
+        elif kind == "approval":
+            self._spawn(self._approval(frame))
+        elif kind == "ping":
+            self._write({"type": "pong"})
+        elif kind == "error":
+            log.warning("think link: server says %s", frame.get("message"))
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._runs[f"_{id(task)}"] = task
+        task.add_done_callback(lambda t: self._runs.pop(f"_{id(t)}", None))
+
+    def _chat(self, frame: dict[str, Any]) -> None:
+        run_id = str(frame.get("run_id") or "")
+        if not run_id or run_id in self._seen_runs:
+            return  # a resend: this process already has it
+        self._seen_runs.add(run_id)
+        task = asyncio.ensure_future(self._run(frame))
+        self._runs[run_id] = task
+        task.add_done_callback(lambda t: self._runs.pop(run_id, None))
+
+    async def _run(self, frame: dict[str, Any]) -> None:
+        run_id, session_id = str(frame["run_id"]), str(frame.get("session_id") or "")
+        status, error, retryable = "complete", "", False
+        async with self._run_lock:
+            self.push({"kind": "run_started", "run_id": run_id, "session_id": session_id})
+            self._current_run = run_id
+            try:
+                rt = await self.runtime()
+                if session_id and rt.session_id != session_id:
+                    await rt.switch_session(session_id)
+                async for event in rt.run(
+                    str(frame.get("content") or ""),
+                    context=str(frame.get("context") or ""),
+                    user_message_id=frame.get("message_id"),
+                ):
+                    if getattr(event, "type", "") == "error":
+                        status, error = "error", str(getattr(event, "message", ""))
+                        retryable = bool(getattr(event, "retryable", False))
+            except asyncio.CancelledError:
+                status, error = "cancelled", "cancelled"
+                raise
+            except Exception as e:
+                log.exception("chat run %s failed", run_id)
+                status, error = "error", f"{type(e).__name__}: {e}"
+            finally:
+                self._current_run = None
+                self.push(
+                    {
+                        "kind": "run_end",
+                        "run_id": run_id,
+                        "session_id": session_id,
+                        "status": status,
+                        "error": error,
+                        "retryable": retryable,
+                    }
+                )
+
+    async def _approval(self, frame: dict[str, Any]) -> None:
+        rt = await self.runtime()
+        resolve: Callable[..., Any] | None = getattr(rt, "resolve_approval", None)
+        if resolve is None:
+            log.warning("think link: this runtime cannot take approval decisions")
+            return
+        res = resolve(frame.get("approval_id"), frame)
+        if inspect.isawaitable(res):
+            await res
