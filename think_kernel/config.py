@@ -77,9 +77,9 @@ class ThinkConfig(Configurable):
         help="Extra instructions appended to the core system prompt. Default: none.",
     )
     store_path = Unicode(
-        "",
         config=True,
-        help="SQLite store used without a server. Default: <workspace>/.think/think.db.",
+        help="SQLite store. Default: $THINK_STORE_PATH (set by the server extension for the "
+        "kernels it starts, and sent over the kernel link), else <workspace>/.think/think.db.",
     )
     display_interval = Float(
         0.05,
@@ -94,6 +94,10 @@ class ThinkConfig(Configurable):
     @default("api_key")
     def _api_key_default(self) -> str | None:
         return os.environ.get("OPENAI_API_KEY") or None
+
+    @default("store_path")
+    def _store_path_default(self) -> str:
+        return os.environ.get("THINK_STORE_PATH", "")
 
     @default("primary_model")
     def _primary_default(self) -> str:

@@ -35,8 +35,10 @@ from traitlets import Type
 from . import __version__
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
 from .cellcode import run_cell_code
+from .collab.linked import linked_access
 from .commands import COMMANDS, CommandError, run_command
 from .config import ThinkConfig
+from .link import start_link
 from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 CELL_MAGICS = ("%%python", "%%bash")
 LINE_MAGICS = tuple(f"%{name}" for name in COMMANDS)
 WAITING_TICK = 0.5
+LINK_WAIT = 5.0  # seconds the first request waits for the server link before going local
 BANNER = f"""Think {__version__}: a coding agent in Jupyter.
 Type a request in a cell; %%python / %%bash cells run code; %think_help lists the commands."""
 
@@ -158,6 +161,7 @@ class ThinkKernel(IPythonKernel):
         self._session_key = notebook_key()
         self._cell_count = 0
         self._background: set[asyncio.Future[Any]] = set()
+        self.think_link: Any = None
 
     @property
     def banner(self) -> str:  # type: ignore[override]
@@ -187,13 +191,44 @@ class ThinkKernel(IPythonKernel):
 
     # -- the runtime ----------------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Start the kernel, then (on its loop) the link to the server that started it."""
+        super().start()
+        self.io_loop.add_callback(self._start_link)
+
+    def _start_link(self) -> None:
+        self.think_link = start_link(self.ensure_runtime)
+
+    async def _linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
+        """With a server: its store, and edits through its collaboration rooms."""
+        link = self.think_link
+        if link is None:
+            return {}
+        try:
+            await asyncio.wait_for(link.connected.wait(), LINK_WAIT)
+        except TimeoutError:
+            log.warning("no link to the server after %s s; working on local files", LINK_WAIT)
+            return {}
+        if link.store_path and not config.store_path:
+            config.store_path = link.store_path
+        access = linked_access(root, link)
+        if access is None:
+            return {}
+        return {"workspace": access[0], "notebooks": access[1]}
+
     async def ensure_runtime(self) -> Runtime:
         """Create and start the runtime on first use, resuming the remembered session."""
         async with self._runtime_lock:
             if self.runtime is None:
                 root = Path.cwd()
                 sid = remembered_session(root, self._session_key)
-                runtime = self.runtime_class(ThinkConfig(parent=self), root, session_id=sid)
+                config = ThinkConfig(parent=self)
+                linked = await self._linked_setup(root, config)
+                runtime = self.runtime_class(
+                    config, root, session_id=sid, workspace=linked.get("workspace")
+                )
+                if "notebooks" in linked:
+                    runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
                 runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
                 remember_session(root, self._session_key, runtime.session_id)

@@ -18,6 +18,7 @@ session.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import os
@@ -30,6 +31,7 @@ from .agent.events import ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent, record_action
 from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
+from .collab import local_access
 from .config import NotConfigured, ThinkConfig
 from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .store import Store, new_id
@@ -37,7 +39,8 @@ from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegist
 from .tools.code import CODE_TOOLS
 from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
 from .tools.files import FILE_TOOLS
-from .tools.workspace import LocalWorkspace, Workspace
+from .tools.notebooks import NOTEBOOK_TOOLS
+from .tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 Sink = Callable[[Event], Any]
@@ -88,7 +91,12 @@ class Runtime:
     ) -> None:
         self.config = config or ThinkConfig()
         root = Path(workspace_root or os.getcwd()).resolve()
-        self.workspace: Workspace = workspace or LocalWorkspace(root)
+        self._notebooks: Any = None
+        if workspace is None:
+            # Standalone (no server link): local files through a local Yjs document store with
+            # versions; the kernel passes a room-backed workspace when it is linked.
+            workspace, self._notebooks = local_access(root)
+        self.workspace: Workspace = workspace
         self.session_id = session_id or new_id("s_")
         self.store = store
         self._own_store = store is None
@@ -105,6 +113,8 @@ class Runtime:
             "fetch_config": FetchConfig(config=self.config.config),
             "fetch_log": FetchLog(),
         }
+        if self._notebooks is not None:
+            self.extras["notebooks"] = self._notebooks
         self.tools = self._build_tools()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -124,6 +134,9 @@ class Runtime:
         if self.sandbox is not None:
             await self.sandbox.close()
             self.sandbox = None
+        if self._notebooks is not None:
+            await self._notebooks.aclose()
+            self._notebooks = None
         if self.store is not None and self._own_store:
             await self.store.close()
             self.store = None
@@ -170,7 +183,8 @@ class Runtime:
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        registry = ToolRegistry([*FILE_TOOLS, *CODE_TOOLS, *FETCH_TOOLS], core=True)
+        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS]
+        registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
             registry.add(func)
         for ext in self._extensions:
@@ -235,9 +249,15 @@ class Runtime:
 
     def make_context(self, message_id: str, call_id: str) -> ToolContext:
         """The ToolContext for one tool call of this session."""
+        workspace = self.workspace
+        if hasattr(workspace, "action_id"):
+            # Room-backed workspaces tag each edit with the call that made it (shallow copy:
+            # concurrent calls must not overwrite each other's id; caches stay shared).
+            workspace = copy.copy(workspace)
+            workspace.action_id = call_id
         return ToolContext(
             session_id=self.session_id,
-            workspace=self.workspace,
+            workspace=workspace,
             message_id=message_id,
             call_id=call_id,
             store=self.store,

@@ -11,7 +11,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ..collab.ydocs import format_notebook, summarise_output
-from .base import ToolContext, ToolError, ToolOutput
+from .base import ToolContext, ToolError, ToolFunc, ToolOutput
+
+
+def _path(ctx: ToolContext, path: str) -> str:
+    """The workspace-relative path; ``..``, absolute paths and symlinks out are refused."""
+    return ctx.workspace.relative(ctx.workspace.resolve(path))
 
 
 def _access(ctx: ToolContext) -> Any:
@@ -37,6 +42,7 @@ async def read_notebook(ctx: ToolContext, path: str) -> ToolOutput:
     Args:
         path: notebook path relative to the workspace root (e.g. 'analysis.ipynb')
     """
+    path = _path(ctx, path)
     view = await _access(ctx).read_notebook(path)
     ctx.read_paths.add(path)
     return ToolOutput(
@@ -59,6 +65,7 @@ async def insert_cell(
         source: the cell's source
         cell_type: code, markdown or raw
     """
+    path = _path(ctx, path)
     out = await _access(ctx).insert_cell(path, index, source, cell_type, action_id=ctx.call_id)
     ctx.read_paths.add(path)
     await _changed(ctx, path, "insert_cell")
@@ -76,6 +83,7 @@ async def edit_cell(ctx: ToolContext, path: str, cell_id: str, source: str) -> T
         cell_id: the id shown by read_notebook
         source: the new source of the cell
     """
+    path = _path(ctx, path)
     if path not in ctx.read_paths:
         raise ToolError(f"read {path} with read_notebook before editing it", "NOT_READ")
     out = await _access(ctx).edit_cell(path, cell_id, source, action_id=ctx.call_id)
@@ -92,6 +100,7 @@ async def delete_cell(ctx: ToolContext, path: str, cell_id: str) -> ToolOutput:
         path: notebook path relative to the workspace root
         cell_id: the id shown by read_notebook
     """
+    path = _path(ctx, path)
     if path not in ctx.read_paths:
         raise ToolError(f"read {path} with read_notebook before editing it", "NOT_READ")
     await _access(ctx).delete_cell(path, cell_id, action_id=ctx.call_id)
@@ -109,6 +118,7 @@ async def execute_cell(
         cell_id: the id shown by read_notebook
         timeout: seconds before the kernel is interrupted (default 60)
     """
+    path = _path(ctx, path)
 
     async def on_output(output: dict[str, Any]) -> None:
         text = summarise_output(output)
@@ -140,6 +150,7 @@ async def list_versions(ctx: ToolContext, path: str) -> ToolOutput:
     Args:
         path: file or notebook path relative to the workspace root
     """
+    path = _path(ctx, path)
     versions = await _access(ctx).versions(path)
     lines = [
         f"v{v['version']}  {v['origin']}  {v['summary']}  ({v['size']} bytes)" for v in versions
@@ -156,6 +167,7 @@ async def revert(ctx: ToolContext, path: str, version: int) -> ToolOutput:
         path: file or notebook path relative to the workspace root
         version: the version number to return to
     """
+    path = _path(ctx, path)
     out = await _access(ctx).revert(path, version, action_id=ctx.call_id)
     await _changed(ctx, path, "revert")
     return ToolOutput(
@@ -164,7 +176,7 @@ async def revert(ctx: ToolContext, path: str, version: int) -> ToolOutput:
     )
 
 
-NOTEBOOK_TOOLS = [
+NOTEBOOK_TOOLS: list[ToolFunc] = [
     read_notebook,
     insert_cell,
     edit_cell,

@@ -45,6 +45,10 @@ class Workspace(Protocol):
         """Return the absolute path, or raise PathError if it leaves the workspace."""
         ...
 
+    def relative(self, full: Path) -> str:
+        """The workspace-relative POSIX form of an absolute path inside the root."""
+        ...
+
     async def read_text(self, path: str) -> str:
         """Return a file's text."""
         ...

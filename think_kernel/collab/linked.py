@@ -1,0 +1,43 @@
+"""Collaboration access for a kernel linked to its server, rooted at the notebook's folder.
+
+    workspace, notebooks = linked_access(Path.cwd(), link)
+
+The server edits paths relative to its root; the agent's workspace is the notebook's folder
+(DESIGN.md). :class:`PrefixedLink` puts the folder in front of every ``doc.*`` path, so the
+tools keep workspace-relative paths and still cannot reach outside the workspace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .access import Link, LinkNotebookAccess
+from .workspace import CollabWorkspace
+
+
+class PrefixedLink:
+    """A Link whose ``path`` parameters are relative to a folder under the server root."""
+
+    def __init__(self, link: Link, prefix: str) -> None:
+        self.link = link
+        self.prefix = prefix.strip("/")
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Forward the request with the path moved under the prefix."""
+        if self.prefix and params and isinstance(params.get("path"), str):
+            params = {**params, "path": f"{self.prefix}/{params['path'].lstrip('/')}"}
+        return await self.link.request(method, params or {})
+
+
+def linked_access(root: Path, link: Any) -> tuple[CollabWorkspace, LinkNotebookAccess] | None:
+    """Room-backed workspace and notebook access, or None if ``root`` is outside the server's."""
+    server_root = getattr(link, "root_dir", None)
+    if not server_root:
+        return None
+    root, base = Path(root).resolve(), Path(server_root).resolve()
+    if root != base and base not in root.parents:
+        return None
+    prefix = root.relative_to(base).as_posix()
+    routed = PrefixedLink(link, "" if prefix == "." else prefix)
+    return CollabWorkspace(root, routed), LinkNotebookAccess(routed)
