@@ -1,1 +1,28 @@
-"""The agent's file and notebook access through the collaboration rooms (see issue 5)."""
+"""The agent's file and notebook access through the collaboration rooms (see issue 5).
+
+Server mode: :mod:`.access` (``LinkNotebookAccess``) and :mod:`.workspace` (``CollabWorkspace``)
+over the kernel link. Standalone mode (no server): :func:`local_access`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .standalone import LocalCollabWorkspace, LocalNotebookAccess
+
+
+def local_access(
+    workspace_root: str | os.PathLike[str], store_dir: str | os.PathLike[str] | None = None
+) -> tuple[LocalCollabWorkspace, LocalNotebookAccess]:
+    """Standalone ``(workspace, notebooks)`` over local files; see :func:`.standalone.local_access`.
+
+    ``workspace`` replaces ``LocalWorkspace`` (set its ``action_id`` per tool call),
+    ``notebooks`` goes to ``ctx.extras["notebooks"]``; ``await notebooks.aclose()`` on close.
+    History: ``<store_dir or workspace_root/.think>/ydocs.db``.
+    """
+    # Imported here: jupyter-ydoc and jupyter_client load only when standalone mode is used.
+    from .standalone import local_access as build
+
+    return build(workspace_root, store_dir)
