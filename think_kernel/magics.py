@@ -120,7 +120,7 @@ class ThinkMagics(Magics):
         name, request = _parse_args(line)
         return self._ask(request, name)
 
-    @cell_magic("think")
+    @cell_magic("think")  # type: ignore[arg-type]  # IPython 9 stubs type the decorator as Never
     def think_cell(self, line: str, cell: str) -> Any:
         """``%%think [-o NAME]`` with the request in the cell body."""
         name, extra = _parse_args(line)

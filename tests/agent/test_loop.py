@@ -331,3 +331,24 @@ async def test_layers_add_but_never_remove(tmp_path, fake_model: FakeModel) -> N
         names
     )
     assert rt.model_name({}, "fast") == "tiny"
+
+
+async def test_a_retried_request_keeps_its_completed_steps_in_order(
+    runtime: Runtime, fake_model: FakeModel
+) -> None:
+    """The server stores the request, then retries the run after a failure (issue 4)."""
+    store = runtime.store
+    user = await store.add_message(runtime.session_id, "user", "list then answer")
+    fake_model.reply(tool_calls=[("list_files", {})])
+    for _ in range(4):
+        fake_model.reply(error=500)
+    first = await collect(runtime, "ignored", user_message_id=user["id"])
+    assert first[-2]["type"] == "error"
+    fake_model.reply(text="the folder is empty")
+    second = await collect(runtime, "ignored", user_message_id=user["id"])
+    assert second[-2]["content"] == "the folder is empty"
+    roles = [m["role"] for m in fake_model.requests[-1]["messages"]]
+    assert roles == ["system", "user", "assistant", "tool"]
+    assert fake_model.requests[-1]["messages"][1]["content"] == "list then answer"
+    users = [m for m in await store.get_messages(runtime.session_id) if m["role"] == "user"]
+    assert len(users) == 1

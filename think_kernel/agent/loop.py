@@ -91,15 +91,15 @@ class Agent:
         rows = await self.store.get_messages(
             session_id, statuses=("complete", "cancelled", "error")
         )
-        if user_message_id and await self.store.get_message(user_message_id):
-            rows = [r for r in rows if r["id"] != user_message_id]
-            user = await self.store.get_message(user_message_id)
-            assert user is not None
-        else:
+        user = await self.store.get_message(user_message_id) if user_message_id else None
+        if user is None:
             user = await self.store.add_message(
                 session_id, "user", request, **({"id": user_message_id} if user_message_id else {})
             )
-        rows.append(user)
+            rows.append(user)
+        elif all(r["id"] != user["id"] for r in rows):
+            rows.append(user)  # stored by the server with a status the filter left out
+        # else: a retry of a stored request; rows hold it and the steps it completed, in order
         # Convert history once; each step then appends only what it added, so a step's cost
         # does not grow with the length of the conversation.
         messages = to_model_messages(self.system, transform_context(rows))

@@ -23,8 +23,8 @@ def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         role = row.get("role")
         status = row.get("status", "complete")
-        if role == "assistant" and status in ("error", "pending") and not row.get("content"):
-            continue
+        if role == "assistant" and status in ("error", "pending", "streaming"):
+            continue  # a failed or unfinished attempt: the retry or the next step replaces it
         if role != "tool" and pending:
             out.extend(_placeholder(cid) for cid in pending)
             pending = []
