@@ -144,6 +144,9 @@ async def ws(jp_ws_fetch, think):  # noqa: F811
         conn = await jp_ws_fetch("api", "think", "sessions", session_id, "ws")
         client = WSClient(conn)
         opened.append(client)
+        # connect() returns at the handshake; the tab is subscribed once its first frames
+        # (sync, history) are out, so tests start emitting only then.
+        await until(lambda: client.of("history"), 10, "the tab's history frame")
         return client
 
     yield connect
