@@ -76,8 +76,9 @@ async def test_retention_prunes_events_and_actions_only(tmp_path):
     try:
         await store.create_session(id="s")
         await store.add_message("s", "user", "kept")
-        await store.log_actions([{"session_id": "s", "tool": "bash", "ts": 1.0},
-                                 {"session_id": "s", "tool": "bash"}])
+        await store.log_actions(
+            [{"session_id": "s", "tool": "bash", "ts": 1.0}, {"session_id": "s", "tool": "bash"}]
+        )
         await store.append_event("s", "status", {})
         await store.db.execute("UPDATE events SET ts = 1.0")
         counts = await store.prune(time.time() - 60)
