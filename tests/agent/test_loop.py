@@ -291,6 +291,10 @@ async def test_action_log_rows_summarise_not_store(runtime: Runtime, fake_model:
     assert "content=<120000 chars" in w["input_summary"] and len(w["input_summary"]) < 300
     assert w["message_id"] and w["duration_ms"] > 0 and w["ts"] > 0 and w["id"]
     assert not r["success"] and "outside the workspace" in r["error"]
+    # Tool messages keep their outcome too, so a client rebuilds tool cards after a reload.
+    tool_rows = [m for m in await runtime.store.get_messages(runtime.session_id) if m["name"]]
+    assert [(m["ok"], m["duration_ms"] > 0) for m in tool_rows] == [(True, True), (False, True)]
+    assert "outside the workspace" in tool_rows[1]["error"]
     assert len(await runtime.store.list_actions(runtime.session_id, success=False)) == 1
     assert len(await runtime.store.list_actions(runtime.session_id, tool="write_file")) == 1
 

@@ -121,3 +121,21 @@ async def test_kernel_killed_mid_run_is_retried(api, ws, think, model_env):
     assert page["messages"][-1]["status"] == "complete"
     run = await think.services.store.get_run(body["run_id"])
     assert run["status"] == "complete" and run["attempt"] == 1
+
+
+async def test_attached_context_reaches_the_model(api, ws, think, model_env):
+    """The sidebar attaches the active file or cells; the model must see them (issue 6)."""
+    model_env.reply(text="It says hello.")
+    sid = await _session(api)
+    tab = await ws(sid)
+    context = {"kind": "file", "path": "notes.md", "text": "# Notes\nhello"}
+    code, body = await api(
+        "POST", f"sessions/{sid}/messages", {"content": "what does it say?", "context": context}
+    )
+    assert code == 201
+    await until(lambda: tab.of("task_complete"), 60, "task_complete")
+    sent = model_env.requests[0]["messages"][-1]["content"]
+    assert sent.startswith("what does it say?") and "notes.md" in sent and "# Notes" in sent
+    # the stored message is what the user typed
+    _, page = await api("GET", f"sessions/{sid}/messages")
+    assert page["messages"][0]["content"] == "what does it say?"

@@ -97,8 +97,13 @@ class Agent:
                 session_id, "user", request, **({"id": user_message_id} if user_message_id else {})
             )
             rows.append(user)
-        elif all(r["id"] != user["id"] for r in rows):
-            rows.append(user)  # stored by the server with a status the filter left out
+        else:
+            if request and request != user["content"]:
+                # The row keeps what the user typed; the model also sees attached context.
+                user = {**user, "content": request}
+                rows = [user if r["id"] == user["id"] else r for r in rows]
+            if all(r["id"] != user["id"] for r in rows):
+                rows.append(user)  # stored by the server with a status the filter left out
         # else: a retry of a stored request; rows hold it and the steps it completed, in order
         # Convert history once; each step then appends only what it added, so a step's cost
         # does not grow with the length of the conversation.
@@ -254,6 +259,9 @@ class Agent:
                 result_summary=summary,
                 parent_id=mid,
                 status="complete",
+                duration_ms=round(outcome.duration_ms, 3),
+                ok=int(out.ok),
+                error=out.error or None,
             )
             results[call["id"]] = row
             await record_action(

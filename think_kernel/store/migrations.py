@@ -157,6 +157,15 @@ migration(
 )
 
 
+migration(
+    "m003_tool_results",
+    """
+    ALTER TABLE messages ADD COLUMN duration_ms REAL;
+    ALTER TABLE messages ADD COLUMN ok INTEGER;
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

@@ -47,6 +47,8 @@ MESSAGE_FIELDS = {
     "parent_id",
     "facet",
     "error",
+    "duration_ms",
+    "ok",
 }
 SESSION_FIELDS = {"title", "path", "status", "options"}
 PREVIEW_CHARS = 2000
@@ -54,6 +56,7 @@ _MESSAGE_COLUMNS = (
     "id session_id seq role content content_blob content_size tool_calls tool_call_id name"
     " result_summary result_preview reasoning reasoning_size status checkpoint heartbeat_at"
     " tokens_in tokens_out model attempt parent_id facet error created_at updated_at"
+    " duration_ms ok"
 ).split()
 
 
@@ -76,6 +79,8 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
                 value = json.loads(value)
             except json.JSONDecodeError:
                 pass
+        elif name == "ok" and value is not None:
+            value = bool(value)
         out[name] = value
     return out
 
