@@ -1,0 +1,201 @@
+/**
+ * REST client for `/api/think`, through jupyter_server's auth (token and XSRF).
+ */
+
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import type {
+  IAction,
+  IMessageContext,
+  ISession,
+  IWireMessage
+} from './tokens';
+
+/** Filters of the action log endpoint. */
+export interface IActionFilter {
+  tool?: string;
+  success?: boolean;
+  since?: string;
+  until?: string;
+  message_id?: string;
+}
+
+/** Options sent along with a message (model choice from the settings). */
+export interface ISendOptions {
+  context?: IMessageContext;
+  model?: string;
+  endpoint?: string;
+}
+
+/** An HTTP error with the server's message. */
+export class ThinkApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+/** Typed calls to the Think server extension. */
+export class ThinkApi {
+  constructor(
+    readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  /** List the sessions, newest first as the server orders them. */
+  async listSessions(): Promise<ISession[]> {
+    const r = await this.request<{ sessions: ISession[] }>('sessions');
+    return r.sessions;
+  }
+
+  /** Create a session. */
+  createSession(
+    body: { title?: string; path?: string } = {}
+  ): Promise<ISession> {
+    return this.request<ISession>('sessions', 'POST', body);
+  }
+
+  /** Get one session. */
+  getSession(id: string): Promise<ISession> {
+    return this.request<ISession>(`sessions/${enc(id)}`);
+  }
+
+  /** Rename a session. */
+  renameSession(id: string, title: string): Promise<ISession> {
+    return this.request<ISession>(`sessions/${enc(id)}`, 'PATCH', { title });
+  }
+
+  /** Delete a session and its history. */
+  async deleteSession(id: string): Promise<void> {
+    await this.request(`sessions/${enc(id)}`, 'DELETE');
+  }
+
+  /** A page of messages older than `before`. */
+  listMessages(
+    id: string,
+    before?: string | number | null,
+    limit = 100
+  ): Promise<{
+    messages: IWireMessage[];
+    next_cursor: string | number | null;
+  }> {
+    const q: Record<string, string> = { limit: String(limit) };
+    if (before !== undefined && before !== null) {
+      q.before = String(before);
+    }
+    return this.request(`sessions/${enc(id)}/messages${query(q)}`);
+  }
+
+  /** Send a user message; the server starts a run. */
+  sendMessage(
+    id: string,
+    content: string,
+    opts: ISendOptions = {}
+  ): Promise<{ message: IWireMessage; run_id?: string }> {
+    const body: Record<string, unknown> = { content };
+    if (opts.context) {
+      body.context = opts.context;
+    }
+    if (opts.model || opts.endpoint) {
+      body.options = {
+        ...(opts.model ? { model: opts.model } : {}),
+        ...(opts.endpoint ? { base_url: opts.endpoint } : {})
+      };
+    }
+    return this.request(`sessions/${enc(id)}/messages`, 'POST', body);
+  }
+
+  /** Stop the run in flight. */
+  async cancel(id: string): Promise<void> {
+    await this.request(`sessions/${enc(id)}/cancel`, 'POST', {});
+  }
+
+  /** Drop `messageId` and every message after it (edit and retry). */
+  async truncate(id: string, messageId: string): Promise<void> {
+    await this.request(`sessions/${enc(id)}/truncate`, 'POST', {
+      message_id: messageId
+    });
+  }
+
+  /** The action log, filtered. */
+  async listActions(
+    id: string,
+    filter: IActionFilter = {}
+  ): Promise<IAction[]> {
+    const q: Record<string, string> = {};
+    for (const [k, v] of Object.entries(filter)) {
+      if (v !== undefined && v !== '') {
+        q[k] = String(v);
+      }
+    }
+    const r = await this.request<{ actions: IAction[] }>(
+      `sessions/${enc(id)}/actions${query(q)}`
+    );
+    return r.actions;
+  }
+
+  /** Stored events after a sequence number (debug view). */
+  async listEvents(id: string, after = 0): Promise<Record<string, unknown>[]> {
+    const r = await this.request<{ events: Record<string, unknown>[] }>(
+      `sessions/${enc(id)}/events${query({ after: String(after) })}`
+    );
+    return r.events;
+  }
+
+  /** The WebSocket URL of a session, with the token when the settings have one. */
+  wsUrl(id: string): string {
+    const base = URLExt.join(
+      this.settings.wsUrl,
+      'api/think/sessions',
+      enc(id),
+      'ws'
+    );
+    const token = this.settings.token;
+    return token ? `${base}?token=${encodeURIComponent(token)}` : base;
+  }
+
+  private async request<T = unknown>(
+    path: string,
+    method = 'GET',
+    body?: unknown
+  ): Promise<T> {
+    const url = URLExt.join(this.settings.baseUrl, 'api/think', path);
+    const init: RequestInit = { method };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    let response: Response;
+    try {
+      response = await ServerConnection.makeRequest(url, init, this.settings);
+    } catch (e) {
+      throw new ThinkApiError(0, `Network error: ${String(e)}`);
+    }
+    const text = await response.text();
+    let data: any = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = { message: text };
+      }
+    }
+    if (!response.ok) {
+      const msg =
+        data?.message ?? data?.reason ?? data?.error ?? response.statusText;
+      throw new ThinkApiError(response.status, `${response.status}: ${msg}`);
+    }
+    return data as T;
+  }
+}
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+function query(q: Record<string, string>): string {
+  const s = new URLSearchParams(q).toString();
+  return s ? `?${s}` : '';
+}

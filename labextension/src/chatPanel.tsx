@@ -1,0 +1,295 @@
+/**
+ * The chat sidebar: sessions, messages, status, composer and (optionally) debug events.
+ */
+
+import {
+  Dialog,
+  ReactWidget,
+  showDialog,
+  showErrorMessage
+} from '@jupyterlab/apputils';
+import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { bugIcon, listIcon } from '@jupyterlab/ui-components';
+import React, {
+  useCallback,
+  useEffect,
+  useRef,
+  useState,
+  useSyncExternalStore
+} from 'react';
+
+import { Composer } from './composer';
+import type { ContextProvider } from './context';
+import { DebugEvents } from './debugEvents';
+import { thinkIcon } from './icons';
+import { MessageList } from './messageView';
+import { SessionsList } from './sessionsList';
+import { StatusIndicator } from './statusIndicator';
+import { isRunning } from './reducer';
+import { ChatStore } from './store';
+import type { ISession, IThinkSettings } from './tokens';
+
+/** What the chat panel needs from the application. */
+export interface IChatPanelOptions {
+  store: ChatStore;
+  rendermime: IRenderMimeRegistry;
+  context: ContextProvider;
+  settings: () => IThinkSettings;
+  openPath: (path: string) => void;
+  openActionLog: () => void;
+}
+
+const LAST_SESSION_KEY = 'think:last-session';
+const NEW_TITLE = 'New chat';
+
+/** The chat sidebar widget. */
+export class ChatPanel extends ReactWidget {
+  constructor(readonly options: IChatPanelOptions) {
+    super();
+    this.id = 'think-chat';
+    this.addClass('jp-ThinkChat');
+    this.title.icon = thinkIcon;
+    this.title.caption = 'Think chat';
+  }
+
+  /** Re-render after a settings change. */
+  settingsChanged(): void {
+    this.update();
+  }
+
+  protected render(): JSX.Element {
+    return <ChatApp {...this.options} settingsVersion={++this._version} />;
+  }
+
+  private _version = 0;
+}
+
+function ChatApp(
+  props: IChatPanelOptions & { settingsVersion: number }
+): JSX.Element {
+  const { store, rendermime, context, openPath } = props;
+  const api = store.api;
+  const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
+  const [sessions, setSessions] = useState<ISession[]>([]);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [attach, setAttach] = useState(props.settings().attachContext);
+  const [contextLabel, setContextLabel] = useState<string | null>(null);
+  const [showDebug, setShowDebug] = useState(false);
+  const settings = props.settings();
+  const currentId = state.session?.id ?? null;
+
+  const refreshSessions = useCallback(async (): Promise<ISession[]> => {
+    try {
+      const list = await api.listSessions();
+      setSessions(list);
+      setLoadError(null);
+      return list;
+    } catch (e) {
+      setLoadError(String(e));
+      return [];
+    }
+  }, [api]);
+
+  const select = useCallback(
+    (s: ISession | null) => {
+      if (s) {
+        window.localStorage.setItem(LAST_SESSION_KEY, s.id);
+      }
+      store.open(s);
+    },
+    [store]
+  );
+
+  useEffect(() => {
+    void refreshSessions().then(list => {
+      if (store.sessionId) {
+        return;
+      }
+      const last = window.localStorage.getItem(LAST_SESSION_KEY);
+      select(list.find(s => s.id === last) ?? list[0] ?? null);
+    });
+  }, []);
+
+  // The session title may change on the server (rename in another tab).
+  useEffect(() => {
+    const s = state.session;
+    if (s && sessions.some(x => x.id === s.id && x.title !== s.title)) {
+      setSessions(sessions.map(x => (x.id === s.id ? { ...x, ...s } : x)));
+    }
+  }, [state.session]);
+
+  // Follow the active document for the "attach" label.
+  const contextRef = useRef(context);
+  useEffect(() => {
+    const update = (): void => setContextLabel(contextRef.current.label());
+    update();
+    const timer = window.setInterval(update, 1000);
+    return () => window.clearInterval(timer);
+  }, []);
+
+  const sendOptions = () => ({
+    context: attach ? (context.current() ?? undefined) : undefined,
+    model: settings.model || undefined,
+    endpoint: settings.endpoint || undefined
+  });
+
+  const report = (what: string) => (e: unknown) =>
+    void showErrorMessage(`Think: ${what} failed`, String(e));
+
+  const onSend = async (text: string): Promise<void> => {
+    let id = store.sessionId;
+    if (!id) {
+      try {
+        const s = await api.createSession({ title: text.slice(0, 60) });
+        await refreshSessions();
+        select(s);
+        id = s.id;
+      } catch (e) {
+        report('creating a session')(e);
+        return;
+      }
+    }
+    // A session made with "New session" takes its title from its first message.
+    const session = store.state.session;
+    if (session && session.title === NEW_TITLE && !store.state.order.length) {
+      void onRename(session.id, text.trim().slice(0, 60));
+    }
+    store.send(text, sendOptions()).catch(() => {
+      /* shown on the message itself */
+    });
+  };
+
+  const onCreate = async (): Promise<void> => {
+    try {
+      const s = await api.createSession({ title: NEW_TITLE });
+      setSessions(prev => [s, ...prev.filter(x => x.id !== s.id)]);
+      select(s);
+    } catch (e) {
+      report('creating a session')(e);
+    }
+  };
+
+  const onRename = async (id: string, title: string): Promise<void> => {
+    try {
+      const s = await api.renameSession(id, title);
+      store.dispatch({ type: 'local/session', session: { ...s, id, title } });
+      setSessions(prev =>
+        prev.map(x => (x.id === id ? { ...x, ...s, title } : x))
+      );
+    } catch (e) {
+      report('renaming')(e);
+    }
+  };
+
+  const onDelete = async (id: string): Promise<void> => {
+    const s = sessions.find(x => x.id === id);
+    const answer = await showDialog({
+      title: 'Delete session',
+      body: `Delete "${s?.title ?? id}" and its history?`,
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    try {
+      await api.deleteSession(id);
+      const rest = sessions.filter(x => x.id !== id);
+      setSessions(rest);
+      if (store.sessionId === id) {
+        select(rest[0] ?? null);
+      }
+    } catch (e) {
+      report('deleting')(e);
+    }
+  };
+
+  // Stable callbacks: memoised messages ignore callback identity.
+  const editRef = useRef<(id: string, text: string) => void>(() => undefined);
+  editRef.current = (id, text) =>
+    void store.edit(id, text, sendOptions()).catch(report('editing'));
+  const onEdit = useCallback(
+    (id: string, text: string) => editRef.current(id, text),
+    []
+  );
+  const onLoadOlder = useCallback(() => store.loadOlder(), [store]);
+
+  const running = isRunning(state);
+  const lastUser = [...state.order]
+    .reverse()
+    .find(id => state.messages[id].role === 'user');
+
+  return (
+    <div className="jp-ThinkChat-body" data-running={running}>
+      <div className="jp-ThinkChat-header">
+        <span className="jp-ThinkChat-title">
+          <thinkIcon.react tag="span" /> Think
+        </span>
+        <StatusIndicator
+          status={state.status}
+          detail={state.statusDetail}
+          connected={state.connected || currentId === null}
+        />
+        <span className="jp-ThinkComposer-spacer" />
+        <button
+          className="jp-ThinkIconButton"
+          aria-label="Open the action log"
+          title="Action log"
+          onClick={props.openActionLog}
+        >
+          <listIcon.react tag="span" />
+        </button>
+        {settings.debugEvents ? (
+          <button
+            className={`jp-ThinkIconButton${showDebug ? ' jp-mod-active' : ''}`}
+            aria-label="Show debug events"
+            aria-pressed={showDebug}
+            title="Debug events"
+            onClick={() => setShowDebug(!showDebug)}
+          >
+            <bugIcon.react tag="span" />
+          </button>
+        ) : null}
+      </div>
+      <SessionsList
+        sessions={sessions}
+        currentId={currentId}
+        onSelect={id => select(sessions.find(s => s.id === id) ?? null)}
+        onCreate={() => void onCreate()}
+        onRename={(id, t) => void onRename(id, t)}
+        onDelete={id => void onDelete(id)}
+      />
+      {loadError ? (
+        <div className="jp-ThinkBanner jp-mod-error" role="alert">
+          Cannot reach the Think server extension: {loadError}
+        </div>
+      ) : null}
+      {state.error ? (
+        <div className="jp-ThinkBanner jp-mod-error" role="alert">
+          {state.error.message}
+          {state.error.retryable ? ' (you can retry)' : ''}
+        </div>
+      ) : null}
+      {showDebug && settings.debugEvents ? (
+        <DebugEvents events={store.debugEvents} />
+      ) : (
+        <MessageList
+          state={state}
+          rendermime={rendermime}
+          onOpenPath={openPath}
+          onEdit={onEdit}
+          onLoadOlder={onLoadOlder}
+        />
+      )}
+      <Composer
+        running={running}
+        canRetry={!!lastUser}
+        attach={attach}
+        contextLabel={contextLabel}
+        onAttachChange={setAttach}
+        onSend={text => void onSend(text)}
+        onStop={() => void store.stop().catch(report('stopping'))}
+        onRetry={() => void store.retry(sendOptions()).catch(report('retry'))}
+      />
+    </div>
+  );
+}

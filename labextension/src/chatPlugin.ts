@@ -1,0 +1,151 @@
+/**
+ * The chat plugin: the right sidebar, the action log and their commands.
+ */
+
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { MainAreaWidget } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import {
+  IRenderMimeRegistry,
+  RenderMimeRegistry
+} from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { listIcon } from '@jupyterlab/ui-components';
+
+import { ActionLogPanel } from './actionLog';
+import { ThinkApi } from './api';
+import { ChatPanel } from './chatPanel';
+import { ContextProvider } from './context';
+import { ChatStore } from './store';
+import type { IThinkSettings } from './tokens';
+
+/** Command ids. */
+export const CommandIDs = {
+  openChat: 'think:open-chat',
+  openActionLog: 'think:open-action-log',
+  newNotebook: 'think:new-notebook'
+};
+
+export const PLUGIN_ID = '@think/jupyter-think:chat';
+
+const DEFAULTS: IThinkSettings = {
+  model: '',
+  endpoint: '',
+  debugEvents: false,
+  attachContext: true
+};
+
+/** The chat sidebar plugin. */
+export const chatPlugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description: 'The Think chat sidebar, action log and debug events.',
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  optional: [
+    IDocumentManager,
+    INotebookTracker,
+    ISettingRegistry,
+    ILayoutRestorer
+  ],
+  activate: (
+    app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    docManager: IDocumentManager | null,
+    notebooks: INotebookTracker | null,
+    settingRegistry: ISettingRegistry | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const api = new ThinkApi();
+    const store = new ChatStore(api);
+    let settings: IThinkSettings = { ...DEFAULTS };
+
+    const openPath = (path: string): void => {
+      if (!docManager) {
+        return;
+      }
+      // Only open files that exist: inline code that merely looks like a path is common.
+      app.serviceManager.contents
+        .get(path, { content: false })
+        .then(() => docManager.openOrReveal(path))
+        .catch(() => console.info(`think: ${path} does not exist`));
+    };
+
+    const chatRendermime = rendermime.clone({
+      resolver: new RenderMimeRegistry.UrlResolver({
+        path: PathExt.join('', 'think-chat.md'),
+        contents: app.serviceManager.contents
+      }),
+      linkHandler: {
+        handleLink: (node: HTMLElement, path: string) => {
+          node.addEventListener('click', ev => {
+            ev.preventDefault();
+            openPath(path);
+          });
+        }
+      }
+    });
+
+    let actionLog: MainAreaWidget<ActionLogPanel> | null = null;
+    const panel = new ChatPanel({
+      store,
+      rendermime: chatRendermime,
+      context: new ContextProvider(app, docManager, notebooks),
+      settings: () => settings,
+      openPath,
+      openActionLog: () => void app.commands.execute(CommandIDs.openActionLog)
+    });
+    app.shell.add(panel, 'right', { rank: 600 });
+    restorer?.add(panel, 'think-chat');
+
+    app.commands.addCommand(CommandIDs.openChat, {
+      label: 'Open Think chat',
+      caption: 'Open the Think chat sidebar',
+      icon: args => (args.isPalette ? undefined : panel.title.icon),
+      execute: () => app.shell.activateById(panel.id)
+    });
+
+    app.commands.addCommand(CommandIDs.openActionLog, {
+      label: 'Open Think action log',
+      caption: 'What the agent did in the current chat session',
+      icon: args => (args.isPalette ? undefined : listIcon),
+      execute: () => {
+        if (!actionLog || actionLog.isDisposed) {
+          actionLog = new MainAreaWidget({
+            content: new ActionLogPanel(store)
+          });
+          actionLog.id = 'think-action-log-main';
+          actionLog.title.label = 'Think action log';
+          actionLog.title.icon = listIcon;
+          actionLog.title.closable = true;
+        }
+        if (!actionLog.isAttached) {
+          app.shell.add(actionLog, 'main', { mode: 'split-bottom' });
+        }
+        app.shell.activateById(actionLog.id);
+      }
+    });
+
+    if (settingRegistry) {
+      settingRegistry
+        .load(PLUGIN_ID)
+        .then(s => {
+          const apply = (): void => {
+            settings = {
+              ...DEFAULTS,
+              ...(s.composite as Partial<IThinkSettings>)
+            };
+            panel.settingsChanged();
+          };
+          apply();
+          s.changed.connect(apply);
+        })
+        .catch(e => console.warn('think: settings not loaded', e));
+    }
+  }
+};

@@ -1,0 +1,50 @@
+/**
+ * What the user is working on, attached to a message as `context`.
+ */
+
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { IDocumentManager } from '@jupyterlab/docmanager';
+import type { INotebookTracker } from '@jupyterlab/notebook';
+
+import type { IMessageContext } from './tokens';
+
+/** Collects the active notebook (and its selected cells) or file. */
+export class ContextProvider {
+  constructor(
+    private readonly app: JupyterFrontEnd,
+    private readonly docManager: IDocumentManager | null,
+    private readonly notebooks: INotebookTracker | null
+  ) {}
+
+  /** A short label for the composer (the active document's path), or null. */
+  label(): string | null {
+    return this.current()?.path ?? null;
+  }
+
+  /** The context of the active main-area document, or null when there is none. */
+  current(): IMessageContext | null {
+    const widget = this.app.shell.currentWidget;
+    if (!widget) {
+      return null;
+    }
+    const nb = this.notebooks?.currentWidget;
+    if (nb && nb === widget) {
+      const notebook = nb.content;
+      const cells = notebook.widgets
+        .map((cell, index) => ({ cell, index }))
+        .filter(({ cell }) => notebook.isSelectedOrActive(cell))
+        .map(({ cell, index }) => ({
+          id: cell.model.id,
+          index,
+          cell_type: cell.model.type,
+          source: cell.model.sharedModel.getSource()
+        }));
+      return { path: nb.context.path, kind: 'notebook', cells };
+    }
+    const ctx = this.docManager?.contextForWidget(widget);
+    if (ctx) {
+      return { path: ctx.path, kind: 'file' };
+    }
+    return null;
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * The message list: memoised messages, a render window for long sessions, stick-to-bottom.
+ *
+ * Only the last `window` messages are mounted (older ones on scroll up), so a session of
+ * thousands of messages paints as fast as a short one.
+ */
+
+import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { editIcon } from '@jupyterlab/ui-components';
+import React, { useLayoutEffect, useRef, useState } from 'react';
+
+import { Markdown } from './markdown';
+import { Reasoning } from './reasoning';
+import {
+  isRunning,
+  type IChatMessage,
+  type IChatState,
+  type IToolCallState
+} from './reducer';
+import { ToolCard } from './toolCard';
+
+/** How many messages are mounted at first, and how many more per step. */
+export const INITIAL_WINDOW = 40;
+const WINDOW_STEP = 100;
+
+/** Props of one message. */
+export interface IMessageItemProps {
+  message: IChatMessage;
+  tools: IToolCallState[];
+  rendermime: IRenderMimeRegistry;
+  onOpenPath: (path: string) => void;
+  onEdit?: (messageId: string, content: string) => void;
+  editable: boolean;
+}
+
+function sameTools(a: IToolCallState[], b: IToolCallState[]): boolean {
+  return a.length === b.length && a.every((t, i) => t === b[i]);
+}
+
+/** One message; re-renders only when it or one of its tool calls changes. */
+export const MessageItem = React.memo(
+  function MessageItem(props: IMessageItemProps): JSX.Element {
+    const {
+      message: m,
+      tools,
+      rendermime,
+      onOpenPath,
+      onEdit,
+      editable
+    } = props;
+    const [editing, setEditing] = useState(false);
+    const [draft, setDraft] = useState(m.content);
+    const streaming = m.status === 'streaming';
+    const cls = `jp-ThinkMessage jp-mod-${m.role} jp-mod-${m.status}`;
+    if (m.role === 'user') {
+      return (
+        <div
+          className={editing ? `${cls} jp-mod-editing` : cls}
+          data-message-id={m.id}
+          data-status={m.status}
+        >
+          {editing ? (
+            <div className="jp-ThinkEdit">
+              <textarea
+                className="jp-ThinkEdit-input"
+                aria-label="Edit message"
+                value={draft}
+                autoFocus
+                onChange={e => setDraft(e.target.value)}
+                onKeyDown={e => {
+                  if (e.key === 'Enter' && !e.shiftKey) {
+                    e.preventDefault();
+                    setEditing(false);
+                    onEdit?.(m.id, draft);
+                  } else if (e.key === 'Escape') {
+                    setEditing(false);
+                  }
+                }}
+              />
+              <div className="jp-ThinkEdit-buttons">
+                <button
+                  className="jp-Button jp-mod-styled jp-mod-accept"
+                  onClick={() => {
+                    setEditing(false);
+                    onEdit?.(m.id, draft);
+                  }}
+                >
+                  Save and resend
+                </button>
+                <button
+                  className="jp-Button jp-mod-styled jp-mod-reject"
+                  onClick={() => setEditing(false)}
+                >
+                  Cancel
+                </button>
+              </div>
+            </div>
+          ) : (
+            <>
+              <div className="jp-ThinkMessage-userText">{m.content}</div>
+              {editable && onEdit ? (
+                <button
+                  className="jp-ThinkIconButton jp-ThinkMessage-edit"
+                  aria-label="Edit and resend this message"
+                  title="Edit and resend"
+                  onClick={() => {
+                    setDraft(m.content);
+                    setEditing(true);
+                  }}
+                >
+                  <editIcon.react tag="span" />
+                </button>
+              ) : null}
+            </>
+          )}
+          {m.status === 'error' ? (
+            <div className="jp-ThinkMessage-error">
+              Not sent: {m.error ?? 'error'}
+            </div>
+          ) : null}
+        </div>
+      );
+    }
+    return (
+      <div className={cls} data-message-id={m.id} data-status={m.status}>
+        <Reasoning
+          text={m.reasoning}
+          streaming={streaming && !m.content && !tools.length}
+        />
+        {m.content ? (
+          <Markdown
+            text={m.content}
+            rendermime={rendermime}
+            onOpenPath={onOpenPath}
+          />
+        ) : null}
+        {tools.map(t => (
+          <ToolCard key={t.id} call={t} />
+        ))}
+        {streaming && !m.content && !m.reasoning && !tools.length ? (
+          <div
+            className="jp-ThinkMessage-typing"
+            aria-label="Waiting for reply"
+          >
+            <span />
+            <span />
+            <span />
+          </div>
+        ) : null}
+        {m.status === 'error' && m.error ? (
+          <div className="jp-ThinkMessage-error">{m.error}</div>
+        ) : null}
+        {m.status === 'cancelled' ? (
+          <div className="jp-ThinkMessage-note">Stopped.</div>
+        ) : null}
+      </div>
+    );
+  },
+  (a, b) =>
+    a.message === b.message &&
+    sameTools(a.tools, b.tools) &&
+    a.editable === b.editable &&
+    a.rendermime === b.rendermime
+);
+
+/** Props of the message list. */
+export interface IMessageListProps {
+  state: IChatState;
+  rendermime: IRenderMimeRegistry;
+  onOpenPath: (path: string) => void;
+  onEdit: (messageId: string, content: string) => void;
+  onLoadOlder: () => Promise<boolean>;
+}
+
+/** The scrolling list of messages of a session. */
+export function MessageList(props: IMessageListProps): JSX.Element {
+  const { state, rendermime, onOpenPath, onEdit, onLoadOlder } = props;
+  const [windowSize, setWindowSize] = useState(INITIAL_WINDOW);
+  const scroller = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
+  const sessionId = state.session?.id;
+  const lastSession = useRef(sessionId);
+  if (lastSession.current !== sessionId) {
+    lastSession.current = sessionId;
+    stick.current = true;
+    if (windowSize !== INITIAL_WINDOW) {
+      setWindowSize(INITIAL_WINDOW);
+    }
+  }
+
+  const order = state.order;
+  const start = Math.max(0, order.length - windowSize);
+  const visible = order.slice(start);
+  const idle = !isRunning(state);
+
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (el && stick.current) {
+      el.scrollTop = el.scrollHeight;
+    }
+  });
+
+  const showOlder = async (): Promise<void> => {
+    const el = scroller.current;
+    const before = el ? el.scrollHeight - el.scrollTop : 0;
+    if (start > 0) {
+      setWindowSize(windowSize + WINDOW_STEP);
+    } else if (state.nextCursor !== null) {
+      await onLoadOlder();
+      setWindowSize(windowSize + WINDOW_STEP);
+    }
+    // Keep the message the user was reading in place.
+    requestAnimationFrame(() => {
+      if (el) {
+        el.scrollTop = el.scrollHeight - before;
+      }
+    });
+  };
+
+  return (
+    <div
+      className="jp-ThinkMessages"
+      ref={scroller}
+      onScroll={e => {
+        const el = e.currentTarget;
+        stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+      }}
+    >
+      {start > 0 || state.nextCursor !== null ? (
+        <button
+          className="jp-ThinkLinkButton jp-ThinkMessages-older"
+          onClick={() => void showOlder()}
+        >
+          Show earlier messages
+        </button>
+      ) : null}
+      {order.length === 0 ? (
+        <div className="jp-ThinkMessages-empty">
+          Ask Think to read, write or run code in this workspace.
+        </div>
+      ) : null}
+      {visible.map(id => {
+        const m = state.messages[id];
+        return (
+          <MessageItem
+            key={id}
+            message={m}
+            tools={m.toolCallIds
+              .map(t => state.toolCalls[t])
+              .filter((t): t is IToolCallState => !!t)}
+            rendermime={rendermime}
+            onOpenPath={onOpenPath}
+            onEdit={onEdit}
+            editable={idle && !m.local}
+          />
+        );
+      })}
+    </div>
+  );
+}

@@ -1,0 +1,208 @@
+/**
+ * Wire types of the Think server API (`/api/think`) and its WebSocket frames.
+ *
+ * Event frames mirror `think_kernel/agent/events.py` `to_dict()`; live frames may
+ * also carry `seq` (the store's event sequence number) and `session_id`.
+ */
+
+/** A chat session as the server returns it. */
+export interface ISession {
+  id: string;
+  title: string;
+  path?: string | null;
+  created_at?: string;
+  updated_at?: string;
+  status?: string;
+  [key: string]: unknown;
+}
+
+/** A tool call as stored on an assistant message (our shape or OpenAI's). */
+export interface IWireToolCall {
+  id: string;
+  name?: string;
+  input?: unknown;
+  arguments?: unknown;
+  type?: string;
+  function?: { name: string; arguments: unknown };
+}
+
+export type MessageStatus =
+  'pending' | 'streaming' | 'complete' | 'error' | 'cancelled';
+
+/** A stored message as the server returns it. */
+export interface IWireMessage {
+  id: string;
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  content: string | null;
+  tool_calls?: IWireToolCall[] | null;
+  tool_call_id?: string | null;
+  name?: string | null;
+  reasoning?: string | null;
+  status?: MessageStatus;
+  created_at?: string;
+  duration_ms?: number | null;
+  ok?: boolean | null;
+  summary?: string | null;
+  /** The stored tool result summary (the store's column name). */
+  result_summary?: string | null;
+  error?: string | null;
+  /** In a `partial` frame: the event seq the snapshot includes. Elsewhere: message order. */
+  seq?: number;
+  [key: string]: unknown;
+}
+
+/** Agent states; `running` is what `sync` reports while a run is in flight. */
+export type AgentStatus =
+  'idle' | 'thinking' | 'executing' | 'waiting' | 'running';
+
+/** Fields every live frame may carry. */
+interface IFrameBase {
+  seq?: number;
+  session_id?: string;
+  /** The run (a durable task) the event belongs to. */
+  run_id?: string;
+}
+
+export interface IStatusFrame extends IFrameBase {
+  type: 'status';
+  status: AgentStatus;
+  detail?: string;
+}
+export interface ITextDeltaFrame extends IFrameBase {
+  type: 'text_delta';
+  message_id: string;
+  delta: string;
+}
+export interface ITextDoneFrame extends IFrameBase {
+  type: 'text_done';
+  message_id: string;
+  text: string;
+}
+export interface IReasoningFrame extends IFrameBase {
+  type: 'reasoning';
+  message_id: string;
+  delta: string;
+}
+export interface IToolCallFrame extends IFrameBase {
+  type: 'tool_call';
+  id: string;
+  name: string;
+  input: unknown;
+  message_id?: string;
+}
+export interface IToolProgressFrame extends IFrameBase {
+  type: 'tool_progress';
+  call_id: string;
+  stream: string;
+  text?: string;
+  data?: Record<string, unknown> | null;
+}
+export interface IToolResultFrame extends IFrameBase {
+  type: 'tool_result';
+  call_id: string;
+  name: string;
+  output: string;
+  duration_ms: number;
+  ok: boolean;
+  summary?: string;
+  display?: Record<string, unknown>[];
+}
+export interface IChatFrame extends IFrameBase {
+  type: 'chat';
+  message_id: string;
+  content: string;
+  stop_reason?: string;
+}
+export interface IErrorFrame extends IFrameBase {
+  type: 'error';
+  message: string;
+  code?: string;
+  retryable?: boolean;
+}
+export interface ITaskFrame extends IFrameBase {
+  type: 'task_queued' | 'task_retrying' | 'task_complete' | 'task_failed';
+  task_id: string;
+  detail?: string;
+  attempt?: number;
+}
+export interface IFileChangedFrame extends IFrameBase {
+  type: 'file_changed';
+  path: string;
+  action: string;
+}
+
+/** The run in flight, as `sync` reports it. */
+export interface IRunInfo {
+  id?: string;
+  run_id?: string;
+  message_id?: string;
+  status?: string;
+  [key: string]: unknown;
+}
+
+export interface ISyncFrame extends IFrameBase {
+  type: 'sync';
+  session?: ISession;
+  status?: AgentStatus;
+  run?: IRunInfo | null;
+}
+export interface IHistoryFrame extends IFrameBase {
+  type: 'history';
+  messages: IWireMessage[];
+  next_cursor?: string | number | null;
+}
+export interface IPartialFrame extends IFrameBase {
+  type: 'partial';
+  message: IWireMessage;
+}
+/** A whole stored message (e.g. a user message sent from another tab). */
+export interface IMessageFrame extends IFrameBase {
+  type: 'message';
+  message: IWireMessage;
+}
+
+export type AgentEventFrame =
+  | IStatusFrame
+  | ITextDeltaFrame
+  | ITextDoneFrame
+  | IReasoningFrame
+  | IToolCallFrame
+  | IToolProgressFrame
+  | IToolResultFrame
+  | IChatFrame
+  | IErrorFrame
+  | ITaskFrame
+  | IFileChangedFrame;
+
+export type ServerFrame =
+  AgentEventFrame | ISyncFrame | IHistoryFrame | IPartialFrame | IMessageFrame;
+
+/** One row of the action log. */
+export interface IAction {
+  id: string | number;
+  session_id: string;
+  ts: string | number;
+  tool: string;
+  action: string;
+  input_summary: string;
+  output_summary: string;
+  duration_ms: number;
+  success: boolean;
+  error?: string | null;
+  message_id?: string | null;
+}
+
+/** Context attached to a message: the active document and selected cells. */
+export interface IMessageContext {
+  path?: string;
+  kind?: 'notebook' | 'file';
+  cells?: { id?: string; index: number; cell_type: string; source: string }[];
+}
+
+/** The user's settings for the chat (never an API key). */
+export interface IThinkSettings {
+  model: string;
+  endpoint: string;
+  debugEvents: boolean;
+  attachContext: boolean;
+}

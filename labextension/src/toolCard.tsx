@@ -1,0 +1,104 @@
+/**
+ * A card per tool call: name, arguments, live status and output, duration, result preview.
+ */
+
+import React, { useState } from 'react';
+
+import { formatDuration, summariseInput } from './format';
+import type { IToolCallState } from './reducer';
+
+const PREVIEW_CHARS = 2000;
+
+const STATUS_LABEL: Record<IToolCallState['status'], string> = {
+  running: 'running',
+  complete: 'done',
+  error: 'failed',
+  cancelled: 'stopped'
+};
+
+/** Props of a tool card. */
+export interface IToolCardProps {
+  call: IToolCallState;
+}
+
+/** One tool call; click the header to expand arguments and output. */
+export const ToolCard = React.memo(function ToolCard({
+  call
+}: IToolCardProps): JSX.Element {
+  const [open, setOpen] = useState(false);
+  const [full, setFull] = useState(false);
+  const args = summariseInput(call.input);
+  const output = call.output ?? '';
+  const shown =
+    full || output.length <= PREVIEW_CHARS
+      ? output
+      : output.slice(0, PREVIEW_CHARS) + '\n…';
+  return (
+    <div
+      className={`jp-ThinkToolCard jp-mod-${call.status}`}
+      data-tool-call-id={call.id}
+      data-status={call.status}
+    >
+      <button
+        className="jp-ThinkToolCard-header"
+        onClick={() => setOpen(!open)}
+        aria-expanded={open}
+        aria-label={`Tool ${call.name}, ${STATUS_LABEL[call.status]}. Show details`}
+      >
+        <span className={`jp-ThinkToolCard-dot jp-mod-${call.status}`} />
+        <span className="jp-ThinkToolCard-name">{call.name}</span>
+        <span className="jp-ThinkToolCard-args" title={args}>
+          {args}
+        </span>
+        <span className="jp-ThinkToolCard-status">
+          {STATUS_LABEL[call.status]}
+          {call.durationMs !== undefined
+            ? ` · ${formatDuration(call.durationMs)}`
+            : ''}
+        </span>
+      </button>
+      {call.status === 'error' && !open && call.summary ? (
+        <div className="jp-ThinkToolCard-error">{call.summary}</div>
+      ) : null}
+      {open ? (
+        <div className="jp-ThinkToolCard-body">
+          <div className="jp-ThinkToolCard-label">Arguments</div>
+          <pre className="jp-ThinkToolCard-pre">
+            {typeof call.input === 'string'
+              ? call.input
+              : JSON.stringify(call.input, null, 2)}
+          </pre>
+          {call.progress && call.status === 'running' ? (
+            <>
+              <div className="jp-ThinkToolCard-label">Output so far</div>
+              <pre className="jp-ThinkToolCard-pre">{call.progress}</pre>
+            </>
+          ) : null}
+          {call.output !== undefined ? (
+            <>
+              <div className="jp-ThinkToolCard-label">
+                {call.status === 'error' ? 'Error' : 'Result'}
+                {call.summary ? ` (${call.summary})` : ''}
+              </div>
+              <pre className="jp-ThinkToolCard-pre jp-ThinkToolCard-output">
+                {shown}
+              </pre>
+              {output.length > PREVIEW_CHARS ? (
+                <button
+                  className="jp-ThinkLinkButton"
+                  onClick={() => setFull(!full)}
+                >
+                  {full ? 'Show less' : `Show all (${output.length} chars)`}
+                </button>
+              ) : null}
+            </>
+          ) : null}
+        </div>
+      ) : call.status === 'running' && call.progress ? (
+        <pre className="jp-ThinkToolCard-pre jp-ThinkToolCard-tail">
+          {call.progress.split('\n').slice(-4).join('\n')}
+        </pre>
+      ) : null}
+    </div>
+  );
+});

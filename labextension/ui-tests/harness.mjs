@@ -1,0 +1,353 @@
+/**
+ * Start a real `jupyter lab` and a headless Chromium for the browser tests.
+ *
+ * Backend: the real `jupyter_ext` server extension, real think kernels and the real store;
+ * only the model is scripted (tests/fake_model.py, driven by ui-tests/fake_model_driver.py).
+ */
+
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const extDir = path.resolve(here, '..');
+export const repoDir = path.resolve(extDir, '..');
+export const shotsDir = path.resolve(
+  process.env.THINK_E2E_SHOTS ?? path.join(extDir, 'ui-tests', 'screenshots')
+);
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--no-first-run',
+  '--disable-quic',
+  '--disable-component-update',
+  '--disable-sync'
+];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+function extensionInstalled(env) {
+  const r = spawnSync('jupyter', ['labextension', 'list'], {
+    env,
+    encoding: 'utf8'
+  });
+  return `${r.stdout}${r.stderr}`.includes('@think/jupyter-think');
+}
+
+/** Start `jupyter lab`; resolves when it answers `/api/status`. */
+export async function startLab({ backend = 'real', env: extra = {} } = {}) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'think-e2e-'));
+  const root = path.join(tmp, 'root');
+  fs.mkdirSync(root);
+  fs.writeFileSync(
+    path.join(root, 'notes.md'),
+    '# Notes\n\nHello from notes.\n'
+  );
+  const port = await freePort();
+  const token = 'e2e-' + Math.random().toString(16).slice(2);
+  const env = {
+    ...process.env,
+    ...extra,
+    JUPYTER_CONFIG_DIR: path.join(tmp, 'config'),
+    JUPYTER_RUNTIME_DIR: path.join(tmp, 'runtime')
+  };
+  // Without the Python package installed, point Jupyter at the built extension.
+  if (!extensionInstalled(env)) {
+    const share = path.join(tmp, 'share', 'jupyter');
+    const dest = path.join(share, 'labextensions', '@think');
+    fs.mkdirSync(dest, { recursive: true });
+    fs.symlinkSync(
+      path.join(repoDir, 'jupyter_ext', 'labextension'),
+      path.join(dest, 'jupyter-think')
+    );
+    env.JUPYTER_PATH = [share, process.env.JUPYTER_PATH]
+      .filter(Boolean)
+      .join(path.delimiter);
+  }
+  const args = [
+    'lab',
+    '--allow-root',
+    '--no-browser',
+    `--port=${port}`,
+    '--ServerApp.ip=127.0.0.1',
+    `--IdentityProvider.token=${token}`,
+    `--ServerApp.root_dir=${root}`,
+    '--LabApp.news_url=',
+    '--LabServerApp.workspaces_dir=' + path.join(tmp, 'workspaces')
+  ];
+  // No news pop-up over the chat in screenshots.
+  fs.mkdirSync(path.join(env.JUPYTER_CONFIG_DIR, 'labconfig'), {
+    recursive: true
+  });
+  fs.writeFileSync(
+    path.join(env.JUPYTER_CONFIG_DIR, 'labconfig', 'page_config.json'),
+    JSON.stringify({
+      disabledExtensions: {
+        '@jupyterlab/apputils-extension:announcements': true
+      }
+    })
+  );
+  let model = null;
+  if (backend === 'real') {
+    // The repository's packages and the `think` kernel spec, installed or not.
+    env.PYTHONPATH = [repoDir, process.env.PYTHONPATH]
+      .filter(Boolean)
+      .join(path.delimiter);
+    const share = path.join(tmp, 'kshare', 'jupyter');
+    fs.mkdirSync(path.join(share, 'kernels', 'think'), { recursive: true });
+    const spec = JSON.parse(
+      fs.readFileSync(
+        path.join(repoDir, 'think_kernel', 'kernelspec', 'kernel.json'),
+        'utf8'
+      )
+    );
+    spec.env = { ...(spec.env ?? {}), PYTHONPATH: repoDir };
+    fs.writeFileSync(
+      path.join(share, 'kernels', 'think', 'kernel.json'),
+      JSON.stringify(spec)
+    );
+    env.JUPYTER_PATH = [share, env.JUPYTER_PATH]
+      .filter(Boolean)
+      .join(path.delimiter);
+    model = await startFakeModel();
+    env.OPENAI_BASE_URL = model.modelUrl;
+    env.OPENAI_API_KEY = 'fake-key';
+    env.THINK_MODEL = 'fake-model';
+    fs.writeFileSync(path.join(root, 'analysis.ipynb'), EMPTY_NOTEBOOK);
+    fs.mkdirSync(env.JUPYTER_CONFIG_DIR, { recursive: true });
+    fs.writeFileSync(
+      path.join(env.JUPYTER_CONFIG_DIR, 'jupyter_server_config.json'),
+      JSON.stringify({
+        ServerApp: { jpserver_extensions: { jupyter_ext: true } }
+      })
+    );
+  }
+  const log = fs.openSync(path.join(tmp, 'lab.log'), 'w');
+  const proc = spawn('jupyter', args, {
+    env,
+    cwd: root,
+    stdio: ['ignore', log, log],
+    detached: true
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    if (proc.exitCode !== null) {
+      throw new Error(
+        `jupyter lab exited: ${fs.readFileSync(path.join(tmp, 'lab.log'), 'utf8')}`
+      );
+    }
+    try {
+      const r = await fetch(`${url}/api/status?token=${token}`);
+      if (r.ok) {
+        break;
+      }
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      throw new Error('jupyter lab did not start in 60 s');
+    }
+    await new Promise(r => setTimeout(r, 250));
+  }
+  return {
+    url,
+    token,
+    root,
+    tmp,
+    backend,
+    log: path.join(tmp, 'lab.log'),
+    /** REST call with the token, for test setup. */
+    async api(method, route, body) {
+      const r = await fetch(`${url}/api/think/${route}`, {
+        method,
+        headers: {
+          Authorization: `token ${token}`,
+          'Content-Type': 'application/json'
+        },
+        body: body === undefined ? undefined : JSON.stringify(body)
+      });
+      const text = await r.text();
+      if (!r.ok) {
+        throw new Error(`${method} ${route}: ${r.status} ${text}`);
+      }
+      return text ? JSON.parse(text) : null;
+    },
+    /** Queue the fake model's replies for a scenario. */
+    async script(kind) {
+      if (model) {
+        await model.script(SCRIPTS[kind]);
+      }
+    },
+    /** What the fake model recorded (real backend), or null. */
+    async modelStats() {
+      return model ? model.stats() : null;
+    },
+    async stop() {
+      model?.stop();
+      try {
+        process.kill(-proc.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+      await new Promise(r =>
+        proc.exitCode !== null ? r() : proc.once('exit', r)
+      );
+    }
+  };
+}
+
+const EMPTY_NOTEBOOK = JSON.stringify({
+  cells: [],
+  metadata: {},
+  nbformat: 4,
+  nbformat_minor: 5
+});
+
+const words = (prefix, n) =>
+  Array.from({ length: n }, (_, i) => `${i ? ' ' : ''}${prefix}${i}`);
+
+/**
+ * The fake model's replies for each scenario of the tests (real backend). Chunks are
+ * 20 ms apart, so the tests can see text stream.
+ */
+export const SCRIPTS = {
+  hello: [
+    {
+      text: 'Hello! I am **Think**, a coding agent. Ask me to read, write or run code.',
+      delay: 0.02
+    }
+  ],
+  tool: [
+    {
+      reasoning: 'The user wants an answer. ',
+      text: 'Let me list the files first.',
+      delay: 0.02,
+      tool_calls: [['bash', { command: 'sleep 1; ls' }]]
+    },
+    {
+      text: 'There are two files: `notes.md` and `analysis.ipynb`.',
+      delay: 0.02
+    }
+  ],
+  fail: [
+    {
+      text: 'Let me list the files first.',
+      delay: 0.02,
+      tool_calls: [['bash', { command: 'false' }]]
+    },
+    { text: 'The command failed.', delay: 0.02 }
+  ],
+  slow: [{ tokens: words('word', 400), delay: 0.02 }],
+  long: [
+    {
+      tokens: [
+        "Here is some code:\n\n```python\nprint('hello')\n```\n\n",
+        ...words('t', 120)
+      ],
+      delay: 0.02
+    }
+  ]
+};
+
+/** Start tests/fake_model.py through ui-tests/fake_model_driver.py. */
+async function startFakeModel() {
+  const proc = spawn('python3', [path.join(here, 'fake_model_driver.py')], {
+    stdio: ['pipe', 'pipe', 'inherit']
+  });
+  const line = await new Promise((resolve, reject) => {
+    let buf = '';
+    proc.stdout.on('data', d => {
+      buf += d;
+      if (buf.includes('\n')) {
+        resolve(buf.split('\n')[0]);
+      }
+    });
+    proc.once('exit', code => reject(new Error(`fake model exited ${code}`)));
+  });
+  const { model_url: modelUrl, control_url: controlUrl } = JSON.parse(line);
+  return {
+    modelUrl,
+    async script(replies) {
+      const r = await fetch(`${controlUrl}/script`, {
+        method: 'POST',
+        body: JSON.stringify(replies)
+      });
+      if (!r.ok) {
+        throw new Error(`scripting the fake model failed: ${r.status}`);
+      }
+    },
+    async stats() {
+      const r = await fetch(`${controlUrl}/requests`);
+      return r.json();
+    },
+    stop() {
+      proc.stdin.end();
+    }
+  };
+}
+
+/** Launch the system Chromium. */
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS
+  });
+}
+
+/** Open JupyterLab in a new page and wait for the Think sidebar. */
+export async function openLab(context, lab, { colorScheme } = {}) {
+  const page = await context.newPage();
+  if (colorScheme) {
+    await page.emulateMedia({ colorScheme });
+  }
+  await page.goto(`${lab.url}/lab?token=${lab.token}&reset`);
+  await page.waitForSelector('#jp-main-dock-panel', { timeout: 60000 });
+  return page;
+}
+
+/** Show the chat sidebar. */
+export async function openChat(page) {
+  const input = page.locator('.jp-ThinkChat .jp-ThinkComposer-input');
+  const tab = page.locator('.jp-SideBar [data-id="think-chat"]');
+  await tab.waitFor();
+  // The tab toggles the sidebar, and a layout restored late may open it too: click only
+  // when it is hidden, and again if the restore closed what the click opened.
+  for (let i = 0; i < 3; i++) {
+    if (!(await input.isVisible())) {
+      await tab.click();
+    }
+    try {
+      await input.waitFor({ state: 'visible', timeout: 5000 });
+      return;
+    } catch {
+      // toggled shut by a late layout restore: try again
+    }
+  }
+  throw new Error('the Think sidebar did not open');
+}
+
+/** Save a screenshot under ui-tests/screenshots. */
+export async function shot(page, name, locator) {
+  fs.mkdirSync(shotsDir, { recursive: true });
+  const file = path.join(shotsDir, `${name}.png`);
+  await (locator ?? page).screenshot({ path: file });
+  return file;
+}
