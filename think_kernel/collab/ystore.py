@@ -4,7 +4,7 @@ The standalone counterpart of the collaboration rooms' ystore (and of Project Th
 YjsStorage). Every attributed change of a document is one row of the update log, and the row
 number is the document's version:
 
-    store = YStore("/work/project/.think/ydocs.db")
+    store = YStore("project/.think/ydocs.db")
     v = store.append("a.py", update, origin="Think:act_1", action_id="act_1", summary="edit")
     state = store.state("a.py")        # the latest state, as one Yjs update
     old = store.state("a.py", v - 1)   # the state just before that edit (replay)

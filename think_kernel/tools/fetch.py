@@ -16,11 +16,10 @@ from traitlets.config import Configurable
 
 from .base import ToolContext, ToolError, ToolOutput
 
-#: Documentation and package sites an agent typically needs; extend with FetchConfig.allowed_urls.
+#: Documentation sites an agent typically needs; extend with FetchConfig.allowed_urls (package
+#: indexes are left out on purpose: installing goes through the user, not the agent's fetch).
 DEFAULT_ALLOWED_URLS = [
     "https://docs.python.org/",
-    "https://pypi.org/",
-    "https://files.pythonhosted.org/",
     "https://raw.githubusercontent.com/",
     "https://github.com/",
     "https://api.github.com/repos/",
