@@ -91,7 +91,7 @@ async def test_no_network_to_outside_and_no_dns(sandbox: Sandbox) -> None:
     code = textwrap.dedent("""
         import socket
         try:
-            socket.getaddrinfo("pypi.org", 443)
+            socket.getaddrinfo("example.com", 443)
             print("DNS OK")
         except OSError as e:
             print("DNS BLOCKED", type(e).__name__)

@@ -43,7 +43,7 @@ class FetchConfig(Configurable):
         config=True,
         help="URL prefixes fetch may request (scheme + host + path prefix, compared after "
         "normalising the URL). Default: common documentation and package sites "
-        "(docs.python.org, pypi.org, github.com, ...).",
+        "(docs.python.org, github.com, numpy.org/doc, ...).",
     )
     allowed_methods = List(
         Unicode(),
