@@ -346,10 +346,10 @@ async def test_a_retried_request_keeps_its_completed_steps_in_order(
     fake_model.reply(tool_calls=[("list_files", {})])
     for _ in range(4):
         fake_model.reply(error=500)
-    first = await collect(runtime, "ignored", user_message_id=user["id"])
+    first = await collect(runtime, "list then answer", user_message_id=user["id"])
     assert first[-2]["type"] == "error"
     fake_model.reply(text="the folder is empty")
-    second = await collect(runtime, "ignored", user_message_id=user["id"])
+    second = await collect(runtime, "list then answer", user_message_id=user["id"])
     assert second[-2]["content"] == "the folder is empty"
     roles = [m["role"] for m in fake_model.requests[-1]["messages"]]
     assert roles == ["system", "user", "assistant", "tool"]
