@@ -137,6 +137,9 @@ class Runtime:
         if self._notebooks is not None:
             await self._notebooks.aclose()
             self._notebooks = None
+        if isinstance(self._model, OpenAIModel):  # ours: close its connection pool
+            await self._model.aclose()
+            self._model = None
         if self.store is not None and self._own_store:
             await self.store.close()
             self.store = None

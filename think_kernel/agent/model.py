@@ -20,6 +20,18 @@ import httpx
 import openai
 from openai.types.chat import ChatCompletionChunk
 
+# The openai SDK wraps transport errors in APIConnectionError / APITimeoutError, but a raw one
+# can still escape while a stream is read. openai 3.x is built on httpx2, older on httpx.
+_TIMEOUTS: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
+_TRANSPORT: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
+try:
+    import httpx2
+
+    _TIMEOUTS += (httpx2.TimeoutException,)
+    _TRANSPORT += (httpx2.TransportError,)
+except ImportError:  # an openai release built on httpx
+    pass
+
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
@@ -88,9 +100,9 @@ def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError
         if status >= 500 or status in (408, 409, 425):
             return ModelError(f"{where} answered {status}: {detail}", True, "server_error")
         return ModelError(f"{where} refused the request ({status}): {detail}", False, "bad_request")
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+    if isinstance(exc, (openai.APITimeoutError, *_TIMEOUTS)):
         return ModelError(f"{where} timed out", transient=True, code="timeout")
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | ConnectionError):
+    if isinstance(exc, (openai.APIConnectionError, *_TRANSPORT)):
         return ModelError(
             f"could not reach {where} ({type(exc).__name__}: {exc})",
             transient=True,
@@ -123,6 +135,10 @@ class OpenAIModel:
         self.client = client or openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
         )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self.client.close()
 
     async def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str
