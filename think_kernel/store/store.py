@@ -271,7 +271,10 @@ class Store(RecordsMixin):
             (*(_encode(k, v) for k, v in row.items()), session_id),
         ) as cur:
             seq = (await cur.fetchone())["seq"]  # type: ignore[index]
-        await self.db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+        if role == "user":  # sessions sort by the last request; one round trip less per step
+            await self.db.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)
+            )
         full: dict[str, Any] = {c: None for c in _MESSAGE_COLUMNS}
         full.update(content_size=0, reasoning_size=0, status="complete", attempt=0)
         full.update(row, seq=seq)
