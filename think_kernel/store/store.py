@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterable
@@ -265,12 +266,25 @@ class Store(RecordsMixin):
         marks = ", ".join("?" for _ in row)
         # One statement: the next seq is computed inside SQLite, so two processes (kernel and
         # server) appending to the same session cannot take the same number.
-        async with self.db.execute(
+        sql = (
             f"INSERT INTO messages ({cols}, seq) SELECT {marks}, COALESCE(MAX(seq), 0) + 1"
-            " FROM messages WHERE session_id = ? RETURNING seq",
-            (*(_encode(k, v) for k, v in row.items()), session_id),
-        ) as cur:
-            seq = (await cur.fetchone())["seq"]  # type: ignore[index]
+            " FROM messages WHERE session_id = ? RETURNING seq"
+        )
+        params = (*(_encode(k, v) for k, v in row.items()), session_id)
+        delay = 0.001
+        while True:
+            try:
+                async with self.db.execute(sql, params) as cur:
+                    seq = (await cur.fetchone())["seq"]  # type: ignore[index]
+                break
+            except sqlite3.OperationalError as e:
+                # WAL: this statement reads MAX(seq) before it writes; if another process
+                # committed in between, SQLite refuses the upgrade at once (no busy wait).
+                # The statement had no effect, so trying again is safe.
+                if "locked" not in str(e) or delay > 1.0:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
         if role == "user":  # sessions sort by the last request; one round trip less per step
             await self.db.execute(
                 "UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)
