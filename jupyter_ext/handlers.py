@@ -72,7 +72,10 @@ class SessionHandler(ThinkHandler):
 
 
 class MessagesHandler(ThinkHandler):
-    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?}`` starts a run."""
+    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?, "options"?}``
+    starts a run. ``options`` (``model``, ``base_url``) become the session's props, as
+    ``%think_model`` does in a notebook, so the sidebar's settings apply to this and later runs.
+    """
 
     @authorized
     async def get(self, session_id: str) -> None:
@@ -90,14 +93,36 @@ class MessagesHandler(ThinkHandler):
         body = self.body()
         content = field(body, "content", str, required=True)
         context = field(body, "context", dict)
+        options = field(body, "options", dict) or {}
         if not content.strip():
             raise web.HTTPError(400, "'content' is empty")
-        await self.session_or_404(session_id)
+        session = await self.session_or_404(session_id)
+        props = _session_props(session, options)
+        if props is not None:
+            await self.svc.store.update_session(session_id, options=props)
         try:
             message, run = await self.svc.chats.send(session_id, content, context)
         except SessionNotFound:
             raise web.HTTPError(404, f"no session {session_id!r}") from None
         self.send({"message": message, "run_id": run["id"], "run": run}, 201)
+
+
+def _session_props(session: dict[str, Any], options: dict[str, Any]) -> dict[str, Any] | None:
+    """The session's props with a message's ``options`` applied, or None if nothing changes."""
+    props = dict(session.get("options") or {})
+    for key in ("model", "base_url"):
+        if key not in options:
+            continue
+        value = options[key]
+        if value is None or value == "":
+            props.pop(key, None)
+            continue
+        if not isinstance(value, str) or len(value) > 500:
+            raise web.HTTPError(400, f"'options.{key}' must be a string of at most 500 chars")
+        if key == "base_url" and not value.startswith(("http://", "https://")):
+            raise web.HTTPError(400, "'options.base_url' must be an http(s) URL")
+        props[key] = value
+    return props if props != (session.get("options") or {}) else None
 
 
 class MessageContentHandler(ThinkHandler):

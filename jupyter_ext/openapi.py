@@ -161,7 +161,17 @@ OPENAPI: dict[str, Any] = {
                 body={
                     "type": "object",
                     "required": ["content"],
-                    "properties": {"content": {"type": "string"}, "context": _OBJ},
+                    "properties": {
+                        "content": {"type": "string"},
+                        "context": _OBJ,
+                        "options": {
+                            "type": "object",
+                            "properties": {
+                                "model": {"type": "string", "maxLength": 500},
+                                "base_url": {"type": "string", "maxLength": 500},
+                            },
+                        },
+                    },
                 },
                 status="201",
             ),

@@ -101,6 +101,8 @@ class Runtime:
         self.store = store
         self._own_store = store is None
         self._model = model
+        self._model_url: str | None = None
+        self._closing: set[asyncio.Future[None]] = set()
         self._extensions = load_extensions() if extensions is None else extensions
         self.sinks: list[Sink] = []
         self.read_paths: set[str] = set()
@@ -244,11 +246,23 @@ class Runtime:
 
     # -- running -----------------------------------------------------------------------------
 
-    def _model_client(self) -> ModelClient:
-        if self._model is None:
-            key, url = self.config.credentials()
-            self._model = OpenAIModel(key, url, timeout=self.config.request_timeout)
+    def _model_client(self, props: dict[str, Any]) -> ModelClient:
+        """The model client; a session's ``base_url`` prop (the sidebar's endpoint setting)
+        points it elsewhere, with the key from the environment or config."""
+        url = props.get("base_url") or None
+        if self._model is not None and (url is None or url == self._model_url):
+            return self._model
+        key, default_url = self.config.credentials() if url is None else self._key_for(url)
+        if isinstance(self._model, OpenAIModel):  # the old endpoint's pool, closed in passing
+            task = asyncio.ensure_future(self._model.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        self._model = OpenAIModel(key, url or default_url, timeout=self.config.request_timeout)
+        self._model_url = url
         return self._model
+
+    def _key_for(self, url: str) -> tuple[str, str]:
+        return self.config.api_key or "not-needed", url
 
     def make_context(self, message_id: str, call_id: str) -> ToolContext:
         """The ToolContext for one tool call of this session."""
@@ -289,7 +303,7 @@ class Runtime:
         assert self.store is not None
         props = await self.props()
         try:
-            model = self._model_client()
+            model = self._model_client(props)
         except NotConfigured as e:
             final: list[Event] = [ErrorEvent(str(e), code="not_configured"), StatusEvent("idle")]
             for ev in final:

@@ -139,3 +139,34 @@ async def test_attached_context_reaches_the_model(api, ws, think, model_env):
     # the stored message is what the user typed
     _, page = await api("GET", f"sessions/{sid}/messages")
     assert page["messages"][0]["content"] == "what does it say?"
+
+
+async def test_sidebar_options_set_the_session_model_and_endpoint(api, ws, think, model_env):
+    """The sidebar's model and endpoint settings travel as ``options`` (issue 6)."""
+    from ..fake_model import FakeModel
+
+    other = FakeModel().start()
+    try:
+        model_env.reply(text="from the default endpoint")
+        other.reply(text="from the sidebar's endpoint")
+        sid = await _session(api)
+        tab = await ws(sid)
+        code, _ = await api(
+            "POST", f"sessions/{sid}/messages", {"content": "x", "options": {"base_url": "ftp://x"}}
+        )
+        assert code == 400
+        code, _ = await api(
+            "POST", f"sessions/{sid}/messages", {"content": "hi", "options": {"model": "picked"}}
+        )
+        assert code == 201
+        await until(lambda: len(tab.of("task_complete")) == 1, 60, "first run")
+        assert model_env.requests[-1]["model"] == "picked"
+        body = {"content": "again", "options": {"base_url": other.url}}
+        code, _ = await api("POST", f"sessions/{sid}/messages", body)
+        assert code == 201
+        await until(lambda: len(tab.of("task_complete")) == 2, 60, "second run")
+        assert other.requests[-1]["model"] == "picked"  # the model prop is kept
+        _, session = await api("GET", f"sessions/{sid}")
+        assert session["options"] == {"model": "picked", "base_url": other.url}
+    finally:
+        other.stop()
