@@ -252,7 +252,10 @@ class Runtime:
         url = props.get("base_url") or None
         if self._model is not None and (url is None or url == self._model_url):
             return self._model
-        key, default_url = self.config.credentials() if url is None else self._key_for(url)
+        # Local servers accept any key; the SDK insists on one.
+        key, default_url = (
+            self.config.credentials() if url is None else (self.config.api_key or "not-needed", url)
+        )
         if isinstance(self._model, OpenAIModel):  # the old endpoint's pool, closed in passing
             task = asyncio.ensure_future(self._model.aclose())
             self._closing.add(task)
@@ -260,9 +263,6 @@ class Runtime:
         self._model = OpenAIModel(key, url or default_url, timeout=self.config.request_timeout)
         self._model_url = url
         return self._model
-
-    def _key_for(self, url: str) -> tuple[str, str]:
-        return self.config.api_key or "not-needed", url
 
     def make_context(self, message_id: str, call_id: str) -> ToolContext:
         """The ToolContext for one tool call of this session."""

@@ -71,15 +71,25 @@ class ToolContext:
     emit: Callable[[Event], Awaitable[None] | None] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
-    async def progress(self, text: str, stream: str = "stdout", data: dict | None = None) -> None:
-        """Send live output of the running tool to whoever watches the run."""
+    async def send(self, event: Event) -> None:
+        """Hand an event (progress, a changed file) to whoever watches the run."""
         if self.emit is None:
             return
-        from ..agent.events import ToolProgress
-
-        res = self.emit(ToolProgress(call_id=self.call_id, stream=stream, text=text, data=data))
+        res = self.emit(event)
         if inspect.isawaitable(res):
             await res
+
+    async def progress(self, text: str, stream: str = "stdout", data: dict | None = None) -> None:
+        """Send live output of the running tool to whoever watches the run."""
+        from ..agent.events import ToolProgress
+
+        await self.send(ToolProgress(call_id=self.call_id, stream=stream, text=text, data=data))
+
+    async def file_changed(self, path: str, action: str) -> None:
+        """Tell watchers (tabs, the file browser) that a tool changed a workspace file."""
+        from ..agent.events import FileChanged
+
+        await self.send(FileChanged(path=path, action=action))
 
 
 ToolFunc = Callable[..., Awaitable[str | ToolOutput]]

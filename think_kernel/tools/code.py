@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
-
-_MODEL_TEXT_LIMIT = 30_000
+from .summarize import for_model
 
 
 async def _sandbox(ctx: ToolContext) -> Any:
@@ -21,13 +20,6 @@ async def _sandbox(ctx: ToolContext) -> Any:
     if ensure is None:
         raise ToolError("no sandbox is available in this session", "NO_SANDBOX")
     return await ensure()  # started on first use; ToolError says why it cannot run
-
-
-def _clip(text: str, limit: int = _MODEL_TEXT_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - limit} characters omitted ...]\n{text[-half:]}"
 
 
 def _describe(bundle: dict) -> str:
@@ -41,14 +33,14 @@ def _describe(bundle: dict) -> str:
 def _to_output(res: Any) -> ToolOutput:
     parts = [*res.warnings]
     if res.stdout:
-        parts.append(_clip(res.stdout))
+        parts.append(for_model(res.stdout))
     if res.stderr:
-        parts.append("[stderr]\n" + _clip(res.stderr))
+        parts.append("[stderr]\n" + for_model(res.stderr))
     parts += [_describe(b) for b in res.outputs]
     if res.error_category:
         parts.append(f"[error: {res.error_category}] {res.error}")
         if res.traceback:
-            parts.append(_clip(res.traceback, 8000))
+            parts.append(for_model(res.traceback, 8000))
     parts.append(f"[exit code {res.exit_code}, {res.duration_ms:.0f} ms]")
     summary = res.summary() if hasattr(res, "summary") else f"exit={res.exit_code}"
     return ToolOutput(

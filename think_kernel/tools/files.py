@@ -66,7 +66,7 @@ async def write_file(ctx: ToolContext, path: str, content: str) -> ToolOutput:
     await ctx.workspace.write_text(rel, content)
     ctx.read_paths.add(rel)
     n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-    await _changed(ctx, rel, "modified" if existed else "created")
+    await ctx.file_changed(rel, "modified" if existed else "created")
     return ToolOutput(f"Wrote {rel} ({_lines(n)}).", summary=f"wrote {rel}: {_lines(n)}")
 
 
@@ -107,7 +107,7 @@ async def edit_file(
         else text.replace(old_string, new_string, 1)
     )
     await ctx.workspace.write_text(rel, new_text)
-    await _changed(ctx, rel, "modified")
+    await ctx.file_changed(rel, "modified")
     n = count if replace_all else 1
     return ToolOutput(
         f"Edited {rel}: replaced {n} occurrence{'s' if n > 1 else ''}.",
@@ -124,7 +124,7 @@ async def delete_file(ctx: ToolContext, path: str) -> ToolOutput:
     rel = check_relative(path)
     await ctx.workspace.delete(rel)
     ctx.read_paths.discard(rel)
-    await _changed(ctx, rel, "deleted")
+    await ctx.file_changed(rel, "deleted")
     return ToolOutput(f"Deleted {rel}.", summary=f"deleted {rel}")
 
 
@@ -141,15 +141,6 @@ async def list_files(ctx: ToolContext, path: str = ".") -> ToolOutput:
         return ToolOutput(f"{path or '.'} is empty.", summary=f"listed {path or '.'}: 0 entries")
     lines = [f"{e.path}/" if e.is_dir else f"{e.path}\t{e.size} bytes" for e in entries]
     return ToolOutput("\n".join(lines), summary=f"listed {path or '.'}: {len(entries)} entries")
-
-
-async def _changed(ctx: ToolContext, path: str, action: str) -> None:
-    if ctx.emit is not None:
-        from ..agent.events import FileChanged
-
-        res = ctx.emit(FileChanged(path, action))
-        if res is not None:
-            await res
 
 
 FILE_TOOLS: list[ToolFunc] = [read_file, write_file, edit_file, delete_file, list_files]

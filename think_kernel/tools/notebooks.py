@@ -26,16 +26,6 @@ def _access(ctx: ToolContext) -> Any:
     return access
 
 
-async def _changed(ctx: ToolContext, path: str, action: str) -> None:
-    if ctx.emit is None:
-        return
-    from ..agent.events import FileChanged
-
-    res = ctx.emit(FileChanged(path=path, action=action))
-    if res is not None:
-        await res
-
-
 async def read_notebook(ctx: ToolContext, path: str) -> ToolOutput:
     """Read a notebook: every cell with its id, type, source and summarised outputs.
 
@@ -68,7 +58,7 @@ async def insert_cell(
     path = _path(ctx, path)
     out = await _access(ctx).insert_cell(path, index, source, cell_type, action_id=ctx.call_id)
     ctx.read_paths.add(path)
-    await _changed(ctx, path, "insert_cell")
+    await ctx.file_changed(path, "insert_cell")
     return ToolOutput(
         text=f"inserted {cell_type} cell {out['cell_id']} at index {out['index']}",
         summary=f"{path}: +cell {out['cell_id']}",
@@ -87,7 +77,7 @@ async def edit_cell(ctx: ToolContext, path: str, cell_id: str, source: str) -> T
     if path not in ctx.read_paths:
         raise ToolError(f"read {path} with read_notebook before editing it", "NOT_READ")
     out = await _access(ctx).edit_cell(path, cell_id, source, action_id=ctx.call_id)
-    await _changed(ctx, path, "edit_cell")
+    await ctx.file_changed(path, "edit_cell")
     return ToolOutput(
         text=f"edited cell {cell_id}", summary=f"{path}: cell {cell_id}, {out['ops']} ops"
     )
@@ -104,7 +94,7 @@ async def delete_cell(ctx: ToolContext, path: str, cell_id: str) -> ToolOutput:
     if path not in ctx.read_paths:
         raise ToolError(f"read {path} with read_notebook before editing it", "NOT_READ")
     await _access(ctx).delete_cell(path, cell_id, action_id=ctx.call_id)
-    await _changed(ctx, path, "delete_cell")
+    await ctx.file_changed(path, "delete_cell")
     return ToolOutput(text=f"deleted cell {cell_id}", summary=f"{path}: -cell {cell_id}")
 
 
@@ -169,7 +159,7 @@ async def revert(ctx: ToolContext, path: str, version: int) -> ToolOutput:
     """
     path = _path(ctx, path)
     out = await _access(ctx).revert(path, version, action_id=ctx.call_id)
-    await _changed(ctx, path, "revert")
+    await ctx.file_changed(path, "revert")
     return ToolOutput(
         text=f"{path} reverted to version {version} (now version {out['version']})",
         summary=f"{path}: revert to v{version}",
