@@ -14,15 +14,25 @@ async or sync tests can all use it.
 A reply can also be an HTTP error (``error=429``), a stream cut mid-way (``cut=True``), a slow
 stream (``delay`` seconds between chunks) or one that hangs until released (``hang=True``).
 When the script is empty the ``default`` reply is used.
+
+Like a real endpoint it reports usage when the request asks for it
+(``stream_options.include_usage``), counting tokens its own way (:func:`count_tokens`: one
+per word or punctuation mark, 765 per image), and refuses a request over ``context_window``
+tokens with OpenAI's context-length error. Internal calls of the agent (the
+``X-Think-Purpose`` header says ``compaction``, ``tool_summary`` or ``title``) do not take
+scripted replies: ``internal(body)`` answers them (default: a short canned text) and they are
+recorded in ``internal_requests``, so scripts of the main loop stay as they were.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +56,39 @@ class Reply:
     hang: bool = False
     chunk_size: int = 4
     tokens: list[str] | None = None
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+IMAGE_TOKENS = 765
+
+
+def count_text(text: str) -> int:
+    """The fake's tokenizer: one token per word or punctuation mark."""
+    return len(_TOKEN.findall(text))
+
+
+def count_tokens(body: dict[str, Any]) -> int:
+    """Prompt tokens of a request, as this fake endpoint counts them."""
+    total = 3
+    for m in body.get("messages") or []:
+        total += 4
+        content = m.get("content")
+        if isinstance(content, str):
+            total += count_text(content)
+        elif isinstance(content, list):
+            for part in content:
+                if part.get("type") == "image_url":
+                    total += IMAGE_TOKENS
+                else:
+                    total += count_text(str(part.get("text") or ""))
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            total += 3 + count_text(fn.get("name", "")) + count_text(fn.get("arguments", ""))
+    if body.get("tools"):
+        total += count_text(json.dumps(body["tools"]))
+    return total
 
 
 class FakeModel:
@@ -58,6 +101,13 @@ class FakeModel:
         self.script: list[Reply] = []
         self.default = Reply(text="(fake model: script exhausted)")
         self.requests: list[dict[str, Any]] = []
+        self.internal_requests: list[dict[str, Any]] = []
+        self.internal: Callable[[dict[str, Any]], Reply] = lambda body: Reply(
+            text=f"(fake {body.get('_purpose', 'internal')} answer)"
+        )
+        self.context_window: int | None = None
+        self.reject_stream_options = False
+        self.headers: list[dict[str, str]] = []
         self.first_token_at: list[float] = []
         self.release = threading.Event()
         self._cond = threading.Condition()
@@ -81,10 +131,10 @@ class FakeModel:
         with self._cond:
             return self.script.pop(0) if self.script else self.default
 
-    def record(self, body: dict[str, Any]) -> None:
+    def record(self, body: dict[str, Any], internal: bool = False) -> None:
         """Remember a request and wake waiters."""
         with self._cond:
-            self.requests.append(body)
+            (self.internal_requests if internal else self.requests).append(body)
             self._cond.notify_all()
 
     def wait_for_requests(self, n: int, timeout: float = 30.0) -> list[dict[str, Any]]:
@@ -138,6 +188,24 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> byte
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
+def _usage(model: str, prompt: int, completion: int, r: Reply) -> bytes:
+    body = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": r.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": r.reasoning_tokens},
+        },
+    }
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or []
 
@@ -157,14 +225,33 @@ class _Handler(tornado.web.RequestHandler):
             body = json.loads(self.request.body)
         except json.JSONDecodeError:
             return self._error(400, "invalid JSON body", "bad_json")
-        self.fm.record(body)
+        purpose = self.request.headers.get("X-Think-Purpose", "step")
+        internal = purpose != "step"
+        if internal:
+            body["_purpose"] = purpose
+        self.fm.headers.append(dict(self.request.headers))
+        self.fm.record(body, internal)
         auth = self.request.headers.get("Authorization", "")
         if self.fm.api_key and auth != f"Bearer {self.fm.api_key}":
             return self._error(401, "Incorrect API key provided", "invalid_api_key")
         model = body.get("model", "")
         if self.fm.models is not None and model not in self.fm.models:
             return self._error(404, f"The model `{model}` does not exist", "model_not_found")
-        r = self.fm.next_reply()
+        if self.fm.reject_stream_options and "stream_options" in body:
+            return self._error(
+                400, "Unrecognized request argument supplied: stream_options", "bad_param"
+            )
+        prompt = count_tokens(body)
+        window = self.fm.context_window
+        if window is not None and prompt > window:
+            return self._error(
+                400,
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {prompt} tokens. Please reduce the length of the "
+                "messages.",
+                "context_length_exceeded",
+            )
+        r = self.fm.internal(body) if internal else self.fm.next_reply()
         if r.error:
             return self._error(r.error, r.error_message or f"scripted error {r.error}", "scripted")
         self.set_header("Content-Type", "text/event-stream")
@@ -172,8 +259,9 @@ class _Handler(tornado.web.RequestHandler):
         # Real model servers (uvicorn, OpenAI's edge) disable Nagle; without this, small SSE
         # writes wait on delayed ACKs and add ~40 ms that no real endpoint has.
         self.request.connection.stream.set_nodelay(True)  # type: ignore[union-attr]
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
         try:
-            await self._stream(model, r)
+            await self._stream(model, r, prompt if usage else None)
         except tornado.iostream.StreamClosedError:
             return
 
@@ -186,7 +274,7 @@ class _Handler(tornado.web.RequestHandler):
         if r.delay:
             await asyncio.sleep(r.delay)
 
-    async def _stream(self, model: str, r: Reply) -> None:
+    async def _stream(self, model: str, r: Reply, prompt: int | None) -> None:
         first = [True]
         await self._send(_chunk(model, {"role": "assistant", "content": ""}), r, [False])
         for piece in _pieces(r.reasoning, r.chunk_size):
@@ -218,5 +306,9 @@ class _Handler(tornado.web.RequestHandler):
             return
         finish = "tool_calls" if r.tool_calls else "stop"
         await self._send(_chunk(model, {}, finish), r, first)
+        if prompt is not None:
+            out = count_text(r.text) + count_text(r.reasoning)
+            out += sum(count_text(n) + count_text(json.dumps(a)) for n, a in r.tool_calls)
+            await self._send(_usage(model, prompt, out + r.reasoning_tokens, r), r, first)
         self.write(b"data: [DONE]\n\n")
         self.finish()

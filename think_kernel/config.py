@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Float, Int, List, Unicode, default
+from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
 HOW_TO_CONFIGURE = """\
@@ -50,14 +50,59 @@ class ThinkConfig(Configurable):
     )
     fast_model = Unicode(
         config=True,
-        help="Model for subagents and quick checks. Default: $THINK_FAST_MODEL or primary.",
+        help="Model for subagents and quick internal calls (titles, summaries of large tool "
+        "outputs). Default: $THINK_FAST_MODEL, else the primary model.",
     )
     summarizer_model = Unicode(
-        config=True, help="Model for context compaction. Default: $THINK_SUMMARIZER_MODEL or fast."
+        config=True,
+        help="Model for context compaction. Default: $THINK_SUMMARIZER_MODEL, else the fast model.",
     )
     vision_model = Unicode(
         config=True,
-        help="Model for images and screenshots. Default: $THINK_VISION_MODEL or primary.",
+        help="Model for requests with images. Default: $THINK_VISION_MODEL, else the primary model.",
+    )
+    context_window = Int(
+        config=True,
+        help="Context window in tokens for every model, overriding the per-model table "
+        "(0 = use the table). Default: $THINK_CONTEXT_WINDOW, else 0.",
+    )
+    context_windows = Dict(
+        {},
+        config=True,
+        help="Context window in tokens per model name (prefix match), added to the built-in "
+        "table of common models; unknown models get 32768. Default: {}.",
+    )
+    compact_at = Float(
+        0.8,
+        config=True,
+        help="Share of the context window a request may fill before older turns are "
+        "summarised (0.1-0.95). Default: 0.8.",
+    )
+    compact_keep = Float(
+        0.4,
+        config=True,
+        help="Share of the room left for history (window x compact_at, minus the system "
+        "prompt and tools) that the recent tail keeps verbatim when compacting (0.1-0.8). "
+        "Default: 0.4.",
+    )
+    prices = Dict(
+        {},
+        config=True,
+        help="USD per million tokens per model name (prefix match) as [input, cached input, "
+        "output] or [input, output], added to the built-in table of common models; unknown "
+        "models show no cost. Default: {}.",
+    )
+    summarize_outputs = Bool(
+        True,
+        config=True,
+        help="Ask the fast model for a short summary of tool outputs too large for the model "
+        "(over 30000 characters); the whole output is stored either way. Default: True.",
+    )
+    auto_title = Bool(
+        True,
+        config=True,
+        help="Name untitled sessions after their first request with the fast model. "
+        "Default: True.",
     )
     max_steps = Int(
         20, config=True, help="Model calls per request before the run stops. Default: 20."
@@ -87,6 +132,22 @@ class ThinkConfig(Configurable):
         help="Seconds between live output updates in a cell (at most 20 a second). Default: 0.05.",
     )
 
+    @default("context_window")
+    def _context_window_default(self) -> int:
+        raw = os.environ.get("THINK_CONTEXT_WINDOW", "").strip()
+        try:
+            return max(0, int(raw)) if raw else 0
+        except ValueError:
+            return 0  # a bad value must not stop the kernel; the table applies
+
+    @validate("compact_at")
+    def _check_compact_at(self, proposal: dict) -> float:
+        return min(0.95, max(0.1, float(proposal["value"])))
+
+    @validate("compact_keep")
+    def _check_compact_keep(self, proposal: dict) -> float:
+        return min(0.8, max(0.1, float(proposal["value"])))
+
     @default("base_url")
     def _base_url_default(self) -> str | None:
         return os.environ.get("OPENAI_BASE_URL") or None
@@ -103,17 +164,19 @@ class ThinkConfig(Configurable):
     def _primary_default(self) -> str:
         return os.environ.get("THINK_MODEL") or "gpt-4o-mini"
 
+    # The other roles default to "" (follow the role they fall back on), so that a session
+    # that changes its primary model also changes the roles that follow it.
     @default("fast_model")
     def _fast_default(self) -> str:
-        return os.environ.get("THINK_FAST_MODEL") or self.primary_model
+        return os.environ.get("THINK_FAST_MODEL", "")
 
     @default("summarizer_model")
     def _summarizer_default(self) -> str:
-        return os.environ.get("THINK_SUMMARIZER_MODEL") or self.fast_model
+        return os.environ.get("THINK_SUMMARIZER_MODEL", "")
 
     @default("vision_model")
     def _vision_default(self) -> str:
-        return os.environ.get("THINK_VISION_MODEL") or self.primary_model
+        return os.environ.get("THINK_VISION_MODEL", "")
 
     def credentials(self) -> tuple[str, str | None]:
         """Return (api_key, base_url) or raise NotConfigured with the how-to message."""
@@ -123,5 +186,6 @@ class ThinkConfig(Configurable):
         return self.api_key or "not-needed", self.base_url
 
     def model_for(self, role: str) -> str:
-        """The model name for a role: primary, fast, summarizer or vision."""
-        return str(getattr(self, f"{role}_model"))
+        """The configured model of a role (primary, fast, summarizer, vision); "" = follow
+        its fallback (summarizer -> fast -> primary, vision -> primary)."""
+        return str(getattr(self, f"{role}_model", "") or "")

@@ -27,8 +27,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .agent.calls import FALLBACK, ROLES
+from .agent.catalog import window_for
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent, record_action
+from .agent.tokens import Calibration
 from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
 from .collab import local_access
@@ -118,6 +121,11 @@ class Runtime:
         if self._notebooks is not None:
             self.extras["notebooks"] = self._notebooks
         self.tools = self._build_tools()
+        # Shared by every run of this runtime: what the endpoint taught us about token counts
+        # and context windows, and the attachments waiting for the next request.
+        self.calibration = Calibration()
+        self.learned_windows: dict[str, int] = {}
+        self.pending_attachments: list[dict[str, Any]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -216,15 +224,39 @@ class Runtime:
         return props
 
     def model_name(self, props: dict[str, Any], role: str = "primary") -> str:
-        """props > subclass > extension > config > default."""
+        """The model of a role: props > subclass > extension > config > default, where a
+        role nothing names follows its fallback (summarizer -> fast -> primary, vision ->
+        primary)."""
+        chosen = self._named_model(props, role)
+        if chosen:
+            return chosen
+        if role in FALLBACK:
+            return self.model_name(props, FALLBACK[role])
+        return str(self.config.primary_model)
+
+    def _named_model(self, props: dict[str, Any], role: str) -> str:
         if role == "primary" and props.get("model"):
             return str(props["model"])
-        if role in self.models:
+        session_models = props.get("models")
+        if isinstance(session_models, dict) and session_models.get(role):
+            return str(session_models[role])
+        if self.models.get(role):
             return self.models[role]
         for ext in self._extensions:
-            if role in getattr(ext, "models", {}):
+            if getattr(ext, "models", {}).get(role):
                 return str(ext.models[role])
-        return self.config.model_for(role)
+        return self.config.model_for(role) if role != "primary" else ""
+
+    def role_models(self, props: dict[str, Any]) -> dict[str, str]:
+        """Every role's model for this session."""
+        return {role: self.model_name(props, role) for role in ROLES}
+
+    def context_window(self, model: str) -> int:
+        """The context window (tokens) of a model: learned from the endpoint, else
+        ``THINK_CONTEXT_WINDOW`` / config, else the table of common models."""
+        configured = window_for(model, self.config.context_windows, self.config.context_window)
+        learned = self.learned_windows.get(model)
+        return min(learned, configured) if learned else configured
 
     def system_prompt(self, props: dict[str, Any]) -> str:
         """Core prompt + class + extensions + config + session instructions."""
@@ -295,9 +327,15 @@ class Runtime:
                 log.exception("event sink failed")
 
     async def run(
-        self, request: str, *, context: str = "", user_message_id: str | None = None
+        self,
+        request: str,
+        *,
+        context: str = "",
+        user_message_id: str | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> AsyncIterator[Event]:
-        """Run one request; yields every event (and hands each to the sinks)."""
+        """Run one request; yields every event (and hands each to the sinks). Attachments
+        added with ``%think_attach`` go with it (stored on the user message)."""
         if self.store is None:
             await self.start()
         assert self.store is not None
@@ -318,10 +356,26 @@ class Runtime:
             model_name=self.model_name(props),
             max_steps=int(props.get("max_steps") or self.config.max_steps),
             retry_delays=self.config.retry_delays,
+            models=self.role_models(props),
+            windows=lambda name: window_for(
+                name, self.config.context_windows, self.config.context_window
+            ),
+            prices=self.config.prices,
+            calibration=self.calibration,
+            learned_windows=self.learned_windows,
+            compact_at=self.config.compact_at,
+            compact_keep=self.config.compact_keep,
+            summarize_outputs=self.config.summarize_outputs,
         )
         text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
+        attachments = [*self.pending_attachments, *(attachments or [])]
+        self.pending_attachments = []
         async for event in agent.run(
-            self.session_id, text, self.make_context, user_message_id=user_message_id
+            self.session_id,
+            text,
+            self.make_context,
+            user_message_id=user_message_id,
+            attachments=attachments or None,
         ):
             if isinstance(event, ToolCall):
                 self.current_message_id = event.message_id

@@ -4,8 +4,10 @@ Every consumer (the kernel renderer, the server link, the store, the browser) se
 frozen dataclasses; ``to_dict()`` gives the JSON frame (``{"type": ..., **fields}``) that travels
 over the kernel link and the WebSocket. Names follow ``shared/DESIGN.md``.
 
-One addition to DESIGN.md: ``tool_progress`` carries live output of a running tool (stdout of
-``bash`` / ``execute_code``, outputs of ``execute_cell``), so users see long tools as they run.
+Additions to DESIGN.md: ``tool_progress`` carries live output of a running tool (stdout of
+``bash`` / ``execute_code``, outputs of ``execute_cell``), so users see long tools as they run;
+``usage`` reports the tokens and cost of each model call, with its role and model (issue 14);
+``compaction`` says older messages were summarised to fit the context window (issue 14).
 """
 
 from __future__ import annotations
@@ -101,6 +103,54 @@ class ToolResult(Event):
     ok: bool
     summary: str = ""
     display: list[dict[str, Any]] = field(default_factory=list)
+    # The stored tool message, and the size of the whole output when the model saw less of
+    # it (0 otherwise): ``GET .../messages/{result_id}/content`` serves all of it.
+    result_id: str = ""
+    full_size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage(Event):
+    """Tokens and estimated cost of one model call, and which role and model made it.
+
+    ``purpose`` is ``step`` (the main loop), ``compaction``, ``tool_summary`` or ``title``;
+    ``estimated`` marks counts we estimated because the endpoint reported none; ``cost`` is
+    USD from the price table (None when the model has no price).
+    """
+
+    type: ClassVar[str] = "usage"
+    message_id: str
+    role: str
+    model: str
+    purpose: str = "step"
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    tokens_reasoning: int = 0
+    cost: float | None = None
+    estimated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction(Event):
+    """Older messages were summarised; the stored rows stay (non-destructive).
+
+    ``message_id`` is the stored summary row; it covers every message from the session's
+    start to ``to_seq`` except the first request, ``count`` of them, from ``first_id`` up to
+    (not including) ``tail_id``, the first message still sent verbatim.
+    """
+
+    type: ClassVar[str] = "compaction"
+    message_id: str
+    summary: str
+    count: int
+    first_id: str
+    tail_id: str
+    to_seq: int
+    tokens_before: int
+    tokens_after: int
+    role: str = "summarizer"
+    model: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +211,8 @@ AgentEvent = (
     | ErrorEvent
     | TaskEvent
     | FileChanged
+    | Usage
+    | Compaction
 )
 
 _BY_TYPE: dict[str, type[Event]] = {
@@ -176,6 +228,8 @@ _BY_TYPE: dict[str, type[Event]] = {
         Chat,
         ErrorEvent,
         FileChanged,
+        Usage,
+        Compaction,
     )
 }
 

@@ -8,6 +8,14 @@ It knows nothing of ipykernel or tornado. Every message is stored before the eve
 to it are yielded; a streaming reply is checkpointed and heartbeated so a crash loses at most a
 second of text. Several tool calls in one step run concurrently; their progress and results are
 yielded as they happen. Cancelling the consumer cancels the tools and marks the reply cancelled.
+
+Long sessions (issue 14): before each model call the request's size is estimated
+(:mod:`.tokens`, calibrated by the usage the endpoint reports); past ``compact_at`` of the
+model's window the older turns are summarised by the ``summarizer`` role (:mod:`.summarizer`),
+and a context-length error from the endpoint triggers one compaction and one retry. Each call
+names its role (``primary``, or ``vision`` while the request carries images) and records its
+usage and cost (:mod:`.calls`). Tool outputs too large for the model reach it as a summary and
+excerpts (:mod:`.outputs`); the whole output is stored with the tool message.
 """
 
 from __future__ import annotations
@@ -16,13 +24,16 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import Store, new_id
 from ..tools.base import CallOutcome, ToolContext, ToolRegistry
-from ..tools.summarize import for_model, summarize_input, summarize_output
+from ..tools.summarize import needs_whole, summarize_input, summarize_output
+from .attachments import load_history
+from .calls import ModelCaller
+from .context import ModelContext
 from .events import (
     Chat,
     ErrorEvent,
@@ -34,8 +45,10 @@ from .events import (
     ToolCall,
     ToolResult,
 )
-from .messages import to_model_messages, transform_context
 from .model import Chunk, ModelClient, ModelError
+from .outputs import model_view
+from .summarizer import budget, compact_if_needed
+from .tokens import Calibration, estimate_tools
 
 ContextFactory = Callable[[str, str], ToolContext]
 """(message_id, call_id) -> the ToolContext for one call."""
@@ -51,12 +64,17 @@ class _Step:
     reasoning: str = ""
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     finish: str = ""
-    tokens_in: int = 0
-    tokens_out: int = 0
+    usage: Chunk | None = None
+    estimated_in: int = 0
 
 
 class Agent:
-    """Runs requests against a model with tools, recording everything in the store."""
+    """Runs requests against a model with tools, recording everything in the store.
+
+    ``models`` maps roles to model names (``primary`` defaults to ``model_name``); the
+    context window of each model comes from ``windows`` (see :mod:`.catalog`), learned
+    windows and the token ``calibration`` are shared across runs when the caller passes them.
+    """
 
     def __init__(
         self,
@@ -69,6 +87,14 @@ class Agent:
         max_steps: int = 20,
         retry_delays: Sequence[float] = (2.0, 4.0, 8.0),
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        models: Mapping[str, str] | None = None,
+        windows: Callable[[str], int] | None = None,
+        prices: Mapping[str, Any] | None = None,
+        calibration: Calibration | None = None,
+        learned_windows: dict[str, int] | None = None,
+        compact_at: float = 0.8,
+        compact_keep: float = 0.4,
+        summarize_outputs: bool = True,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -78,6 +104,28 @@ class Agent:
         self.max_steps = max_steps
         self.retry_delays = list(retry_delays)
         self.sleep = sleep
+        self.models = {**(models or {}), "primary": (models or {}).get("primary") or model_name}
+        self.windows = windows
+        self.prices = prices
+        self.calibration = calibration or Calibration()
+        self.learned_windows = learned_windows if learned_windows is not None else {}
+        self.compact_at = compact_at
+        self.compact_keep = compact_keep
+        self.summarize_outputs = summarize_outputs
+
+    def caller(self, session_id: str) -> ModelCaller:
+        """The model caller of a session (roles, usage records, calibration)."""
+        return ModelCaller(
+            self.model,
+            self.store,
+            session_id,
+            self.models,
+            prices=self.prices,
+            calibration=self.calibration,
+            windows=self.windows,
+            learned=self.learned_windows,
+            sleep=self.sleep,
+        )
 
     async def run(
         self,
@@ -86,6 +134,7 @@ class Agent:
         make_context: ContextFactory,
         *,
         user_message_id: str | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> AsyncIterator[Event]:
         """Store the request, then loop model -> tools until the model answers or a limit hits."""
         rows = await self.store.get_messages(
@@ -93,9 +142,10 @@ class Agent:
         )
         user = await self.store.get_message(user_message_id) if user_message_id else None
         if user is None:
-            user = await self.store.add_message(
-                session_id, "user", request, **({"id": user_message_id} if user_message_id else {})
-            )
+            extra: dict[str, Any] = {"id": user_message_id} if user_message_id else {}
+            if attachments:
+                extra["attachments"] = attachments
+            user = await self.store.add_message(session_id, "user", request, **extra)
             rows.append(user)
         else:
             if request and request != user["content"]:
@@ -105,25 +155,43 @@ class Agent:
             if all(r["id"] != user["id"] for r in rows):
                 rows.append(user)  # stored by the server with a status the filter left out
         # else: a retry of a stored request; rows hold it and the steps it completed, in order
+        caller = self.caller(session_id)
+        specs = self.tools.specs()
+        rows, loaded = await load_history(self.store, rows, user)
         # Convert history once; each step then appends only what it added, so a step's cost
         # does not grow with the length of the conversation.
-        messages = to_model_messages(self.system, transform_context(rows))
-        specs = self.tools.specs()
+        ctx = ModelContext.from_rows(self.system, rows, loaded, estimate_tools(specs))
         for step_no in range(1, self.max_steps + 1):
             yield StatusEvent("thinking", f"step {step_no}")
+            role = "vision" if ctx.has_images else "primary"
+            async for event in compact_if_needed(
+                ctx,
+                caller,
+                self.store,
+                session_id,
+                user["id"],
+                role=role,
+                compact_at=self.compact_at,
+                keep=self.compact_keep,
+            ):
+                yield event
+            role = "vision" if ctx.has_images else "primary"
             reply = await self.store.add_message(
                 session_id,
                 "assistant",
                 "",
                 status="streaming",
-                model=self.model_name,
+                model=caller.model(role),
+                model_role=role,
                 parent_id=user["id"],
                 heartbeat_at=time.time(),
             )
             mid = reply["id"]
             step = _Step()
             try:
-                async for event in self._stream_with_retries(messages, specs, mid, step):
+                async for event in self._stream_with_retries(
+                    ctx, specs, mid, step, caller, role, session_id, user["id"]
+                ):
                     yield event
             except ModelError as e:
                 await self.store.update_message(
@@ -140,18 +208,30 @@ class Agent:
                 raise
 
             calls = [_call_record(i, c) for i, c in sorted(step.calls.items())]
+            usage = await caller.record(
+                role=role,
+                purpose="step",
+                message_id=mid,
+                reported=step.usage,
+                estimated_in=step.estimated_in,
+                text_out=step.text + "".join(c["arguments"] for c in calls),
+            )
             await self.store.update_message(
                 mid,
                 content=step.text,
                 reasoning=step.reasoning or None,
                 tool_calls=calls or None,
                 status="complete",
-                tokens_in=step.tokens_in or None,
-                tokens_out=step.tokens_out or None,
+                tokens_in=usage.tokens_in,
+                tokens_out=usage.tokens_out,
+                tokens_cached=usage.tokens_cached or None,
+                tokens_reasoning=usage.tokens_reasoning or None,
+                cost=usage.cost,
                 heartbeat_at=time.time(),
             )
+            yield usage
             reply.update(content=step.text, tool_calls=calls or None, status="complete")
-            messages.extend(to_model_messages("", [reply])[1:])
+            ctx.append([reply])
             if step.text:
                 yield TextDone(mid, step.text)
             if not calls:
@@ -160,11 +240,12 @@ class Agent:
                 return
             yield StatusEvent("executing", ", ".join(c["name"] for c in calls))
             results: dict[str, dict[str, Any]] = {}
-            async for event in self._run_tools(session_id, mid, calls, results, make_context):
+            async for event in self._run_tools(
+                session_id, mid, calls, results, make_context, caller
+            ):
                 yield event
             # Tool results go back in call order, as endpoints expect after the assistant turn.
-            done = [results[c["id"]] for c in calls if c["id"] in results]
-            messages.extend(to_model_messages("", done)[1:])
+            ctx.append(results[c["id"]] for c in calls if c["id"] in results)
 
         note = (
             f"Stopped after {self.max_steps} model steps without a final answer. "
@@ -175,15 +256,46 @@ class Agent:
         yield StatusEvent("idle")
 
     async def _stream_with_retries(
-        self, messages: list[dict[str, Any]], specs: list[dict[str, Any]], mid: str, step: _Step
+        self,
+        ctx: ModelContext,
+        specs: list[dict[str, Any]],
+        mid: str,
+        step: _Step,
+        caller: ModelCaller,
+        role: str,
+        session_id: str,
+        parent_id: str,
     ) -> AsyncIterator[Event]:
         attempt = 0
+        compacted = False
         while True:
             try:
-                async for event in self._stream_once(messages, specs, mid, step):
+                async for event in self._stream_once(ctx, specs, mid, step, caller, role):
                     yield event
                 return
             except ModelError as e:
+                if e.code == "context_length" and not compacted:
+                    # One compaction and one retry (issue 14); the endpoint may have told us
+                    # its real window, which later requests then respect.
+                    compacted = True
+                    ratio = caller.calibration.ratio(caller.model(role))
+                    caller.learn_window(role, e.limit, int(ctx.tokens() * ratio))
+                    yield StatusEvent("thinking", "the context was too long: compacting")
+                    async for event in compact_if_needed(
+                        ctx,
+                        caller,
+                        self.store,
+                        session_id,
+                        parent_id,
+                        role=role,
+                        compact_at=self.compact_at,
+                        keep=self.compact_keep,
+                        force=True,
+                    ):
+                        yield event
+                    ctx.fit(budget(ctx, caller, role, self.compact_at))
+                    step.text, step.reasoning, step.calls, step.usage = "", "", {}, None
+                    continue
                 if not e.transient or attempt >= len(self.retry_delays):
                     raise
                 delay = self.retry_delays[attempt]
@@ -191,7 +303,7 @@ class Agent:
                 if step.text:
                     # TextDone carries the authoritative text so far: reset the cut attempt.
                     yield TextDone(mid, "")
-                step.text, step.reasoning, step.calls = "", "", {}
+                step.text, step.reasoning, step.calls, step.usage = "", "", {}, None
                 yield StatusEvent(
                     "waiting",
                     f"{e}; retry {attempt}/{len(self.retry_delays)} in {delay:g} s",
@@ -201,11 +313,20 @@ class Agent:
                 yield StatusEvent("thinking", f"retry {attempt}")
 
     async def _stream_once(
-        self, messages: list[dict[str, Any]], specs: list[dict[str, Any]], mid: str, step: _Step
+        self,
+        ctx: ModelContext,
+        specs: list[dict[str, Any]],
+        mid: str,
+        step: _Step,
+        caller: ModelCaller,
+        role: str,
     ) -> AsyncIterator[Event]:
         last_beat = time.monotonic()
+        step.estimated_in = ctx.tokens()
         chunk: Chunk
-        async for chunk in self.model.stream(messages, specs, self.model_name):
+        async for chunk in self.model.stream(
+            ctx.messages, specs, caller.model(role), purpose="step"
+        ):
             kind = chunk.kind
             if kind == "text":
                 step.text += chunk.text
@@ -223,7 +344,7 @@ class Agent:
             elif kind == "finish":
                 step.finish = chunk.text
             elif kind == "usage":
-                step.tokens_in, step.tokens_out = chunk.tokens_in, chunk.tokens_out
+                step.usage = chunk
             now = time.monotonic()
             if now - last_beat >= HEARTBEAT_SECONDS:
                 last_beat = now
@@ -238,6 +359,7 @@ class Agent:
         calls: list[dict[str, Any]],
         results: dict[str, dict[str, Any]],
         make_context: ContextFactory,
+        caller: ModelCaller,
     ) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         for c in calls:
@@ -248,8 +370,23 @@ class Agent:
             ctx.emit = queue.put_nowait
             outcome = await self.tools.call(call["name"], call["arguments"], ctx)
             out = outcome.output
-            text = for_model(out.text)
+            whole = out.full if out.full is not None else out.text
+            text, usage = await model_view(
+                out.text,
+                whole,
+                caller,
+                summarize=self.summarize_outputs,
+                tool=call["name"],
+                message_id=mid,
+            )
+            if usage is not None:
+                queue.put_nowait(usage)
             summary = summarize_output(out.text, out.summary)
+            extra: dict[str, Any] = {}
+            if needs_whole(text, whole):
+                # The model saw less than all of it: keep the whole output (issue 14).
+                extra["output_blob"] = await self.store.save_blob(whole.encode("utf-8"))
+                extra["output_size"] = len(whole)
             row = await self.store.add_message(
                 session_id,
                 "tool",
@@ -262,8 +399,10 @@ class Agent:
                 duration_ms=round(outcome.duration_ms, 3),
                 ok=int(out.ok),
                 error=out.error or None,
+                **extra,
             )
-            results[call["id"]] = row
+            # In memory the model's text stays whole (the stored row may hold a preview).
+            results[call["id"]] = {**row, "content": text}
             await record_action(
                 self.store, session_id, call["name"], outcome, call["arguments"], mid
             )
@@ -276,6 +415,8 @@ class Agent:
                     out.ok,
                     summary=summary,
                     display=out.display,
+                    result_id=row["id"],
+                    full_size=int(extra.get("output_size") or 0),
                 )
             )
 

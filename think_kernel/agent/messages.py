@@ -2,7 +2,10 @@
 
 1. :func:`transform_context` works on stored rows: it drops what the model must not see
    (errored or cancelled partials) and repairs tool-call pairs cut by an interrupt.
-2. :func:`to_model_messages` converts rows to the OpenAI chat format.
+2. :func:`to_model_messages` converts rows to the OpenAI chat format. A user row's
+   attachments become text (files, notebook cells) and image parts; an image is sent only
+   when its data is given (the run that attached it), later runs see a one-line placeholder,
+   so a primary model without vision can carry on.
 
 Both are pure and O(n) in the rows given; the loop keeps the rows in memory during a run so
 no step re-reads the database.
@@ -14,6 +17,7 @@ import json
 from typing import Any
 
 INTERRUPTED = "(no result: the run was interrupted before this tool finished)"
+MODEL_ROLES = ("user", "assistant", "tool")
 
 
 def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -23,6 +27,8 @@ def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         role = row.get("role")
         status = row.get("status", "complete")
+        if role not in MODEL_ROLES:
+            continue  # compaction summaries and other records the model never sees as such
         if role == "assistant" and status in ("error", "pending", "streaming"):
             continue  # a failed or unfinished attempt: the retry or the next step replaces it
         if role != "tool" and pending:
@@ -46,13 +52,19 @@ def _placeholder(call_id: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED, "status": "complete"}
 
 
-def to_model_messages(system: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Convert stored rows (already transformed) to OpenAI chat messages."""
+def to_model_messages(
+    system: str, rows: list[dict[str, Any]], loaded: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Convert stored rows (already transformed) to OpenAI chat messages.
+
+    ``loaded`` maps attachment blob keys to their data: a ``data:`` URL for an image to send,
+    the text of an attached file.
+    """
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for row in rows:
         role = row["role"]
         if role == "user":
-            out.append({"role": "user", "content": row.get("content") or ""})
+            out.append({"role": "user", "content": user_content(row, loaded or {})})
         elif role == "assistant":
             msg: dict[str, Any] = {"role": "assistant", "content": row.get("content") or None}
             calls = row.get("tool_calls")
@@ -90,3 +102,54 @@ def _args_text(call: dict[str, Any]) -> str:
             return "{}"
         return args or "{}"
     return json.dumps(args)
+
+
+def user_content(row: dict[str, Any], loaded: dict[str, str]) -> Any:
+    """A user row's content: its text plus attachments (text, or text and image parts)."""
+    text = str(row.get("content") or "")
+    attachments = row.get("attachments")
+    if not isinstance(attachments, list) or not attachments:
+        return text
+    parts: list[str] = [text] if text else []
+    images: list[str] = []
+    for a in attachments:
+        if not isinstance(a, dict):
+            continue
+        kind, name = a.get("kind"), str(a.get("name") or a.get("path") or "attachment")
+        blob = str(a.get("blob") or "")
+        if kind == "image":
+            url = loaded.get(blob)
+            if url:
+                images.append(url)
+                parts.append(f"[image attached: {name}]")
+            else:
+                parts.append(f"[image {name} was attached to this message; not shown again]")
+        elif kind == "cells":
+            parts.append(render_cells(a))
+        elif kind == "file":
+            body = loaded.get(blob)
+            if body is None:
+                parts.append(f"[file {name} was attached; its content is no longer available]")
+            else:
+                parts.append(f'<attachment name="{name}">\n{body}\n</attachment>')
+    joined = "\n\n".join(parts)
+    if not images:
+        return joined
+    return [{"type": "text", "text": joined}] + [
+        {"type": "image_url", "image_url": {"url": url}} for url in images
+    ]
+
+
+def render_cells(attachment: dict[str, Any]) -> str:
+    """Notebook cells dragged into the chat, as text the model reads."""
+    path = str(attachment.get("path") or "")
+    out = [f'<cells notebook="{path}">' if path else "<cells>"]
+    for cell in attachment.get("cells") or []:
+        if not isinstance(cell, dict):
+            continue
+        kind = str(cell.get("cell_type") or "code")
+        ident = str(cell.get("id") or "")
+        head = f"[{kind} cell{' ' + ident if ident else ''}]"
+        out.append(f"{head}\n{cell.get('source') or ''}")
+    out.append("</cells>")
+    return "\n".join(out)

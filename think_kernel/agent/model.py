@@ -7,10 +7,19 @@
 Chunks are small tuples of our own (:class:`Chunk`) so the loop never touches SDK types.
 Errors are turned into :class:`ModelError` with ``transient`` set for what is worth retrying
 (429, 5xx, connection reset, read timeout, a stream cut before it finished) and a message that
-says what to fix for the rest (401, unknown model, bad request).
+says what to fix for the rest (401, unknown model, bad request). A request over the model's
+context window is ``code="context_length"`` (with the window when the endpoint names it): the
+loop compacts and retries once.
+
+Every request asks for the usage chunk (``stream_options.include_usage``); an endpoint that
+rejects the option is asked again without it, once per client. ``purpose`` travels in the
+``X-Think-Purpose`` header (``step``, ``compaction``, ``tool_summary``, ``title``), which
+endpoints ignore and proxies can log.
 """
 
 from __future__ import annotations
+
+import re
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -45,25 +54,67 @@ class Chunk:
     arguments: str = ""
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
+    tokens_reasoning: int = 0
 
 
 class ModelError(Exception):
-    """A failed model call; ``transient`` ones are retried with backoff."""
+    """A failed model call; ``transient`` ones are retried with backoff. ``limit`` is the
+    context window the endpoint named in a context-length error, if it did."""
 
-    def __init__(self, message: str, transient: bool, code: str = "model_error") -> None:
+    def __init__(
+        self, message: str, transient: bool, code: str = "model_error", limit: int | None = None
+    ) -> None:
         super().__init__(message)
         self.transient = transient
         self.code = code
+        self.limit = limit
 
 
 class ModelClient(Protocol):
-    """Streams one chat completion. Raise ModelError on failure."""
+    """Streams one chat completion. Raise ModelError on failure.
+
+        async for chunk in client.stream(messages, tools, "gpt-4o-mini", purpose="step"):
+            ...
+    """
 
     def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        *,
+        purpose: str = "step",
     ) -> AsyncIterator[Chunk]:
-        """Yield chunks of one completion, ending with a ``finish`` chunk."""
+        """Yield chunks of one completion (a ``usage`` chunk when the endpoint reports it),
+        ending with a ``finish`` chunk."""
         ...
+
+
+# How endpoints say a request is over the window: OpenAI and vLLM ("maximum context length
+# is 4096 tokens"), llama.cpp ("exceeds the available context size"), LiteLLM / Anthropic
+# ("prompt is too long"), Ollama and others ("context window", "too many tokens").
+_CONTEXT_ERRORS = re.compile(
+    r"context[_ ]length|context[_ ]window|maximum context|context size|prompt is too long"
+    r"|too many tokens|reduce the length|input is too long|exceeds? the (?:model's )?(?:max|limit)",
+    re.IGNORECASE,
+)
+_LIMIT = re.compile(
+    r"(?:maximum context length|context window|context size|context length)"
+    r"\D{0,40}?(\d[\d,]{2,})",
+    re.IGNORECASE,
+)
+
+
+def context_limit(detail: str) -> int | None:
+    """The window an error message names (``maximum context length is 4096 tokens``)."""
+    m = _LIMIT.search(detail)
+    if not m:
+        return None
+    try:
+        return int(m.group(1).replace(",", ""))
+    except ValueError:
+        return None
 
 
 def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError:
@@ -97,6 +148,16 @@ def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         detail = _detail(exc)
+        code = _error_code(exc)
+        if status in (400, 413, 422) and (
+            code == "context_length_exceeded" or _CONTEXT_ERRORS.search(detail)
+        ):
+            return ModelError(
+                f"the request is larger than {model!r}'s context window: {detail}",
+                transient=False,
+                code="context_length",
+                limit=context_limit(detail),
+            )
         if status >= 500 or status in (408, 409, 425):
             return ModelError(f"{where} answered {status}: {detail}", True, "server_error")
         return ModelError(f"{where} refused the request ({status}): {detail}", False, "bad_request")
@@ -109,6 +170,12 @@ def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError
             code="connection",
         )
     return ModelError(f"{type(exc).__name__}: {exc}", transient=False)
+
+
+def _error_code(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    err = body.get("error", body) if isinstance(body, dict) else None
+    return str(err.get("code") or "") if isinstance(err, dict) else ""
 
 
 def _detail(exc: openai.APIStatusError) -> str:
@@ -131,6 +198,7 @@ class OpenAIModel:
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         self.base_url = base_url
+        self.usage_option = True  # cleared if the endpoint rejects stream_options
         # Our loop retries with visible status, so the SDK must not retry silently.
         self.client = client or openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
@@ -141,12 +209,35 @@ class OpenAIModel:
         await self.client.close()
 
     async def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        *,
+        purpose: str = "step",
     ) -> AsyncIterator[Chunk]:
         """Stream one completion; raise ModelError (never SDK exceptions)."""
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
         if tools:
             kwargs["tools"] = tools
+        if self.usage_option:
+            kwargs["stream_options"] = {"include_usage": True}
+        try:
+            async for chunk in self._stream(kwargs, model, purpose):
+                yield chunk
+        except ModelError as e:
+            # An older server that does not know stream_options: ask again without it (and
+            # estimate usage from then on). Nothing was streamed before such a refusal.
+            if e.code != "bad_request" or "stream_options" not in str(e) or not self.usage_option:
+                raise
+            self.usage_option = False
+            kwargs.pop("stream_options", None)
+            async for chunk in self._stream(kwargs, model, purpose):
+                yield chunk
+
+    async def _stream(
+        self, kwargs: dict[str, Any], model: str, purpose: str
+    ) -> AsyncIterator[Chunk]:
         finished = False
         try:
             # The same request as client.chat.completions.create(**kwargs), posted through the
@@ -159,16 +250,13 @@ class OpenAIModel:
                 cast_to=ChatCompletionChunk,
                 stream=True,
                 stream_cls=openai.AsyncStream[ChatCompletionChunk],
+                options={"headers": {"X-Think-Purpose": purpose}},
             )
             async with stream:
                 async for event in stream:
                     usage = getattr(event, "usage", None)
                     if usage is not None:
-                        yield Chunk(
-                            "usage",
-                            tokens_in=usage.prompt_tokens or 0,
-                            tokens_out=usage.completion_tokens or 0,
-                        )
+                        yield _usage_chunk(usage)
                     for choice in event.choices or ():
                         delta = choice.delta
                         if delta is not None:
@@ -187,6 +275,18 @@ class OpenAIModel:
                 transient=True,
                 code="stream_cut",
             )
+
+
+def _usage_chunk(usage: Any) -> Chunk:
+    prompt = getattr(usage, "prompt_tokens_details", None)
+    completion = getattr(usage, "completion_tokens_details", None)
+    return Chunk(
+        "usage",
+        tokens_in=usage.prompt_tokens or 0,
+        tokens_out=usage.completion_tokens or 0,
+        tokens_cached=(getattr(prompt, "cached_tokens", None) or 0) if prompt else 0,
+        tokens_reasoning=(getattr(completion, "reasoning_tokens", None) or 0) if completion else 0,
+    )
 
 
 def _delta_chunks(delta: Any) -> list[Chunk]:

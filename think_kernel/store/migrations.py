@@ -166,6 +166,39 @@ migration(
 )
 
 
+# Issue 14: usage of every model call, the role of each call, whole tool outputs, attachments
+# and compaction summaries. Self-contained (no dependency on m004).
+migration(
+    "m005_usage",
+    """
+    CREATE TABLE usage (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        message_id TEXT,
+        ts REAL NOT NULL,
+        role TEXT NOT NULL,
+        model TEXT NOT NULL,
+        purpose TEXT NOT NULL DEFAULT 'step',
+        tokens_in INTEGER NOT NULL DEFAULT 0,
+        tokens_out INTEGER NOT NULL DEFAULT 0,
+        tokens_cached INTEGER NOT NULL DEFAULT 0,
+        tokens_reasoning INTEGER NOT NULL DEFAULT 0,
+        cost REAL,
+        estimated INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX usage_session ON usage(session_id, ts);
+    ALTER TABLE messages ADD COLUMN model_role TEXT;
+    ALTER TABLE messages ADD COLUMN tokens_cached INTEGER;
+    ALTER TABLE messages ADD COLUMN tokens_reasoning INTEGER;
+    ALTER TABLE messages ADD COLUMN cost REAL;
+    ALTER TABLE messages ADD COLUMN output_blob TEXT;
+    ALTER TABLE messages ADD COLUMN output_size INTEGER;
+    ALTER TABLE messages ADD COLUMN attachments TEXT;
+    ALTER TABLE messages ADD COLUMN compaction TEXT;
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

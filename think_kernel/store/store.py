@@ -28,8 +28,19 @@ import aiosqlite
 
 from .migrations import migrate
 from .records import RecordsMixin
+from .usage import UsageMixin
 
-JSON_COLUMNS = {"tool_calls", "options", "data", "dependencies", "payload", "input", "decision"}
+JSON_COLUMNS = {
+    "tool_calls",
+    "options",
+    "data",
+    "dependencies",
+    "payload",
+    "input",
+    "decision",
+    "attachments",
+    "compaction",
+}
 MESSAGE_FIELDS = {
     "content",
     "tool_calls",
@@ -50,6 +61,14 @@ MESSAGE_FIELDS = {
     "error",
     "duration_ms",
     "ok",
+    "model_role",
+    "tokens_cached",
+    "tokens_reasoning",
+    "cost",
+    "output_blob",
+    "output_size",
+    "attachments",
+    "compaction",
 }
 SESSION_FIELDS = {"title", "path", "status", "options"}
 PREVIEW_CHARS = 2000
@@ -57,7 +76,8 @@ _MESSAGE_COLUMNS = (
     "id session_id seq role content content_blob content_size tool_calls tool_call_id name"
     " result_summary result_preview reasoning reasoning_size status checkpoint heartbeat_at"
     " tokens_in tokens_out model attempt parent_id facet error created_at updated_at"
-    " duration_ms ok"
+    " duration_ms ok model_role tokens_cached tokens_reasoning cost output_blob output_size"
+    " attachments compaction"
 ).split()
 
 
@@ -86,7 +106,7 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin):
+class Store(RecordsMixin, UsageMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -149,7 +169,10 @@ class Store(RecordsMixin):
 
     def put_blob(self, text: str) -> str:
         """Store text by content hash; return the key."""
-        data = text.encode("utf-8")
+        return self.put_blob_bytes(text.encode("utf-8"))
+
+    def put_blob_bytes(self, data: bytes) -> str:
+        """Store bytes (an image, a whole tool output) by content hash; return the key."""
         key = hashlib.sha256(data).hexdigest()
         target = self.blob_dir / key[:2] / key
         if not target.exists():
@@ -161,12 +184,24 @@ class Store(RecordsMixin):
 
     def get_blob(self, key: str) -> str:
         """Return a blob's text; KeyError if unknown."""
-        if not key.isalnum():
+        return self.get_blob_bytes(key).decode("utf-8")
+
+    def get_blob_bytes(self, key: str) -> bytes:
+        """Return a blob's bytes; KeyError if unknown (or not a blob key)."""
+        if not key.isalnum() or not key.isascii():
             raise KeyError(key)
         target = self.blob_dir / key[:2] / key
         if not target.exists():
             raise KeyError(key)
-        return target.read_text("utf-8")
+        return target.read_bytes()
+
+    async def save_blob(self, data: bytes) -> str:
+        """:meth:`put_blob_bytes` off the event loop (images and outputs can be megabytes)."""
+        return await asyncio.to_thread(self.put_blob_bytes, data)
+
+    async def load_blob(self, key: str) -> bytes:
+        """:meth:`get_blob_bytes` off the event loop; KeyError if unknown."""
+        return await asyncio.to_thread(self.get_blob_bytes, key)
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -223,6 +258,7 @@ class Store(RecordsMixin):
             "schedules",
             "approvals",
             "runs",
+            "usage",
         ):
             await self.db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         return existed
@@ -309,6 +345,12 @@ class Store(RecordsMixin):
         if message.get("content_blob"):
             return await asyncio.to_thread(self.get_blob, message["content_blob"])
         return str(message.get("content") or "")
+
+    async def full_output(self, message: dict[str, Any]) -> str:
+        """The whole output of a tool message (the model may have seen only a summary)."""
+        if message.get("output_blob"):
+            return await asyncio.to_thread(self.get_blob, message["output_blob"])
+        return await self.message_content(message)
 
     async def get_messages(
         self,

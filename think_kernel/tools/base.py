@@ -45,7 +45,8 @@ class ToolOutput:
 
     ``text`` is what the model sees, ``summary`` goes to the action log (e.g. ``wrote a.py: 3
     lines``), ``display`` holds MIME bundles for the cell, ``ok`` marks soft failures (a
-    program that exited non-zero is a result, not a crash).
+    program that exited non-zero is a result, not a crash). ``full`` is the whole output when
+    ``text`` is already a shortened view of it (the loop stores it whole, issue 14).
     """
 
     text: str
@@ -53,6 +54,7 @@ class ToolOutput:
     display: list[dict[str, Any]] = field(default_factory=list)
     ok: bool = True
     error: str = ""
+    full: str | None = None
 
 
 @dataclass

@@ -30,25 +30,34 @@ def _describe(bundle: dict) -> str:
     return f"[{', '.join(kinds)} output shown in the cell] {plain}".strip()
 
 
-def _to_output(res: Any) -> ToolOutput:
+def _compose(res: Any, cut: Any) -> str:
     parts = [*res.warnings]
     if res.stdout:
-        parts.append(for_model(res.stdout))
+        parts.append(cut(res.stdout))
     if res.stderr:
-        parts.append("[stderr]\n" + for_model(res.stderr))
+        parts.append("[stderr]\n" + cut(res.stderr))
     parts += [_describe(b) for b in res.outputs]
     if res.error_category:
         parts.append(f"[error: {res.error_category}] {res.error}")
         if res.traceback:
-            parts.append(for_model(res.traceback, 8000))
+            parts.append(cut(res.traceback, 8000))
     parts.append(f"[exit code {res.exit_code}, {res.duration_ms:.0f} ms]")
+    return "\n".join(p for p in parts if p)
+
+
+def _to_output(res: Any) -> ToolOutput:
+    # The model sees each stream cut on its own (stderr and the exit code survive a flood of
+    # stdout); the loop stores the uncut composition whole (issue 14).
+    text = _compose(res, for_model)
+    whole = _compose(res, lambda s, limit=0: s)
     summary = res.summary() if hasattr(res, "summary") else f"exit={res.exit_code}"
     return ToolOutput(
-        text="\n".join(p for p in parts if p),
+        text=text,
         summary=summary,
         display=list(res.outputs),
         ok=bool(res.ok),
         error=res.error or "",
+        full=whole if whole != text else None,
     )
 
 

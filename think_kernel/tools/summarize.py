@@ -54,3 +54,22 @@ def for_model(text: str, limit: int = MODEL_CHARS) -> str:
     tail = text[-limit // 3 :]
     cut = len(text) - len(head) - len(tail)
     return f"{head}\n\n[... {cut} characters omitted ...]\n\n{tail}"
+
+
+def needs_whole(text: str, whole: str, limit: int = MODEL_CHARS) -> bool:
+    """Whether the model sees less than the whole output (so the whole must be kept apart)."""
+    return len(whole) > limit or whole != text
+
+
+def output_view(text: str, whole: str, summary: str = "", limit: int = MODEL_CHARS) -> str:
+    """What the model sees of a large output: a note on its size, a summary (if one was
+    made) and head / tail excerpts, within ``limit`` characters."""
+    lines = whole.count("\n") + 1
+    seen = "a summary and excerpts" if summary else "excerpts"
+    note = (
+        f"[The whole output is {len(whole):,} characters, {lines:,} lines; it is stored and "
+        f"you see {seen}. For a part, run the tool again on a smaller range (read_file with "
+        "offset/limit, or grep, head, tail in bash).]"
+    )
+    head = f"{note}\nSummary: {summary}\n\n" if summary else f"{note}\n\n"
+    return head + for_model(text, max(1_000, limit - len(head)))

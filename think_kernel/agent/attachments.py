@@ -1,0 +1,108 @@
+"""Attachments: files, images and notebook cells that go with a request.
+
+    att = describe_attachment("plot.png", data)        # kind image / file, or ValueError
+    att["blob"] = await store.save_blob(data)          # stored like any blob
+    rows, loaded = await load_history(store, rows, user)
+
+An attachment is a small dict stored on the user message (``attachments`` column):
+``{"kind": "image", "name", "mime", "blob", "size"}``, ``{"kind": "file", ...}`` for text, or
+``{"kind": "cells", "path", "cells": [{"id", "cell_type", "source"}]}`` inline. Images are
+recognised by their bytes (PNG, JPEG, GIF, WebP), never by a name or a header a client sends;
+files must be UTF-8 text. The model gets images as image parts in the run that attached them
+(the ``vision`` role answers), and text attachments as text.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from .context import split_history
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+MAX_TEXT_CHARS = 200_000
+MAX_ATTACHMENTS = 10
+MAX_CELLS = 50
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_mime(data: bytes) -> str | None:
+    """The MIME type of an image the vision models accept, from its first bytes."""
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def describe_attachment(name: str, data: bytes) -> dict[str, Any]:
+    """The attachment record for a file's bytes (without ``blob``); ValueError says why not."""
+    name = (name or "attachment").replace("\\", "/").rsplit("/", 1)[-1][:255] or "attachment"
+    mime = image_mime(data)
+    if mime is not None:
+        if len(data) > MAX_IMAGE_BYTES:
+            raise ValueError(
+                f"{name} is {len(data):,} bytes; images may be up to {MAX_IMAGE_BYTES:,} bytes"
+            )
+        return {"kind": "image", "name": name, "mime": mime, "size": len(data)}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"{name} is neither an image (PNG, JPEG, GIF, WebP) nor UTF-8 text; put it in the "
+            "workspace and ask the agent to read it"
+        ) from None
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(
+            f"{name} has {len(text):,} characters; attached text may be up to "
+            f"{MAX_TEXT_CHARS:,}: put it in the workspace and ask the agent to read it"
+        )
+    return {"kind": "file", "name": name, "mime": "text/plain", "size": len(data)}
+
+
+async def load_history(
+    store: Store, rows: list[dict[str, Any]], user: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Whole contents of the offloaded rows the model will see, and attachment data: the
+    text of attached files, and ``data:`` URLs of the images of this run's request only."""
+    pinned, _summary, visible = split_history(rows)
+    seen = {id(r) for r in visible} | ({id(pinned)} if pinned is not None else set())
+    loaded: dict[str, str] = {}
+    out = []
+    for row in rows:
+        if id(row) in seen:
+            if row.get("content_blob") and row["role"] in ("user", "assistant", "tool"):
+                with contextlib.suppress(KeyError):
+                    row = {**row, "content": await store.message_content(row)}
+            if row["role"] == "user":
+                for a in row.get("attachments") or []:
+                    await _load_one(store, a, row["id"] == user["id"], loaded)
+        out.append(row)
+    return out, loaded
+
+
+async def _load_one(store: Store, a: Any, current: bool, loaded: dict[str, str]) -> None:
+    if not isinstance(a, dict) or not a.get("blob") or a["blob"] in loaded:
+        return
+    kind = a.get("kind")
+    if kind == "image" and not current:
+        return  # older images become a placeholder: the primary model need not see images
+    try:
+        data = await store.load_blob(str(a["blob"]))
+    except KeyError:
+        return  # the blob is gone: the model is told the attachment is unavailable
+    if kind == "image":
+        mime = image_mime(data) or "image/png"
+        loaded[a["blob"]] = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    elif kind == "file":
+        loaded[a["blob"]] = data.decode("utf-8", errors="replace")

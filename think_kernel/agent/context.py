@@ -1,0 +1,191 @@
+"""What the model sees during a run, kept in step with the stored history.
+
+    ctx = ModelContext.from_rows(system, rows, loaded, tools_tokens)
+    ctx.tokens()                     # estimate of the next request (system, history, tools)
+    ctx.append([assistant_row])      # O(new rows): a step's cost does not grow with history
+    ctx.compacted(summary_row, plan) # pinned request + one summary + the verbatim tail
+
+Stored rows are never changed: a compaction adds a ``summary`` row whose ``compaction`` field
+says which rows it covers (``to_seq``); rebuilding the context from the store gives the same
+messages as the run had. The summary is part of the system message, so role alternation of the
+conversation is untouched. Messages too large for the room (a giant pasted request, one
+enormous tool result in the tail) are cut in the middle for the model only (:meth:`fit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compaction import Plan
+from .messages import to_model_messages, transform_context
+from .tokens import estimate_message, estimate_text
+
+SUMMARY_HEADING = (
+    "# Earlier in this session (compacted)\n"
+    "Older messages were summarised to fit the context window. The first request of the "
+    "session follows verbatim, then the most recent messages.\n\n"
+)
+
+
+def split_history(
+    rows: Sequence[dict[str, Any]],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[dict[str, Any]]]:
+    """(pinned first request, latest summary, rows after it) of a stored history.
+
+    Without a summary nothing is pinned and every row is visible.
+    """
+    summaries = [r for r in rows if r.get("role") == "summary" and r.get("compaction")]
+    if not summaries:
+        return None, None, [r for r in rows if r.get("role") != "summary"]
+    latest = max(summaries, key=lambda r: int(r["compaction"].get("to_seq") or 0))
+    to_seq = int(latest["compaction"].get("to_seq") or 0)
+    first = next((r for r in rows if r.get("role") == "user"), None)
+    visible = [
+        r
+        for r in rows
+        if r.get("role") != "summary" and r is not first and int(r.get("seq") or 0) > to_seq
+    ]
+    return first, latest, visible
+
+
+@dataclass
+class ModelContext:
+    """The model messages of a run and their token estimates, row for row."""
+
+    base_system: str
+    tools_tokens: int = 0
+    pinned: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    loaded: dict[str, str] = field(default_factory=dict)
+    _pinned_size: int = 0
+    _system_size: int = 0
+    _total: int = 0
+    _images: bool = False
+
+    @classmethod
+    def from_rows(
+        cls,
+        system: str,
+        rows: Sequence[dict[str, Any]],
+        loaded: dict[str, str] | None = None,
+        tools_tokens: int = 0,
+    ) -> ModelContext:
+        """Build the context of a stored history (see :func:`split_history`)."""
+        pinned, summary, visible = split_history(rows)
+        ctx = cls(system, tools_tokens, pinned, summary, loaded=dict(loaded or {}))
+        ctx._rebuild(transform_context(visible))
+        return ctx
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def tokens(self) -> int:
+        """Estimated tokens of the next request (uncalibrated)."""
+        return self._total + self.tools_tokens + 3
+
+    @property
+    def has_images(self) -> bool:
+        """Whether the next request carries image parts (then the vision role answers)."""
+        return self._images
+
+    @property
+    def history_tokens(self) -> int:
+        """Tokens of the rows after the pinned request and the summary."""
+        return sum(self.sizes)
+
+    @property
+    def fixed_tokens(self) -> int:
+        """Tokens that compaction cannot remove: system prompt (without summary), tools."""
+        return estimate_text(self.base_system) + 4 + self.tools_tokens + 3
+
+    # -- changing ----------------------------------------------------------------------------
+
+    def append(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Add rows produced by the run (an assistant turn, tool results)."""
+        rows = list(rows)
+        new = to_model_messages("", rows, self.loaded)[1:]
+        for row, msg in zip(rows, new, strict=True):
+            size = estimate_message(msg)
+            self.rows.append(row)
+            self.sizes.append(size)
+            self.messages.append(msg)
+            self._total += size
+            self._images = self._images or _has_image(msg)
+
+    def compacted(self, summary: dict[str, Any], plan: Plan) -> None:
+        """Replace the span by ``summary`` (a stored ``summary`` row)."""
+        self.summary = summary
+        self.pinned = plan.pinned
+        self._rebuild(list(plan.tail))
+
+    def fit(self, limit: int) -> int:
+        """Cut the largest messages in the middle until the estimate is under ``limit``
+        (model view only); returns how many were cut."""
+        cut = 0
+        while self.tokens() > limit:
+            sizes = [
+                (size, i)
+                for i, size in enumerate(self._message_sizes())
+                if i > 0 and isinstance(self.messages[i].get("content"), str)
+            ]
+            if not sizes:
+                return cut
+            size, i = max(sizes)
+            over = self.tokens() - limit
+            keep = max(200, size - over - 50)
+            if keep >= size:
+                return cut
+            msg = self.messages[i]
+            text = str(msg["content"])
+            chars = max(400, int(len(text) * keep / max(size, 1)))
+            head, tail = text[: chars * 2 // 3], text[-(chars // 3) :]
+            msg = {**msg, "content": f"{head}\n\n[... cut to fit the context window ...]\n\n{tail}"}
+            self._set_message(i, msg)
+            cut += 1
+        return cut
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def system_text(self) -> str:
+        """The system message: the prompt, plus the summary once the session was compacted."""
+        if self.summary is None:
+            return self.base_system
+        return f"{self.base_system}\n\n{SUMMARY_HEADING}{self.summary.get('content') or ''}\n"
+
+    def _rebuild(self, rows: list[dict[str, Any]]) -> None:
+        head = [self.pinned] if self.pinned is not None else []
+        messages = to_model_messages(self.system_text(), head + rows, self.loaded)
+        self.messages = messages
+        self._system_size = estimate_message(messages[0])
+        self._pinned_size = estimate_message(messages[1]) if head else 0
+        offset = 1 + len(head)
+        self.rows = list(rows)
+        self.sizes = [estimate_message(m) for m in messages[offset:]]
+        self._total = self._system_size + self._pinned_size + sum(self.sizes)
+        self._images = any(_has_image(m) for m in messages)
+
+    def _message_sizes(self) -> list[int]:
+        head = [self._pinned_size] if self.pinned is not None else []
+        return [self._system_size, *head, *self.sizes]
+
+    def _set_message(self, index: int, msg: dict[str, Any]) -> None:
+        size = estimate_message(msg)
+        self.messages[index] = msg
+        if index == 1 and self.pinned is not None:
+            self._total += size - self._pinned_size
+            self._pinned_size = size
+            return
+        j = index - 1 - (1 if self.pinned is not None else 0)
+        self._total += size - self.sizes[j]
+        self.sizes[j] = size
+
+
+def _has_image(msg: dict[str, Any]) -> bool:
+    content = msg.get("content")
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") == "image_url" for p in content
+    )
