@@ -16,8 +16,8 @@ stream (``delay`` seconds between chunks) or one that hangs until released (``ha
 When the script is empty the ``default`` reply is used.
 
 Like a real endpoint it reports usage when the request asks for it
-(``stream_options.include_usage``), counting tokens its own way (:func:`count_tokens`: one
-per word or punctuation mark, 765 per image), and refuses a request over ``context_window``
+(``stream_options.include_usage``), counting tokens its own way (:func:`count_tokens`: a
+token per four bytes of text, 765 per image), and refuses a request over ``context_window``
 tokens with OpenAI's context-length error. Internal calls of the agent (the
 ``X-Think-Purpose`` header says ``compaction``, ``tool_summary`` or ``title``) do not take
 scripted replies: ``internal(body)`` answers them (default: a short canned text) and they are
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 import time
 import uuid
@@ -60,13 +59,13 @@ class Reply:
     reasoning_tokens: int = 0
 
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 IMAGE_TOKENS = 765
 
 
 def count_text(text: str) -> int:
-    """The fake's tokenizer: one token per word or punctuation mark."""
-    return len(_TOKEN.findall(text))
+    """The fake's tokenizer: a token per four bytes (the usual rule of thumb, deliberately
+    not the agent's own estimator, so its calibration is exercised)."""
+    return (len(text.encode("utf-8")) + 3) // 4
 
 
 def count_tokens(body: dict[str, Any]) -> int:

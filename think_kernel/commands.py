@@ -11,12 +11,16 @@ return Markdown and never raise for user mistakes (a :class:`CommandError` carri
 from __future__ import annotations
 
 import ast
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .agent.attachments import MAX_ATTACHMENTS, MAX_IMAGE_BYTES, describe_attachment
+from .agent.calls import ROLES
 from .render import code_span
+from .tools.base import ToolError
 
 PROPS = {"model", "instructions", "max_steps"}
 # Credentials and values baked into the model client at start need a restart, not a magic.
@@ -78,11 +82,29 @@ async def think_sessions(rt: Any, arg: str) -> CommandReply:
 
 
 async def think_model(rt: Any, arg: str) -> CommandReply:
-    """Set (or with no argument show) the primary model of this session."""
+    """Set (or with no argument show) the model of this session; ``ROLE=NAME`` sets a role
+    (``fast``, ``summarizer``, ``vision``), ``default`` resets."""
     name = arg.strip()
     props = await rt.props()
     if not name:
-        return CommandReply(f"Model: {code_span(rt.model_name(props))}.")
+        lines = [f"- **{role}**: {code_span(m)}" for role, m in rt.role_models(props).items()]
+        return CommandReply("Models of this session:\n" + "\n".join(lines))
+    role, sep, value = name.partition("=")
+    if sep:
+        role, value = role.strip(), value.strip()
+        if role not in ROLES:
+            raise CommandError(f"unknown role `{role}`; roles: {', '.join(ROLES)}")
+        if role == "primary":
+            await rt.set_props(model=None if value in ("", "default") else value)
+        else:
+            models = dict(props.get("models") or {})
+            if value in ("", "default"):
+                models.pop(role, None)
+            else:
+                models[role] = value
+            await rt.set_props(models=models or None)
+        chosen = rt.model_name(await rt.props(), role)
+        return CommandReply(f"{role.capitalize()} model for this session: {code_span(chosen)}.")
     await rt.set_props(model=None if name == "default" else name)
     return CommandReply(f"Model for this session: {code_span(rt.model_name(await rt.props()))}.")
 
@@ -141,7 +163,7 @@ async def think_config(rt: Any, arg: str) -> CommandReply:
 
 
 async def think_status(rt: Any, arg: str) -> CommandReply:
-    """Model, endpoint (never the key), session, workspace and sandbox tier."""
+    """Models, endpoint (never the key), session, workspace, sandbox tier and usage."""
     props = await rt.props()
     cfg = rt.config
     configured = bool(cfg.api_key or cfg.base_url)
@@ -150,8 +172,16 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         from .sandbox import detect_tier
 
         tier = f"{detect_tier(rt.sandbox_config.bwrap_path).description} (starts on first use)"
+    models = rt.role_models(props)
+    primary = models["primary"]
+    others = ", ".join(f"{r} {code_span(m)}" for r, m in models.items() if r != "primary")
     rows = [
-        ("model", code_span(rt.model_name(props))),
+        ("model", f"{code_span(primary)} ({others})"),
+        (
+            "context window",
+            f"{rt.context_window(primary):,} tokens; older turns are summarised past "
+            f"{cfg.compact_at:.0%}",
+        ),
         ("endpoint", code_span(cfg.base_url or "https://api.openai.com/v1")),
         ("API key", "set" if cfg.api_key else "not set"),
         ("configured", "yes" if configured else "**no**: see `%think_help`"),
@@ -159,7 +189,106 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
     ]
-    return CommandReply("\n".join(f"- **{k}**: {v}" for k, v in rows))
+    text = "\n".join(f"- **{k}**: {v}" for k, v in rows)
+    return CommandReply(text + "\n\n" + usage_table(await rt.store.usage_totals(rt.session_id)))
+
+
+def _cost(value: float | None, complete: bool = True) -> str:
+    if value is None:
+        return "—"
+    text = f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    return text if complete else f"≥ {text}"
+
+
+def usage_table(totals: dict[str, Any]) -> str:
+    """This session's tokens and estimated cost per role, as a Markdown table."""
+    by_role = totals.get("by_role") or {}
+    if not by_role:
+        return "**Usage**: no model calls in this session yet."
+    lines = [
+        "**Usage** (this session)",
+        "",
+        "| role | model | calls | tokens in | cached | tokens out | cost |",
+        "|---|---|--:|--:|--:|--:|--:|",
+    ]
+    names = totals.get("role_models") or {}
+    for role, u in [*by_role.items(), ("total", totals["total"])]:
+        model = ", ".join(names.get(role, [])) if role != "total" else ""
+        approx = " (estimated)" if u.get("estimated") else ""
+        lines.append(
+            f"| {'**total**' if role == 'total' else role} | {model} | {u['calls']:,} |"
+            f" {u['tokens_in']:,}{approx} | {u['tokens_cached']:,} | {u['tokens_out']:,} |"
+            f" {_cost(u.get('cost'), u.get('cost_complete', True))} |"
+        )
+    return "\n".join(lines)
+
+
+async def think_attach(rt: Any, arg: str) -> CommandReply:
+    """``PATH``: attach a workspace file or image to the next request; ``-`` clears; none
+    lists what is attached."""
+    path = arg.strip().strip("'\"")
+    pending = rt.pending_attachments
+    if not path:
+        if not pending:
+            return CommandReply("Nothing attached. `%think_attach PATH` attaches a file or image.")
+        names = ", ".join(f"{code_span(a['name'])} ({a['kind']})" for a in pending)
+        return CommandReply(f"Attached to your next request: {names}.")
+    if path == "-":
+        pending.clear()
+        return CommandReply("Attachments cleared.")
+    if len(pending) >= MAX_ATTACHMENTS:
+        raise CommandError(f"at most {MAX_ATTACHMENTS} attachments per request")
+    try:
+        full = rt.workspace.resolve(path)
+    except ToolError as e:
+        raise CommandError(str(e)) from None
+    if not full.is_file():
+        raise CommandError(f"no file {code_span(path)} in the workspace")
+
+    def read() -> bytes:
+        with open(full, "rb") as f:
+            return f.read(MAX_IMAGE_BYTES + 1)
+
+    data = await asyncio.to_thread(read)
+    try:
+        att = describe_attachment(full.name, data)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    att["blob"] = await rt.store.save_blob(data)
+    att["path"] = rt.workspace.relative(full)
+    pending.append(att)
+    note = ""
+    if att["kind"] == "image":
+        vision = rt.model_name(await rt.props(), "vision")
+        note = f"; images go to the vision model {code_span(vision)}"
+    return CommandReply(
+        f"Attached {code_span(att['name'])} ({att['kind']}, {att['size']:,} bytes) to your next "
+        f"request{note}."
+    )
+
+
+OUTPUT_CHARS = 1_000_000
+
+
+async def think_output(rt: Any, arg: str) -> CommandReply:
+    """``[CALL_ID]``: the whole stored output of a tool call (the last one by default)."""
+    key = arg.strip()
+    rows = [m for m in await rt.store.get_messages(rt.session_id) if m["role"] == "tool"]
+    if key:
+        rows = [m for m in rows if str(m.get("tool_call_id") or "").startswith(key)]
+    if not rows:
+        what = f"no tool call {code_span(key)}" if key else "no tool call yet"
+        raise CommandError(f"{what} in this session")
+    row = rows[-1]
+    try:
+        whole = await rt.store.full_output(row)
+    except KeyError:
+        raise CommandError("the stored output of this call is missing") from None
+    shown = whole if len(whole) <= OUTPUT_CHARS else whole[:OUTPUT_CHARS]
+    fence = "~~~~" if "~~~" in shown else "~~~"
+    more = f"\n\n*(first {OUTPUT_CHARS:,} of {len(whole):,} characters)*" if shown != whole else ""
+    head = f"**{row.get('name') or 'tool'}** {code_span(str(row.get('tool_call_id')))}:"
+    return CommandReply(f"{head}\n\n{fence}\n{shown}\n{fence}{more}", value=whole)
 
 
 HELP = """\
@@ -170,10 +299,12 @@ HELP = """\
 | `%%python` / `%%bash` | run the cell's code (sandboxed when a sandbox is available) |
 | `%think_session [ID\\|new]` | show, resume or start the agent session |
 | `%think_sessions` | list sessions |
-| `%think_model [NAME]` | model for this session (`default` resets) |
+| `%think_model [NAME\\|ROLE=NAME]` | this session's models (`fast=`, `summarizer=`, `vision=`) |
+| `%think_attach [PATH\\|-]` | attach a file or image to the next request (`-` clears) |
+| `%think_output [CALL_ID]` | the whole output of a tool call (the last one by default) |
 | `%think_instructions [TEXT\\|-]` | extra instructions for this session |
 | `%think_config [key=value]` | show or change settings |
-| `%think_status` | model, endpoint, session, workspace, sandbox |
+| `%think_status` | models, context window, endpoint, sandbox, tokens and cost per role |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -190,6 +321,8 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_instructions": think_instructions,
     "think_config": think_config,
     "think_status": think_status,
+    "think_attach": think_attach,
+    "think_output": think_output,
     "think_help": think_help,
 }
 

@@ -59,7 +59,8 @@ class ThinkConfig(Configurable):
     )
     vision_model = Unicode(
         config=True,
-        help="Model for requests with images. Default: $THINK_VISION_MODEL, else the primary model.",
+        help="Model for requests with images. Default: $THINK_VISION_MODEL, else the primary "
+        "model.",
     )
     context_window = Int(
         config=True,
@@ -101,8 +102,7 @@ class ThinkConfig(Configurable):
     auto_title = Bool(
         True,
         config=True,
-        help="Name untitled sessions after their first request with the fast model. "
-        "Default: True.",
+        help="Name untitled sessions after their first request with the fast model. Default: True.",
     )
     max_steps = Int(
         20, config=True, help="Model calls per request before the run stops. Default: 20."

@@ -245,3 +245,13 @@ class ThinkMagics(Magics):
     def think_status(self, line: str) -> None:
         """``%think_status``: model, endpoint, session, workspace."""
         self._command("think_status", line)
+
+    @line_magic
+    def think_attach(self, line: str) -> None:
+        """``%think_attach [PATH|-]``: attach a workspace file or image to the next request."""
+        self._command("think_attach", line)
+
+    @line_magic
+    def think_output(self, line: str) -> None:
+        """``%think_output [CALL_ID]``: the whole output of a tool call."""
+        self._command("think_output", line)

@@ -31,9 +31,9 @@ from .agent.calls import FALLBACK, ROLES
 from .agent.catalog import window_for
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent, record_action
-from .agent.tokens import Calibration
 from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
+from .agent.tokens import Calibration
 from .collab import local_access
 from .config import NotConfigured, ThinkConfig
 from .sandbox import Sandbox, SandboxConfig, SandboxError

@@ -120,7 +120,9 @@ class ModelCaller:
             cost=cost,
             estimated=estimated,
         )
-        return Usage(message_id, role, model, purpose, tin, tout, cached, reasoning, cost, estimated)
+        return Usage(
+            message_id, role, model, purpose, tin, tout, cached, reasoning, cost, estimated
+        )
 
     async def complete(
         self,

@@ -99,9 +99,7 @@ def window_for(model: str, overrides: Mapping[str, int], every: int = 0) -> int:
     return int(found) if found else DEFAULT_WINDOW
 
 
-def price_for(
-    model: str, overrides: Mapping[str, Any]
-) -> tuple[float, float, float] | None:
+def price_for(model: str, overrides: Mapping[str, Any]) -> tuple[float, float, float] | None:
     """(input, cached input, output) USD per million tokens, or None when unknown."""
     found = lookup({**PRICES, **overrides}, model)
     if found is None:

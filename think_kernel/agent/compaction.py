@@ -174,5 +174,5 @@ def fallback_summary(previous: str, lines: Sequence[str], max_chars: int) -> str
 
 
 def summary_words(room_tokens: int) -> int:
-    """How long a summary may be: a fifth of the room for history, 150 to 1,500 words."""
-    return max(150, min(1_500, room_tokens // 5 * 3 // 4))
+    """How long a summary may be: a fifth of the room for history, 40 to 1,500 words."""
+    return max(40, min(1_500, room_tokens // 5 * 3 // 4))

@@ -20,7 +20,6 @@ endpoints ignore and proxies can log.
 from __future__ import annotations
 
 import re
-
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -74,8 +73,8 @@ class ModelError(Exception):
 class ModelClient(Protocol):
     """Streams one chat completion. Raise ModelError on failure.
 
-        async for chunk in client.stream(messages, tools, "gpt-4o-mini", purpose="step"):
-            ...
+    async for chunk in client.stream(messages, tools, "gpt-4o-mini", purpose="step"):
+        ...
     """
 
     def stream(

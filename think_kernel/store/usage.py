@@ -29,7 +29,7 @@ _SUMS = (
 
 
 def _shape(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: int(row[k] or 0) for k in ("calls", *USAGE_FIELDS, "estimated")}
+    out: dict[str, Any] = {k: int(row[k] or 0) for k in ("calls", *USAGE_FIELDS, "estimated")}
     # The cost is known only when every call had a price; a partial sum would mislead.
     priced = int(row.get("priced") or 0)
     out["cost"] = float(row["cost"]) if row.get("cost") is not None else None

@@ -72,4 +72,5 @@ def output_view(text: str, whole: str, summary: str = "", limit: int = MODEL_CHA
         "offset/limit, or grep, head, tail in bash).]"
     )
     head = f"{note}\nSummary: {summary}\n\n" if summary else f"{note}\n\n"
-    return head + for_model(text, max(1_000, limit - len(head)))
+    # for_model adds its own "[... N characters omitted ...]" note (under 64 characters).
+    return head + for_model(text, max(1_000, limit - len(head) - 64))
