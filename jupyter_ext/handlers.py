@@ -7,6 +7,9 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from think_kernel.agent.attachments import MAX_IMAGE_BYTES, describe_attachment
+
+from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .openapi import OPENAPI
 from .sessions import SessionNotFound
@@ -72,9 +75,11 @@ class SessionHandler(ThinkHandler):
 
 
 class MessagesHandler(ThinkHandler):
-    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?, "options"?}``
-    starts a run. ``options`` (``model``, ``base_url``) become the session's props, as
-    ``%think_model`` does in a notebook, so the sidebar's settings apply to this and later runs.
+    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?, "options"?,
+    "attachments"?}`` starts a run. ``options`` (``model``, ``base_url``) become the session's
+    props, as ``%think_model`` does in a notebook, so the sidebar's settings apply to this and
+    later runs. ``attachments`` are uploaded files (``POST .../attachments``) and notebook
+    cells; they are stored with the message.
     """
 
     @authorized
@@ -94,14 +99,18 @@ class MessagesHandler(ThinkHandler):
         content = field(body, "content", str, required=True)
         context = field(body, "context", dict)
         options = field(body, "options", dict) or {}
-        if not content.strip():
+        raw_attachments = field(body, "attachments", list) or []
+        if not content.strip() and not raw_attachments:
             raise web.HTTPError(400, "'content' is empty")
         session = await self.session_or_404(session_id)
+        attachments = await checked_attachments(self.svc.store, raw_attachments)
         props = _session_props(session, options)
         if props is not None:
             await self.svc.store.update_session(session_id, options=props)
         try:
-            message, run = await self.svc.chats.send(session_id, content, context)
+            message, run = await self.svc.chats.send(
+                session_id, content, context, attachments=attachments or None
+            )
         except SessionNotFound:
             raise web.HTTPError(404, f"no session {session_id!r}") from None
         self.send({"message": message, "run_id": run["id"], "run": run}, 201)
@@ -126,7 +135,8 @@ def _session_props(session: dict[str, Any], options: dict[str, Any]) -> dict[str
 
 
 class MessageContentHandler(ThinkHandler):
-    """``GET``: the whole content of a message (read from its blob if it was offloaded)."""
+    """``GET``: the whole content of a message (read from its blob if it was offloaded); for a
+    tool message, its whole output even when the model saw only a summary of it."""
 
     @authorized
     async def get(self, session_id: str, message_id: str) -> None:
@@ -135,10 +145,50 @@ class MessageContentHandler(ThinkHandler):
         if message is None or message["session_id"] != session_id:
             raise web.HTTPError(404, f"no message {message_id!r} in session {session_id!r}")
         try:
-            content = await self.svc.store.message_content(message)
+            content = await self.svc.store.full_output(message)
         except KeyError:
             raise web.HTTPError(410, "the blob of this message is missing") from None
-        self.send({"id": message_id, "content": content, "size": message["content_size"]})
+        size = message.get("output_size") or message["content_size"]
+        self.send({"id": message_id, "content": content, "size": size})
+
+
+class UsageHandler(ThinkHandler):
+    """``GET ?calls=N``: tokens and estimated cost of the session, in total and by role, model
+    and purpose; ``calls`` adds the newest N calls."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """Totals (and recent calls)."""
+        await self.session_or_404(session_id)
+        calls = self.int_arg("calls", 0, 0, 5000)
+        totals = await self.svc.store.usage_totals(session_id)
+        if calls:
+            totals["calls"] = await self.svc.store.list_usage(session_id, calls)
+        self.send(totals)
+
+
+class AttachmentsHandler(ThinkHandler):
+    """``POST ?name=plot.png`` with the file's bytes as the body: store an attachment for a
+    later message (images by their bytes: PNG, JPEG, GIF, WebP; else UTF-8 text)."""
+
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Store the bytes; answer with the attachment to put in a message's ``attachments``."""
+        await self.session_or_404(session_id)
+        data = self.request.body or b""
+        if len(data) > MAX_IMAGE_BYTES:
+            raise web.HTTPError(
+                413, f"the file is {len(data):,} bytes; the limit is {MAX_IMAGE_BYTES:,}"
+            )
+        if not data:
+            raise web.HTTPError(400, "the body is empty: send the file's bytes")
+        name = self.get_query_argument("name", "") or "attachment"
+        try:
+            attachment = describe_attachment(name, data)
+        except ValueError as e:
+            raise web.HTTPError(415, str(e)) from None
+        attachment["blob"] = await self.svc.store.save_blob(data)
+        self.send(attachment, 201)
 
 
 class CancelHandler(ThinkHandler):
@@ -282,6 +332,8 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (s, SessionHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),
+        (f"{s}/usage", UsageHandler),
+        (f"{s}/attachments", AttachmentsHandler),
         (f"{s}/cancel", CancelHandler),
         (f"{s}/truncate", TruncateHandler),
         (f"{s}/actions", ActionsHandler),

@@ -96,6 +96,46 @@ OPENAPI: dict[str, Any] = {
                     "content_blob": {"type": "string", "nullable": True},
                     "content_size": {"type": "integer"},
                     "status": {"type": "string"},
+                    "model": {"type": "string", "nullable": True},
+                    "model_role": {"type": "string", "nullable": True},
+                    "tokens_in": {"type": "integer", "nullable": True},
+                    "tokens_out": {"type": "integer", "nullable": True},
+                    "tokens_cached": {"type": "integer", "nullable": True},
+                    "tokens_reasoning": {"type": "integer", "nullable": True},
+                    "cost": {"type": "number", "nullable": True},
+                    "output_size": {"type": "integer", "nullable": True},
+                    "attachments": {
+                        "type": "array",
+                        "nullable": True,
+                        "items": _ref("Attachment"),
+                    },
+                    "compaction": {"type": "object", "nullable": True},
+                },
+            },
+            "Attachment": {
+                "type": "object",
+                "required": ["kind"],
+                "properties": {
+                    "kind": {"type": "string", "enum": ["image", "file", "cells"]},
+                    "name": {"type": "string"},
+                    "mime": {"type": "string"},
+                    "blob": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    "size": {"type": "integer"},
+                    "path": {"type": "string"},
+                    "cells": {"type": "array", "items": _OBJ},
+                },
+            },
+            "UsageTotals": {
+                "type": "object",
+                "properties": {
+                    "calls": {"type": "integer"},
+                    "tokens_in": {"type": "integer"},
+                    "tokens_out": {"type": "integer"},
+                    "tokens_cached": {"type": "integer"},
+                    "tokens_reasoning": {"type": "integer"},
+                    "cost": {"type": "number", "nullable": True},
+                    "cost_complete": {"type": "boolean"},
+                    "estimated": {"type": "integer"},
                 },
             },
         }
@@ -164,6 +204,11 @@ OPENAPI: dict[str, Any] = {
                     "properties": {
                         "content": {"type": "string"},
                         "context": _OBJ,
+                        "attachments": {
+                            "type": "array",
+                            "maxItems": 10,
+                            "items": _ref("Attachment"),
+                        },
                         "options": {
                             "type": "object",
                             "properties": {
@@ -191,6 +236,60 @@ OPENAPI: dict[str, Any] = {
                 ),
                 params=[SID, _path_param("message_id")],
             ),
+        },
+        "/sessions/{session_id}/usage": {
+            "get": _op(
+                "Tokens and estimated cost: total, by role, model and purpose",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "total": _ref("UsageTotals"),
+                            "by_role": {
+                                "type": "object",
+                                "additionalProperties": _ref("UsageTotals"),
+                            },
+                            "by_model": {
+                                "type": "object",
+                                "additionalProperties": _ref("UsageTotals"),
+                            },
+                            "by_purpose": {
+                                "type": "object",
+                                "additionalProperties": _ref("UsageTotals"),
+                            },
+                            "role_models": _OBJ,
+                            "calls": {"type": "array", "items": _OBJ},
+                        },
+                    }
+                ),
+                params=[SID, _query("calls", {"type": "integer", "minimum": 0, "maximum": 5000})],
+            ),
+        },
+        "/sessions/{session_id}/attachments": {
+            "post": {
+                **_op(
+                    "Upload a file or image (the raw bytes) to attach to a message",
+                    _json(_ref("Attachment")),
+                    params=[SID, _query("name", {"type": "string"})],
+                    status="201",
+                ),
+                "responses": {
+                    "201": _json(_ref("Attachment")),
+                    "400": _ERR,
+                    "403": _ERR,
+                    "404": _ERR,
+                    "413": _ERR,
+                    "415": _ERR,
+                },
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/octet-stream": {
+                            "schema": {"type": "string", "format": "binary"}
+                        }
+                    },
+                },
+            },
         },
         "/sessions/{session_id}/cancel": {
             "post": _op("Cancel the running request", _json(_OBJ), params=[SID]),

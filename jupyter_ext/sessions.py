@@ -121,12 +121,18 @@ class ChatSessions:
         return None
 
     async def send(
-        self, session_id: str, content: str, context: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        content: str,
+        context: dict[str, Any] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Store the user message and a queued run, start the run; return both rows."""
+        """Store the user message (with its attachments) and a queued run, start the run;
+        return both rows."""
         if await self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
-        message = await self.store.add_message(session_id, "user", content)
+        extra = {"attachments": attachments} if attachments else {}
+        message = await self.store.add_message(session_id, "user", content, **extra)
         run_row = await self.store.create_run(new_id("r_"), session_id, message["id"], self.owner)
         await self.store.update_session(session_id, status="running")
         ctx = json.dumps(context, indent=1, default=str) if context else ""
