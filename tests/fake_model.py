@@ -119,6 +119,18 @@ class FakeModel:
         """Base URL to give the openai client (``.../v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def reset(self) -> None:
+        """Forget the script, the recorded requests and every setting (shared fakes)."""
+        with self._cond:
+            self.script.clear()
+            self.requests.clear()
+            self.internal_requests.clear()
+            self.first_token_at.clear()
+            self.headers.clear()
+        self.context_window = None
+        self.reject_stream_options = False
+        self.internal = lambda body: Reply(text=f"(fake {body.get('_purpose')} answer)")
+
     def reply(self, **kwargs: Any) -> FakeModel:
         """Append one scripted reply (see :class:`Reply` for the fields)."""
         with self._cond:

@@ -141,6 +141,8 @@ class Transcript:
                 ms=event.duration_ms,
                 summary=event.summary or first,
                 error="" if event.ok else first,
+                full_size=event.full_size,
+                call_id=event.call_id,
             )
             block.text = ""
         elif isinstance(event, Chat):
@@ -222,4 +224,9 @@ def _render_tool(block: _Block, final: bool) -> str:
     text = tool.get("summary") if state == "ok" else tool.get("error") or tool.get("summary")
     summary = _escape_emphasis(_clip(str(text or ""), SUMMARY_CHARS))
     ms = _duration(float(tool.get("ms", 0.0)))
-    return f"{head} · {mark} · {ms}" + (f" · {summary}" if summary else "")
+    line = f"{head} · {mark} · {ms}" + (f" · {summary}" if summary else "")
+    if tool.get("full_size"):
+        # The model saw a summary; the whole output is stored (issue 14).
+        command = code_span(f"%think_output {tool.get('call_id', '')}")
+        line += f"\n>\n> whole output ({int(tool['full_size']):,} characters): {command}"
+    return line

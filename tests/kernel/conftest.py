@@ -160,10 +160,7 @@ def fm() -> Iterator[FakeModel]:
 @pytest.fixture
 def model(fm: FakeModel) -> FakeModel:
     """The shared fake model with an empty script and request log."""
-    with fm._cond:
-        fm.script.clear()
-        fm.requests.clear()
-        fm.first_token_at.clear()
+    fm.reset()
     fm.release.clear()
     yield fm
     fm.release.set()  # let any hanging stream finish
