@@ -64,7 +64,12 @@ class InstantModel:
         self.calls = 0
 
     async def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        *,
+        purpose: str = "step",
     ) -> AsyncIterator[Chunk]:
         """One completion."""
         self.calls += 1
