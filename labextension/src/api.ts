@@ -7,8 +7,10 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import type {
   IAction,
+  IAttachment,
   IMessageContext,
   ISession,
+  IUsageReport,
   IWireMessage
 } from './tokens';
 
@@ -26,6 +28,8 @@ export interface ISendOptions {
   context?: IMessageContext;
   model?: string;
   endpoint?: string;
+  /** Uploaded files and notebook cells (issue 14). */
+  attachments?: IAttachment[];
 }
 
 /** An HTTP error with the server's message. */
@@ -98,6 +102,9 @@ export class ThinkApi {
     if (opts.context) {
       body.context = opts.context;
     }
+    if (opts.attachments?.length) {
+      body.attachments = opts.attachments;
+    }
     if (opts.model || opts.endpoint) {
       body.options = {
         ...(opts.model ? { model: opts.model } : {}),
@@ -136,6 +143,28 @@ export class ThinkApi {
     return r.actions;
   }
 
+  /** Tokens and estimated cost of a session, in total and by role and model. */
+  usage(id: string): Promise<IUsageReport> {
+    return this.request<IUsageReport>(`sessions/${enc(id)}/usage`);
+  }
+
+  /** The whole content of a message (a tool's whole output, even if the model saw less). */
+  async messageContent(id: string, messageId: string): Promise<string> {
+    const r = await this.request<{ content: string }>(
+      `sessions/${enc(id)}/messages/${enc(messageId)}/content`
+    );
+    return r.content;
+  }
+
+  /** Upload a file or image; the answer goes in a message's `attachments`. */
+  uploadAttachment(id: string, data: Blob, name: string): Promise<IAttachment> {
+    return this.request<IAttachment>(
+      `sessions/${enc(id)}/attachments${query({ name })}`,
+      'POST',
+      data
+    );
+  }
+
   /** Stored events after a sequence number (debug view). */
   async listEvents(id: string, after = 0): Promise<Record<string, unknown>[]> {
     const r = await this.request<{ events: Record<string, unknown>[] }>(
@@ -163,7 +192,10 @@ export class ThinkApi {
   ): Promise<T> {
     const url = URLExt.join(this.settings.baseUrl, 'api/think', path);
     const init: RequestInit = { method };
-    if (body !== undefined) {
+    if (body instanceof Blob) {
+      init.body = body; // raw bytes (an attachment upload)
+      init.headers = { 'Content-Type': 'application/octet-stream' };
+    } else if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers = { 'Content-Type': 'application/json' };
     }

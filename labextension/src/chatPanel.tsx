@@ -18,6 +18,7 @@ import React, {
   useSyncExternalStore
 } from 'react';
 
+import type { IPendingAttachment } from './attachments';
 import { Composer } from './composer';
 import type { ContextProvider } from './context';
 import { DebugEvents } from './debugEvents';
@@ -25,9 +26,10 @@ import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
 import { SessionsList } from './sessionsList';
 import { StatusIndicator } from './statusIndicator';
+import { UsageBadge } from './usageView';
 import { isRunning } from './reducer';
 import { ChatStore } from './store';
-import type { ISession, IThinkSettings } from './tokens';
+import type { IAttachment, ISession, IThinkSettings } from './tokens';
 
 /** What the chat panel needs from the application. */
 export interface IChatPanelOptions {
@@ -136,7 +138,10 @@ function ChatApp(
   const report = (what: string) => (e: unknown) =>
     void showErrorMessage(`Think: ${what} failed`, String(e));
 
-  const onSend = async (text: string): Promise<void> => {
+  const onSend = async (
+    text: string,
+    pending: IPendingAttachment[] = []
+  ): Promise<void> => {
     let id = store.sessionId;
     if (!id) {
       try {
@@ -152,12 +157,35 @@ function ChatApp(
     // A session made with "New session" takes its title from its first message.
     const session = store.state.session;
     if (session && session.title === NEW_TITLE && !store.state.order.length) {
-      void onRename(session.id, text.trim().slice(0, 60));
+      void onRename(
+        session.id,
+        (text.trim() || pending[0]?.name || NEW_TITLE).slice(0, 60)
+      );
     }
-    store.send(text, sendOptions()).catch(() => {
+    let attachments: IAttachment[] = [];
+    try {
+      attachments = await uploadAll(id, pending);
+    } catch (e) {
+      report('attaching files')(e);
+      return;
+    }
+    store.send(text, { ...sendOptions(), attachments }).catch(() => {
       /* shown on the message itself */
     });
   };
+
+  // Files and images go up first (each is checked by the server); cells go inline.
+  const uploadAll = (
+    id: string,
+    pending: IPendingAttachment[]
+  ): Promise<IAttachment[]> =>
+    Promise.all(
+      pending.map(a =>
+        a.cells
+          ? Promise.resolve(a.cells)
+          : api.uploadAttachment(id, a.file as Blob, a.name)
+      )
+    );
 
   const onCreate = async (): Promise<void> => {
     try {
@@ -212,6 +240,13 @@ function ChatApp(
     []
   );
   const onLoadOlder = useCallback(() => store.loadOlder(), [store]);
+  const loadWhole = useCallback(
+    (resultId: string) =>
+      store.sessionId
+        ? api.messageContent(store.sessionId, resultId)
+        : Promise.reject(new Error('no session')),
+    [store, api]
+  );
 
   const running = isRunning(state);
   const lastUser = [...state.order]
@@ -230,6 +265,7 @@ function ChatApp(
           connected={state.connected || currentId === null}
         />
         <span className="jp-ThinkComposer-spacer" />
+        {currentId ? <UsageBadge usage={state.usage} /> : null}
         <button
           className="jp-ThinkIconButton"
           aria-label="Open the action log"
@@ -278,6 +314,7 @@ function ChatApp(
           onOpenPath={openPath}
           onEdit={onEdit}
           onLoadOlder={onLoadOlder}
+          loadWhole={loadWhole}
         />
       )}
       <Composer
@@ -286,7 +323,8 @@ function ChatApp(
         attach={attach}
         contextLabel={contextLabel}
         onAttachChange={setAttach}
-        onSend={text => void onSend(text)}
+        onSend={(text, pending) => void onSend(text, pending)}
+        cellsPath={source => context.notebookPath(source)}
         onStop={() => void store.stop().catch(report('stopping'))}
         onRetry={() => void store.retry(sendOptions()).catch(report('retry'))}
       />

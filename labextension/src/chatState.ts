@@ -2,7 +2,13 @@
  * The chat state of one session and the small immutable updates every reducer step uses.
  */
 
-import type { AgentStatus, IRunInfo, ISession, MessageStatus } from './tokens';
+import type {
+  AgentStatus,
+  IAttachment,
+  IRunInfo,
+  ISession,
+  MessageStatus
+} from './tokens';
 
 export type ToolStatus = 'running' | 'complete' | 'error' | 'cancelled';
 
@@ -18,6 +24,45 @@ export interface IToolCallState {
   durationMs?: number;
   progress: string;
   display?: Record<string, unknown>[];
+  /** The stored tool message (its whole output is served from it). */
+  resultId?: string;
+  /** Size of the whole output when the model saw only a summary of it. */
+  fullSize?: number;
+}
+
+/** Tokens and cost of the model call that wrote a message. */
+export interface IMessageUsage {
+  role: string;
+  model: string;
+  tokensIn: number;
+  tokensOut: number;
+  tokensCached: number;
+  cost: number | null;
+  estimated: boolean;
+}
+
+/** A compaction: older messages the model now sees as one summary. */
+export interface ICompactionState {
+  id: string;
+  summary: string;
+  count: number;
+  firstId: string;
+  tailId: string;
+  toSeq: number;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  model?: string;
+}
+
+/** Tokens and cost of the session so far. */
+export interface ISessionUsage {
+  calls: number;
+  tokensIn: number;
+  tokensOut: number;
+  cost: number | null;
+  /** False when some call had no price: the cost is then a lower bound. */
+  costComplete: boolean;
+  estimated: number;
 }
 
 /** A message as the chat shows it. */
@@ -32,6 +77,9 @@ export interface IChatMessage {
   /** True until the server acknowledges an optimistic user message. */
   local?: boolean;
   error?: string;
+  /** The role and model of the call that wrote it, and its tokens (assistant messages). */
+  usage?: IMessageUsage;
+  attachments?: IAttachment[];
 }
 
 export interface ITaskState {
@@ -62,6 +110,10 @@ export interface IChatState {
   nextCursor: string | number | null;
   /** A message was sent and its run has not reported a status yet. */
   awaitingRun: boolean;
+  /** Compactions of this session, by summary message id. */
+  compactions: Record<string, ICompactionState>;
+  /** Session totals (from `GET .../usage`, then live `usage` frames). */
+  usage: ISessionUsage;
 }
 
 /** Cap on the live output a tool card keeps (the full output is in the blob store). */
@@ -83,7 +135,16 @@ export function initialState(session: ISession | null = null): IChatState {
     tasks: {},
     changedFiles: [],
     nextCursor: null,
-    awaitingRun: false
+    awaitingRun: false,
+    compactions: {},
+    usage: {
+      calls: 0,
+      tokensIn: 0,
+      tokensOut: 0,
+      cost: null,
+      costComplete: true,
+      estimated: 0
+    }
   };
 }
 

@@ -1,9 +1,21 @@
 /**
  * The input box: Enter sends, Shift+Enter adds a line; stop and retry; attach context.
+ *
+ * Files and images can be pasted or dropped on it, or picked with the paper-clip button;
+ * notebook cells can be dragged onto it from a notebook (issue 14).
  */
 
 import { refreshIcon } from '@jupyterlab/ui-components';
-import React, { useState } from 'react';
+import React, { useEffect, useRef, useState } from 'react';
+
+import { PendingAttachments } from './attachmentBar';
+import {
+  addPending,
+  CELLS_MIME,
+  IPendingAttachment,
+  pendingFromCells,
+  pendingFromFile
+} from './attachments';
 
 /** Props of the composer. */
 export interface IComposerProps {
@@ -12,24 +24,115 @@ export interface IComposerProps {
   attach: boolean;
   contextLabel: string | null;
   onAttachChange: (attach: boolean) => void;
-  onSend: (text: string) => void;
+  onSend: (text: string, attachments: IPendingAttachment[]) => void;
   onStop: () => void;
   onRetry: () => void;
+  /** The notebook path of cells dragged from a notebook widget (the drag's source). */
+  cellsPath?: (source: unknown) => string | null;
+}
+
+/** What Lumino's drag events carry (typed here: `@lumino/dragdrop` is not a dependency). */
+interface ILuminoDragEvent extends Event {
+  mimeData: { hasData(mime: string): boolean; getData(mime: string): unknown };
+  source: unknown;
+  proposedAction: string;
+  dropAction: string;
 }
 
 /** The message input and its buttons. */
 export function Composer(props: IComposerProps): JSX.Element {
   const { running, canRetry, attach, contextLabel } = props;
   const [text, setText] = useState('');
-  const send = (): void => {
-    if (!text.trim() || running) {
+  const [pending, setPending] = useState<IPendingAttachment[]>([]);
+  const [dropping, setDropping] = useState(false);
+  const root = useRef<HTMLDivElement>(null);
+  const picker = useRef<HTMLInputElement>(null);
+  const cellsPath = useRef(props.cellsPath);
+  cellsPath.current = props.cellsPath;
+
+  const addFiles = (files: ArrayLike<File>): void => {
+    const more = Array.from(files).map(f => pendingFromFile(f));
+    if (more.length) {
+      setPending(p => addPending(p, more));
+    }
+  };
+
+  // Notebook cells are dragged with Lumino's drag and drop, not the browser's.
+  useEffect(() => {
+    const node = root.current;
+    if (!node) {
       return;
     }
-    props.onSend(text);
+    const accepts = (e: Event): e is ILuminoDragEvent =>
+      !!(e as ILuminoDragEvent).mimeData?.hasData?.(CELLS_MIME);
+    const over = (e: Event): void => {
+      if (!accepts(e)) {
+        return;
+      }
+      e.preventDefault();
+      e.stopPropagation();
+      e.dropAction = 'copy';
+      setDropping(true);
+    };
+    const leave = (): void => setDropping(false);
+    const drop = (e: Event): void => {
+      setDropping(false);
+      if (!accepts(e)) {
+        return;
+      }
+      e.preventDefault();
+      e.stopPropagation();
+      e.dropAction = 'copy';
+      const path = cellsPath.current?.(e.source) ?? null;
+      const att = pendingFromCells(e.mimeData.getData(CELLS_MIME), path);
+      if (att) {
+        setPending(p => addPending(p, [att]));
+      }
+    };
+    node.addEventListener('lm-dragenter', over);
+    node.addEventListener('lm-dragover', over);
+    node.addEventListener('lm-dragleave', leave);
+    node.addEventListener('lm-drop', drop);
+    return () => {
+      node.removeEventListener('lm-dragenter', over);
+      node.removeEventListener('lm-dragover', over);
+      node.removeEventListener('lm-dragleave', leave);
+      node.removeEventListener('lm-drop', drop);
+    };
+  }, []);
+
+  const sendable = pending.filter(a => !a.error);
+  const send = (): void => {
+    if ((!text.trim() && !sendable.length) || running) {
+      return;
+    }
+    props.onSend(text, sendable);
     setText('');
+    setPending([]);
   };
   return (
-    <div className="jp-ThinkComposer">
+    <div
+      className={`jp-ThinkComposer${dropping ? ' jp-mod-dropping' : ''}`}
+      ref={root}
+      onDragOver={e => {
+        if (e.dataTransfer.types.includes('Files')) {
+          e.preventDefault();
+          setDropping(true);
+        }
+      }}
+      onDragLeave={() => setDropping(false)}
+      onDrop={e => {
+        setDropping(false);
+        if (e.dataTransfer.files.length) {
+          e.preventDefault();
+          addFiles(e.dataTransfer.files);
+        }
+      }}
+    >
+      <PendingAttachments
+        items={pending}
+        onRemove={id => setPending(p => p.filter(a => a.id !== id))}
+      />
       <textarea
         className="jp-ThinkComposer-input"
         aria-label="Message to Think"
@@ -37,6 +140,12 @@ export function Composer(props: IComposerProps): JSX.Element {
         rows={3}
         value={text}
         onChange={e => setText(e.target.value)}
+        onPaste={e => {
+          if (e.clipboardData.files.length) {
+            e.preventDefault(); // an image or file; pasted text stays as usual
+            addFiles(e.clipboardData.files);
+          }
+        }}
         onKeyDown={e => {
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
             e.preventDefault();
@@ -63,6 +172,27 @@ export function Composer(props: IComposerProps): JSX.Element {
             )}
           </span>
         </label>
+        <button
+          className="jp-ThinkIconButton jp-ThinkComposer-clip"
+          aria-label="Attach files or images"
+          title="Attach files or images (or paste, or drop them here; drag notebook cells here)"
+          onClick={() => picker.current?.click()}
+        >
+          📎
+        </button>
+        <input
+          ref={picker}
+          type="file"
+          multiple
+          hidden
+          className="jp-ThinkComposer-files"
+          onChange={e => {
+            if (e.target.files) {
+              addFiles(e.target.files);
+            }
+            e.target.value = '';
+          }}
+        />
         <span className="jp-ThinkComposer-spacer" />
         {canRetry && !running ? (
           <button
@@ -88,7 +218,7 @@ export function Composer(props: IComposerProps): JSX.Element {
             className="jp-Button jp-mod-styled jp-mod-accept jp-ThinkComposer-send"
             aria-label="Send"
             title="Send (Enter)"
-            disabled={!text.trim()}
+            disabled={!text.trim() && !sendable.length}
             onClick={send}
           >
             Send

@@ -16,6 +16,12 @@ export class ContextProvider {
     private readonly notebooks: INotebookTracker | null
   ) {}
 
+  /** The path of the notebook whose widget is ``source`` (cells dragged from it). */
+  notebookPath(source: unknown): string | null {
+    const panel = this.notebooks?.find(p => p.content === source);
+    return panel?.context.path ?? null;
+  }
+
   /** A short label for the composer (the active document's path), or null. */
   label(): string | null {
     return this.current()?.path ?? null;

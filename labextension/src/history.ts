@@ -8,11 +8,13 @@
 import {
   IChatMessage,
   IChatState,
+  ICompactionState,
   IToolCallState,
   putMessage,
   putTool,
   removeMessage
 } from './chatState';
+import { compactionFromWire, usageFromWire } from './longSession';
 import type { IWireMessage, IWireToolCall } from './tokens';
 
 /** Convert a stored message; tool messages are folded into their cards elsewhere. */
@@ -25,7 +27,9 @@ export function fromWire(w: IWireMessage): IChatMessage {
     status: w.status ?? 'complete',
     toolCallIds: (w.tool_calls ?? []).map(tc => String(tc.id)),
     createdAt: w.created_at,
-    error: w.error ?? undefined
+    error: w.error ?? undefined,
+    usage: usageFromWire(w),
+    attachments: w.attachments ?? undefined
   };
 }
 
@@ -62,7 +66,9 @@ function toolFromWire(tc: IToolCallState, w: IWireMessage): IToolCallState {
     status: failed ? 'error' : 'complete',
     output: w.content || w.error || '',
     summary: w.summary ?? w.result_summary ?? '',
-    durationMs: w.duration_ms ?? tc.durationMs
+    durationMs: w.duration_ms ?? tc.durationMs,
+    resultId: String(w.id),
+    fullSize: w.output_size ?? undefined
   };
 }
 
@@ -71,11 +77,21 @@ export function foldWire(wire: IWireMessage[]): {
   order: string[];
   messages: Record<string, IChatMessage>;
   toolCalls: Record<string, IToolCallState>;
+  compactions: Record<string, ICompactionState>;
 } {
   const order: string[] = [];
   const messages: Record<string, IChatMessage> = {};
   const toolCalls: Record<string, IToolCallState> = {};
+  const compactions: Record<string, ICompactionState> = {};
   for (const w of wire) {
+    const compaction = compactionFromWire(w);
+    if (compaction) {
+      compactions[compaction.id] = compaction;
+      continue;
+    }
+    if (w.role === ('summary' as string)) {
+      continue;
+    }
     if (w.role === 'tool') {
       const callId = String(w.tool_call_id ?? '');
       const tc = toolCalls[callId];
@@ -102,7 +118,7 @@ export function foldWire(wire: IWireMessage[]): {
       toolCalls[tc.id] = { ...tc, status: 'cancelled' };
     }
   }
-  return { order, messages, toolCalls };
+  return { order, messages, toolCalls, compactions };
 }
 
 /** Replace the messages by a `history` frame, keeping unsent local messages. */
@@ -143,6 +159,7 @@ export function replaceHistory(
     order,
     messages,
     toolCalls,
+    compactions: { ...state.compactions, ...folded.compactions },
     streamingId: streaming ?? null,
     nextCursor
   };
@@ -150,6 +167,7 @@ export function replaceHistory(
 
 function sameMessage(a: IChatMessage, b: IChatMessage): boolean {
   return (
+    a.usage?.tokensIn === b.usage?.tokensIn &&
     a.content === b.content &&
     a.reasoning === b.reasoning &&
     a.status === b.status &&
@@ -164,6 +182,13 @@ export function upsertWire(
   w: IWireMessage,
   partial: boolean
 ): IChatState {
+  const compaction = compactionFromWire(w);
+  if (compaction) {
+    return {
+      ...state,
+      compactions: { ...state.compactions, [compaction.id]: compaction }
+    };
+  }
   if (w.role === 'tool') {
     const tc = state.toolCalls[String(w.tool_call_id ?? '')];
     if (!tc) {

@@ -9,6 +9,8 @@ import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { editIcon } from '@jupyterlab/ui-components';
 import React, { useLayoutEffect, useRef, useState } from 'react';
 
+import { SentAttachments } from './attachmentBar';
+import { displayItems } from './longSession';
 import { Markdown } from './markdown';
 import { Reasoning } from './reasoning';
 import {
@@ -18,6 +20,7 @@ import {
   type IToolCallState
 } from './reducer';
 import { ToolCard } from './toolCard';
+import { CompactionMarker, MessageUsage } from './usageView';
 
 /** How many messages are mounted at first, and how many more per step. */
 export const INITIAL_WINDOW = 40;
@@ -31,6 +34,8 @@ export interface IMessageItemProps {
   onOpenPath: (path: string) => void;
   onEdit?: (messageId: string, content: string) => void;
   editable: boolean;
+  /** Fetch the whole output of a tool call (its stored tool message). */
+  loadWhole?: (resultId: string) => Promise<string>;
 }
 
 function sameTools(a: IToolCallState[], b: IToolCallState[]): boolean {
@@ -46,7 +51,8 @@ export const MessageItem = React.memo(
       rendermime,
       onOpenPath,
       onEdit,
-      editable
+      editable,
+      loadWhole
     } = props;
     const [editing, setEditing] = useState(false);
     const [draft, setDraft] = useState(m.content);
@@ -98,6 +104,7 @@ export const MessageItem = React.memo(
           ) : (
             <>
               <div className="jp-ThinkMessage-userText">{m.content}</div>
+              <SentAttachments items={m.attachments} />
               {editable && onEdit ? (
                 <button
                   className="jp-ThinkIconButton jp-ThinkMessage-edit"
@@ -135,7 +142,7 @@ export const MessageItem = React.memo(
           />
         ) : null}
         {tools.map(t => (
-          <ToolCard key={t.id} call={t} />
+          <ToolCard key={t.id} call={t} loadWhole={loadWhole} />
         ))}
         {streaming && !m.content && !m.reasoning && !tools.length ? (
           <div
@@ -153,6 +160,7 @@ export const MessageItem = React.memo(
         {m.status === 'cancelled' ? (
           <div className="jp-ThinkMessage-note">Stopped.</div>
         ) : null}
+        <MessageUsage usage={m.usage} />
       </div>
     );
   },
@@ -170,11 +178,13 @@ export interface IMessageListProps {
   onOpenPath: (path: string) => void;
   onEdit: (messageId: string, content: string) => void;
   onLoadOlder: () => Promise<boolean>;
+  loadWhole?: (resultId: string) => Promise<string>;
 }
 
 /** The scrolling list of messages of a session. */
 export function MessageList(props: IMessageListProps): JSX.Element {
-  const { state, rendermime, onOpenPath, onEdit, onLoadOlder } = props;
+  const { state, rendermime, onOpenPath, onEdit, onLoadOlder, loadWhole } =
+    props;
   const [windowSize, setWindowSize] = useState(INITIAL_WINDOW);
   const scroller = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
@@ -192,6 +202,24 @@ export function MessageList(props: IMessageListProps): JSX.Element {
   const start = Math.max(0, order.length - windowSize);
   const visible = order.slice(start);
   const idle = !isRunning(state);
+
+  const renderItem = (id: string): JSX.Element => {
+    const m = state.messages[id];
+    return (
+      <MessageItem
+        key={id}
+        message={m}
+        tools={m.toolCallIds
+          .map(t => state.toolCalls[t])
+          .filter((t): t is IToolCallState => !!t)}
+        rendermime={rendermime}
+        onOpenPath={onOpenPath}
+        onEdit={onEdit}
+        editable={idle && !m.local}
+        loadWhole={loadWhole}
+      />
+    );
+  };
 
   useLayoutEffect(() => {
     const el = scroller.current;
@@ -239,22 +267,24 @@ export function MessageList(props: IMessageListProps): JSX.Element {
           Ask Think to read, write or run code in this workspace.
         </div>
       ) : null}
-      {visible.map(id => {
-        const m = state.messages[id];
-        return (
-          <MessageItem
-            key={id}
-            message={m}
-            tools={m.toolCallIds
-              .map(t => state.toolCalls[t])
-              .filter((t): t is IToolCallState => !!t)}
-            rendermime={rendermime}
-            onOpenPath={onOpenPath}
-            onEdit={onEdit}
-            editable={idle && !m.local}
-          />
-        );
-      })}
+      {displayItems(
+        visible,
+        state.messages,
+        state.compactions,
+        start === 0 && state.nextCursor === null
+      ).map(item =>
+        item.kind === 'message' ? (
+          renderItem(item.id)
+        ) : (
+          <CompactionMarker
+            key={`compaction-${item.compaction.id}`}
+            compaction={item.compaction}
+            hiddenCount={item.hidden.length}
+          >
+            {open => (open ? item.hidden.map(renderItem) : null)}
+          </CompactionMarker>
+        )
+      )}
     </div>
   );
 }

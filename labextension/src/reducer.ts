@@ -19,8 +19,11 @@ import {
   removeMessage
 } from './chatState';
 import { foldWire, fromWire, replaceHistory, upsertWire } from './history';
+import { applyCompaction, applyUsage } from './longSession';
+import type { ISessionUsage } from './chatState';
 import type {
   AgentStatus,
+  IAttachment,
   IErrorFrame,
   ISession,
   ITaskFrame,
@@ -41,12 +44,18 @@ export type {
 /** Actions that come from this tab rather than from the server. */
 export type LocalAction =
   | { type: 'local/connected'; connected: boolean }
-  | { type: 'local/user_message'; id: string; content: string }
+  | {
+      type: 'local/user_message';
+      id: string;
+      content: string;
+      attachments?: IAttachment[];
+    }
   | { type: 'local/user_ack'; localId: string; message: IWireMessage }
   | { type: 'local/send_failed'; localId: string; error: string }
   | { type: 'local/truncate'; messageId: string }
   | { type: 'local/prepend'; messages: IWireMessage[]; nextCursor: unknown }
   | { type: 'local/session'; session: ISession }
+  | { type: 'local/usage'; usage: ISessionUsage }
   | { type: 'local/reset'; session?: ISession | null };
 
 export type ChatAction = ServerFrame | LocalAction;
@@ -161,9 +170,15 @@ function apply(state: IChatState, a: ChatAction): IChatState {
         output: a.output,
         summary: a.summary ?? '',
         durationMs: a.duration_ms,
-        display: a.display ?? []
+        display: a.display ?? [],
+        resultId: a.result_id || tc.resultId,
+        fullSize: a.full_size || undefined
       });
     }
+    case 'usage':
+      return applyUsage(state, a);
+    case 'compaction':
+      return applyCompaction(state, a);
     case 'chat': {
       const [s, m] = ensureAssistant(state, a.message_id);
       const status: MessageStatus =
@@ -220,7 +235,8 @@ function apply(state: IChatState, a: ChatAction): IChatState {
           reasoning: '',
           status: 'pending',
           toolCallIds: [],
-          local: true
+          local: true,
+          attachments: a.attachments
         }
       );
     case 'local/user_ack': {
@@ -280,6 +296,7 @@ function apply(state: IChatState, a: ChatAction): IChatState {
         order: [...order, ...state.order],
         messages: { ...folded.messages, ...state.messages },
         toolCalls: { ...folded.toolCalls, ...state.toolCalls },
+        compactions: { ...folded.compactions, ...state.compactions },
         nextCursor: (a.nextCursor as string | number | null) ?? null
       };
     }
@@ -287,6 +304,8 @@ function apply(state: IChatState, a: ChatAction): IChatState {
       return state.session?.id === a.session.id
         ? { ...state, session: { ...state.session, ...a.session } }
         : state;
+    case 'local/usage':
+      return { ...state, usage: a.usage };
     case 'local/reset':
       return initialState(a.session ?? null);
     default:

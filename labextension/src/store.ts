@@ -8,6 +8,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { ISendOptions, ThinkApi } from './api';
+import { sessionUsageFromReport } from './longSession';
 import { ChatAction, IChatState, initialState, reduceAll } from './reducer';
 import type { ISession, ServerFrame } from './tokens';
 import { ISocketHandlers, SessionSocket } from './ws';
@@ -86,6 +87,26 @@ export class ChatStore {
       onOpenChange: connected =>
         this.enqueue({ type: 'local/connected', connected })
     });
+    void this.refreshUsage();
+  }
+
+  /** Reload the session's token and cost totals (live `usage` frames add to them). */
+  async refreshUsage(): Promise<void> {
+    const id = this.sessionId;
+    if (!id) {
+      return;
+    }
+    try {
+      const report = await this.api.usage(id);
+      if (this.sessionId === id) {
+        this.dispatch({
+          type: 'local/usage',
+          usage: sessionUsageFromReport(report)
+        });
+      }
+    } catch (e) {
+      console.warn('think: usage not loaded', e);
+    }
   }
 
   /** Apply a local action at once. */
@@ -97,11 +118,16 @@ export class ChatStore {
   /** Send a user message (optimistically shown until the server stores it). */
   async send(content: string, opts: ISendOptions = {}): Promise<void> {
     const id = this.sessionId;
-    if (!id || !content.trim()) {
+    if (!id || (!content.trim() && !opts.attachments?.length)) {
       return;
     }
     const localId = `local-${Date.now()}-${++this._localCount}`;
-    this.dispatch({ type: 'local/user_message', id: localId, content });
+    this.dispatch({
+      type: 'local/user_message',
+      id: localId,
+      content,
+      attachments: opts.attachments
+    });
     try {
       const r = await this.api.sendMessage(id, content, opts);
       if (this.sessionId === id) {
@@ -205,6 +231,12 @@ export class ChatStore {
       if (!f.type.startsWith('local/')) {
         this._frameReceived.emit(f as ServerFrame);
       }
+    }
+    // A run ended: the server's totals converge what live frames may have missed.
+    if (
+      queue.some(f => f.type === 'task_complete' || f.type === 'task_failed')
+    ) {
+      void this.refreshUsage();
     }
   }
 

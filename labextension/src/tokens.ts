@@ -48,7 +48,62 @@ export interface IWireMessage {
   error?: string | null;
   /** In a `partial` frame: the event seq the snapshot includes. Elsewhere: message order. */
   seq?: number;
+  /** The model that wrote an assistant message, and the role it served (issue 14). */
+  model?: string | null;
+  model_role?: string | null;
+  tokens_in?: number | null;
+  tokens_out?: number | null;
+  tokens_cached?: number | null;
+  tokens_reasoning?: number | null;
+  cost?: number | null;
+  /** A tool message: the size of the whole output when the model saw less of it. */
+  output_size?: number | null;
+  attachments?: IAttachment[] | null;
+  /** A `summary` message: what the compaction covers. */
+  compaction?: ICompactionInfo | null;
   [key: string]: unknown;
+}
+
+/** A file, image or notebook cells sent with a message. */
+export interface IAttachment {
+  kind: 'image' | 'file' | 'cells';
+  name?: string;
+  mime?: string;
+  /** The stored upload (`POST .../attachments`). */
+  blob?: string;
+  size?: number;
+  path?: string;
+  cells?: { id?: string; cell_type: string; source: string }[];
+}
+
+/** What a compaction summary covers (the `compaction` field of a `summary` message). */
+export interface ICompactionInfo {
+  first_id: string;
+  tail_id: string;
+  to_seq: number;
+  count: number;
+  tokens_before?: number;
+  tokens_after?: number;
+}
+
+/** Token and cost totals (`GET .../usage`). */
+export interface IUsageTotals {
+  calls: number;
+  tokens_in: number;
+  tokens_out: number;
+  tokens_cached: number;
+  tokens_reasoning: number;
+  cost: number | null;
+  cost_complete: boolean;
+  estimated: number;
+}
+
+/** `GET .../usage`. */
+export interface IUsageReport {
+  total: IUsageTotals;
+  by_role: Record<string, IUsageTotals>;
+  by_model: Record<string, IUsageTotals>;
+  role_models?: Record<string, string[]>;
 }
 
 /** Agent states; `running` is what `sync` reports while a run is in flight. */
@@ -106,6 +161,38 @@ export interface IToolResultFrame extends IFrameBase {
   ok: boolean;
   summary?: string;
   display?: Record<string, unknown>[];
+  /** The stored tool message; the whole output is served from it. */
+  result_id?: string;
+  /** Size of the whole output when the model saw a summary (0 otherwise). */
+  full_size?: number;
+}
+/** Tokens and cost of one model call (issue 14). */
+export interface IUsageFrame extends IFrameBase {
+  type: 'usage';
+  message_id: string;
+  role: string;
+  model: string;
+  purpose?: string;
+  tokens_in: number;
+  tokens_out: number;
+  tokens_cached?: number;
+  tokens_reasoning?: number;
+  cost?: number | null;
+  estimated?: boolean;
+}
+/** Older messages were summarised to fit the context window (issue 14). */
+export interface ICompactionFrame extends IFrameBase {
+  type: 'compaction';
+  message_id: string;
+  summary: string;
+  count: number;
+  first_id: string;
+  tail_id: string;
+  to_seq: number;
+  tokens_before?: number;
+  tokens_after?: number;
+  role?: string;
+  model?: string;
 }
 export interface IChatFrame extends IFrameBase {
   type: 'chat';
@@ -172,7 +259,9 @@ export type AgentEventFrame =
   | IChatFrame
   | IErrorFrame
   | ITaskFrame
-  | IFileChangedFrame;
+  | IFileChangedFrame
+  | IUsageFrame
+  | ICompactionFrame;
 
 export type ServerFrame =
   AgentEventFrame | ISyncFrame | IHistoryFrame | IPartialFrame | IMessageFrame;

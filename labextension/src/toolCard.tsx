@@ -19,16 +19,23 @@ const STATUS_LABEL: Record<IToolCallState['status'], string> = {
 /** Props of a tool card. */
 export interface IToolCardProps {
   call: IToolCallState;
+  /** Fetch the whole stored output (when the model saw only a summary of it). */
+  loadWhole?: (resultId: string) => Promise<string>;
 }
 
 /** One tool call; click the header to expand arguments and output. */
 export const ToolCard = React.memo(function ToolCard({
-  call
+  call,
+  loadWhole
 }: IToolCardProps): JSX.Element {
   const [open, setOpen] = useState(false);
   const [full, setFull] = useState(false);
+  const [whole, setWhole] = useState<string | null>(null);
+  const [wholeError, setWholeError] = useState<string | null>(null);
   const args = summariseInput(call.input);
-  const output = call.output ?? '';
+  const output = whole ?? call.output ?? '';
+  const canLoadWhole =
+    !!call.fullSize && !!call.resultId && !!loadWhole && whole === null;
   const shown =
     full || output.length <= PREVIEW_CHARS
       ? output
@@ -90,6 +97,27 @@ export const ToolCard = React.memo(function ToolCard({
                 >
                   {full ? 'Show less' : `Show all (${output.length} chars)`}
                 </button>
+              ) : null}
+              {canLoadWhole ? (
+                <button
+                  className="jp-ThinkLinkButton jp-ThinkToolCard-whole"
+                  title="The model saw a summary and excerpts; the whole output is stored."
+                  onClick={() => {
+                    setWholeError(null);
+                    loadWhole!(call.resultId!)
+                      .then(text => {
+                        setWhole(text);
+                        setFull(true);
+                      })
+                      .catch(e => setWholeError(String(e)));
+                  }}
+                >
+                  Show the whole output ({call.fullSize!.toLocaleString()}{' '}
+                  chars)
+                </button>
+              ) : null}
+              {wholeError ? (
+                <div className="jp-ThinkToolCard-error">{wholeError}</div>
               ) : null}
             </>
           ) : null}

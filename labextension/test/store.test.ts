@@ -16,7 +16,21 @@ function setup() {
       message: { id: 'u1', role: 'user', content, status: 'complete' }
     })),
     cancel: vi.fn(async () => undefined),
-    truncate: vi.fn(async () => undefined)
+    truncate: vi.fn(async () => undefined),
+    usage: vi.fn(async () => ({
+      total: {
+        calls: 2,
+        tokens_in: 300,
+        tokens_out: 20,
+        tokens_cached: 0,
+        tokens_reasoning: 0,
+        cost: null,
+        cost_complete: true,
+        estimated: 0
+      },
+      by_role: {},
+      by_model: {}
+    }))
   } as unknown as ThinkApi;
   const store = new ChatStore(
     api,
@@ -97,5 +111,17 @@ describe('ChatStore', () => {
     store.open({ id: 's1', title: 'again' });
     expect(store.state.order).toEqual([]);
     expect(store.state.lastSeq).toBe(0);
+  });
+});
+
+describe('session usage', () => {
+  it('loads the totals when a session opens, then after each run', async () => {
+    const { store, api, frame, flush } = setup(); // opens session s1
+    await vi.waitFor(() => expect(store.state.usage.calls).toBe(2));
+    expect(api.usage).toHaveBeenCalledTimes(1);
+    expect(store.state.usage.tokensIn).toBe(300);
+    frame({ type: 'task_complete', task_id: 'r1', run_id: 'r1' });
+    flush();
+    await vi.waitFor(() => expect(api.usage).toHaveBeenCalledTimes(2));
   });
 });

@@ -1,0 +1,69 @@
+/**
+ * Attachment chips: what goes with the next message (composer), or went with one (message).
+ */
+
+import { closeIcon } from '@jupyterlab/ui-components';
+import React from 'react';
+
+import {
+  attachmentLabel,
+  formatBytes,
+  type IPendingAttachment
+} from './attachments';
+import type { IAttachment } from './tokens';
+
+const ICON: Record<string, string> = { image: '🖼', file: '📄', cells: '📓' };
+
+/** The composer's pending attachments, each removable. */
+export function PendingAttachments(props: {
+  items: IPendingAttachment[];
+  onRemove: (id: string) => void;
+}): JSX.Element | null {
+  if (!props.items.length) {
+    return null;
+  }
+  return (
+    <div className="jp-ThinkAttachments" aria-label="Attachments">
+      {props.items.map(a => (
+        <span
+          key={a.id}
+          className={`jp-ThinkAttachment${a.error ? ' jp-mod-error' : ''}`}
+          data-kind={a.kind}
+          title={a.error ?? `${a.name} (${formatBytes(a.size)})`}
+        >
+          <span aria-hidden="true">{ICON[a.kind]}</span>
+          <span className="jp-ThinkAttachment-name">{a.name}</span>
+          {a.error ? (
+            <span className="jp-ThinkAttachment-error">{a.error}</span>
+          ) : null}
+          <button
+            className="jp-ThinkIconButton"
+            aria-label={`Remove ${a.name}`}
+            onClick={() => props.onRemove(a.id)}
+          >
+            <closeIcon.react tag="span" />
+          </button>
+        </span>
+      ))}
+    </div>
+  );
+}
+
+/** What a sent message had attached. */
+export function SentAttachments(props: {
+  items?: IAttachment[];
+}): JSX.Element | null {
+  if (!props.items?.length) {
+    return null;
+  }
+  return (
+    <div className="jp-ThinkAttachments jp-mod-sent">
+      {props.items.map((a, i) => (
+        <span key={i} className="jp-ThinkAttachment" data-kind={a.kind}>
+          <span aria-hidden="true">{ICON[a.kind]}</span>
+          <span className="jp-ThinkAttachment-name">{attachmentLabel(a)}</span>
+        </span>
+      ))}
+    </div>
+  );
+}
