@@ -2,7 +2,13 @@
  * Attachment chips: what goes with the next message (composer), or went with one (message).
  */
 
-import { closeIcon } from '@jupyterlab/ui-components';
+import {
+  closeIcon,
+  fileIcon,
+  imageIcon,
+  LabIcon,
+  notebookIcon
+} from '@jupyterlab/ui-components';
 import React from 'react';
 
 import {
@@ -12,7 +18,16 @@ import {
 } from './attachments';
 import type { IAttachment } from './tokens';
 
-const ICON: Record<string, string> = { image: '🖼', file: '📄', cells: '📓' };
+const ICON: Record<string, LabIcon> = {
+  image: imageIcon,
+  file: fileIcon,
+  cells: notebookIcon
+};
+
+function KindIcon(props: { kind: string }): JSX.Element {
+  const icon = ICON[props.kind] ?? fileIcon;
+  return <icon.react tag="span" className="jp-ThinkAttachment-icon" />;
+}
 
 /** The composer's pending attachments, each removable. */
 export function PendingAttachments(props: {
@@ -31,7 +46,7 @@ export function PendingAttachments(props: {
           data-kind={a.kind}
           title={a.error ?? `${a.name} (${formatBytes(a.size)})`}
         >
-          <span aria-hidden="true">{ICON[a.kind]}</span>
+          <KindIcon kind={a.kind} />
           <span className="jp-ThinkAttachment-name">{a.name}</span>
           {a.error ? (
             <span className="jp-ThinkAttachment-error">{a.error}</span>
@@ -60,7 +75,7 @@ export function SentAttachments(props: {
     <div className="jp-ThinkAttachments jp-mod-sent">
       {props.items.map((a, i) => (
         <span key={i} className="jp-ThinkAttachment" data-kind={a.kind}>
-          <span aria-hidden="true">{ICON[a.kind]}</span>
+          <KindIcon kind={a.kind} />
           <span className="jp-ThinkAttachment-name">{attachmentLabel(a)}</span>
         </span>
       ))}

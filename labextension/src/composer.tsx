@@ -5,7 +5,7 @@
  * notebook cells can be dragged onto it from a notebook (issue 14).
  */
 
-import { refreshIcon } from '@jupyterlab/ui-components';
+import { fileUploadIcon, refreshIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
 import { PendingAttachments } from './attachmentBar';
@@ -178,7 +178,7 @@ export function Composer(props: IComposerProps): JSX.Element {
           title="Attach files or images (or paste, or drop them here; drag notebook cells here)"
           onClick={() => picker.current?.click()}
         >
-          📎
+          <fileUploadIcon.react tag="span" />
         </button>
         <input
           ref={picker}
