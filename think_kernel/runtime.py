@@ -29,10 +29,11 @@ from typing import Any, ClassVar
 
 from .agent.calls import FALLBACK, ROLES
 from .agent.catalog import window_for
-from .agent.events import ErrorEvent, Event, StatusEvent, ToolCall
+from .agent.events import Chat, ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent, record_action
 from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
+from .agent.titles import make_title
 from .agent.tokens import Calibration
 from .collab import local_access
 from .config import NotConfigured, ThinkConfig
@@ -126,6 +127,7 @@ class Runtime:
         self.calibration = Calibration()
         self.learned_windows: dict[str, int] = {}
         self.pending_attachments: list[dict[str, Any]] = []
+        self._titles: set[asyncio.Future[None]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -138,6 +140,9 @@ class Runtime:
 
     async def close(self) -> None:
         """Close what this runtime opened."""
+        for task in list(self._titles):  # a title is a nicety: never wait on it to close
+            task.cancel()
+        await asyncio.gather(*self._titles, return_exceptions=True)
         if self._sandbox_task is not None and not self._sandbox_task.done():
             self._sandbox_task.cancel()
             await asyncio.gather(self._sandbox_task, return_exceptions=True)
@@ -370,6 +375,7 @@ class Runtime:
         text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
+        answered = False
         async for event in agent.run(
             self.session_id,
             text,
@@ -379,5 +385,26 @@ class Runtime:
         ):
             if isinstance(event, ToolCall):
                 self.current_message_id = event.message_id
+            answered = answered or isinstance(event, Chat)
             await self.emit(event)
             yield event
+        if answered and self.config.auto_title:
+            await self._title_later(agent, request)
+
+    async def _title_later(self, agent: Agent, request: str) -> None:
+        """Name an untitled session with the fast model, in the background (issue 14)."""
+        assert self.store is not None
+        session = await self.store.get_session(self.session_id)
+        if session is None or session.get("title") or not request.strip():
+            return
+        session_id, store = self.session_id, self.store
+
+        async def name() -> None:
+            title = await make_title(agent.caller(session_id), request)
+            current = await store.get_session(session_id)
+            if title and current is not None and not current.get("title"):
+                await store.update_session(session_id, title=title)
+
+        task = asyncio.ensure_future(name())
+        self._titles.add(task)
+        task.add_done_callback(self._titles.discard)

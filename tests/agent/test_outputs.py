@@ -41,6 +41,11 @@ async def flood(ctx: ToolContext, lines: int) -> ToolOutput:
     return ToolOutput(text=whole, summary=f"{lines} lines")
 
 
+def summaries(fake_model: FakeModel) -> list[dict[str, Any]]:
+    """The summaries of tool outputs the fast model was asked for (not titles)."""
+    return [r for r in fake_model.internal_requests if r["_purpose"] == "tool_summary"]
+
+
 class Flood(Runtime):
     extra_tools = [flood]
 
@@ -73,7 +78,7 @@ async def test_large_output_summary_for_the_model_whole_in_the_store(
     expected = "".join(f"row {i}: value {i * 3}\n" for i in range(5000))
     assert whole == expected and row["output_size"] == len(expected) == result["full_size"]
     # The fast model summarised it, reading excerpts only.
-    (summary_call,) = fake_model.internal_requests
+    (summary_call,) = summaries(fake_model)
     assert summary_call["_purpose"] == "tool_summary" and summary_call["model"] == "fast-m"
     assert len(summary_call["messages"][1]["content"]) < 70_000
     # The model got the summary and excerpts, within the 30,000-character bound.
@@ -99,7 +104,7 @@ async def test_small_outputs_are_not_duplicated(tmp_path: Path, fake_model: Fake
     finally:
         await rt.close()
     assert row["output_blob"] is None and result["full_size"] == 0
-    assert fake_model.internal_requests == []
+    assert summaries(fake_model) == []
 
 
 async def test_summaries_can_be_turned_off(tmp_path: Path, fake_model: FakeModel) -> None:
@@ -110,7 +115,7 @@ async def test_summaries_can_be_turned_off(tmp_path: Path, fake_model: FakeModel
         await collect(rt, "flood")
     finally:
         await rt.close()
-    assert fake_model.internal_requests == []
+    assert summaries(fake_model) == []
     sent = [m for m in fake_model.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
     assert "characters omitted" in sent and "Summary:" not in sent
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ async def make(tmp_path: Path, fake_model: FakeModel, **cfg: Any) -> Runtime:
 async def test_each_call_records_tokens_role_model_and_cost(
     tmp_path: Path, fake_model: FakeModel
 ) -> None:
-    rt = await make(tmp_path, fake_model, primary_model="gpt-4o-mini")
+    # No title call: the totals below count the loop's own calls only.
+    rt = await make(tmp_path, fake_model, primary_model="gpt-4o-mini", auto_title=False)
     fake_model.reply(tool_calls=[("list_files", {})], cached_tokens=64, reasoning_tokens=7)
     fake_model.reply(text="The folder is empty.")
     try:
@@ -57,7 +59,7 @@ async def test_each_call_records_tokens_role_model_and_cost(
 
 async def test_endpoint_without_usage_gets_estimates(tmp_path: Path, fake_model: FakeModel) -> None:
     fake_model.reject_stream_options = True  # an older server: 400 on stream_options
-    rt = await make(tmp_path, fake_model, primary_model="llama3.1")
+    rt = await make(tmp_path, fake_model, primary_model="llama3.1", auto_title=False)
     fake_model.reply(text="hello there")
     fake_model.reply(text="again")
     try:
@@ -164,3 +166,27 @@ async def test_think_context_window_env_overrides_every_model(
         Runtime(ThinkConfig(api_key="k"), Path.cwd(), extensions=[]).context_window("gpt-4.1")
         == 1_047_576
     )
+
+
+async def test_untitled_sessions_are_named_by_the_fast_model(
+    tmp_path: Path, fake_model: FakeModel
+) -> None:
+    rt = await make(tmp_path, fake_model, fast_model="quick")
+    fake_model.internal = lambda body: Reply(text='"Price distribution plot."\n')
+    fake_model.reply(text="ok")
+    fake_model.reply(text="ok again")
+    try:
+        await collect(rt, "plot the distribution of price in sales.csv")
+        await asyncio.wait_for(asyncio.gather(*rt._titles), 10)
+        session = await rt.store.get_session(rt.session_id)
+        await collect(rt, "and now the median")  # titled already: no second call
+        await asyncio.gather(*rt._titles)
+        totals = await rt.store.usage_totals(rt.session_id)
+    finally:
+        await rt.close()
+    assert session["title"] == "Price distribution plot"
+    (call,) = fake_model.internal_requests
+    assert call["_purpose"] == "title" and call["model"] == "quick"
+    assert "sales.csv" in call["messages"][1]["content"]
+    assert totals["by_purpose"]["title"]["calls"] == 1
+    assert totals["role_models"]["fast"] == ["quick"]

@@ -71,7 +71,7 @@ def test_large_output_summary_in_the_cell_whole_on_demand(kernel: Kernel, model:
     cell = markdown_of(outputs)
     assert "> 🔧 **bash** `seq 1 30000` · ✓" in cell
     assert "whole output (" in cell and "`%think_output call_" in cell
-    (summary_call,) = model.internal_requests
+    (summary_call,) = [r for r in model.internal_requests if r["_purpose"] == "tool_summary"]
     assert summary_call["model"] == "quick" and summary_call["_purpose"] == "tool_summary"
     sent = [m for m in model.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]
     assert "QUICK SUMMARY" in sent and len(sent) <= 30_000
