@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -147,7 +148,9 @@ def site_routes() -> dict[str, Route]:
     def result(req: Request) -> tuple[int, dict[str, str], bytes]:
         name = html.escape(req.query.get("name", ""))
         fruit = html.escape(req.query.get("fruit", ""))
-        return page("Order received", f"<h1 id='done'>Thanks {name}, one {fruit} is on its way</h1>")
+        return page(
+            "Order received", f"<h1 id='done'>Thanks {name}, one {fruit} is on its way</h1>"
+        )
 
     def table(req: Request) -> tuple[int, dict[str, str], bytes]:
         rows = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{c}</td></tr>" for a, b, c in PRICES)
@@ -165,8 +168,33 @@ def site_routes() -> dict[str, Route]:
     def redirect(req: Request) -> tuple[int, dict[str, str], bytes]:
         return 302, {"Location": req.query.get("to", "/")}, b""
 
+    def cookie(req: Request) -> tuple[int, dict[str, str], bytes]:
+        status, headers, body = page(
+            "Cookie", f"<p>cookie: {html.escape(req.headers.get('cookie', ''))}</p>"
+        )
+        if req.query.get("set"):
+            headers["Set-Cookie"] = f"who={req.query['set']}; Path=/"
+        return status, headers, body
+
+    def download(req: Request) -> tuple[int, dict[str, str], bytes]:
+        headers = {"Content-Type": "application/octet-stream"}
+        headers["Content-Disposition"] = "attachment; filename=data.bin"
+        return 200, headers, b"\0" * 1000
+
+    def big(req: Request) -> tuple[int, dict[str, str], bytes]:
+        words = " ".join(f"word{i}" for i in range(20_000))
+        return page("Big", f"<p>{words}</p>")
+
+    def slow(req: Request) -> tuple[int, dict[str, str], bytes]:
+        time.sleep(float(req.query.get("s", "3")))
+        return page("Slow", "<p>finally</p>")
+
     return {
         "/": index,
+        "/cookie": cookie,
+        "/download": download,
+        "/big": big,
+        "/slow": slow,
         "/form": form,
         "/result": result,
         "/table": table,

@@ -113,6 +113,7 @@ class BrowserManager:
             await self._stop_browser()
             t0 = time.perf_counter()
             self.browser = await self._launch()
+            self._idle_since = self.clock()
             self.launch_ms = (time.perf_counter() - t0) * 1000
             self.launches += 1
             if self._reaper is None or self._reaper.done():
@@ -196,10 +197,14 @@ class BrowserManager:
             finally:
                 tab.last_used = self.clock()
 
-    async def close_tab(self, session_id: str) -> None:
-        """Close a session's context (its cookies and storage go with it)."""
+    async def close_tab(self, session_id: str, remember: bool = False) -> None:
+        """Close a session's context (its cookies and storage go with it); ``remember`` keeps
+        its URL so the session's next page action reopens it."""
         tab = self.tabs.pop(session_id, None)
         if tab is not None:
+            url = tab.page.url
+            if remember and url.startswith(("http://", "https://")):
+                self.pending.setdefault(session_id, url)
             with contextlib.suppress(Exception):
                 await tab.context.close()
             if not self.tabs:
@@ -211,11 +216,12 @@ class BrowserManager:
         limit = self.config.idle_timeout
         for sid, tab in list(self.tabs.items()):
             if not tab.lock.locked() and now - tab.last_used >= limit:
-                await self.close_tab(sid)
+                await self.close_tab(sid, remember=True)
         if self.browser is not None and not self.tabs and now - self._idle_since >= limit:
-            async with self._start_lock:
-                if not self.tabs:
-                    await self._stop_browser()
+            async with self._tab_lock:  # not while a first page is being opened
+                if not self.tabs and self.clock() - self._idle_since >= limit:
+                    async with self._start_lock:
+                        await self._stop_browser()
 
     async def _reap(self) -> None:
         while self.browser is not None:

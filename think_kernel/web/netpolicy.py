@@ -39,7 +39,13 @@ class AllowEntry:
     port: int | None = None
 
     def __str__(self) -> str:
-        what = self.host if self.host is not None else str(self.network)
+        net = self.network
+        if self.host is not None:
+            what = self.host
+        elif net is not None and net.num_addresses == 1:
+            what = str(net.network_address)  # 127.0.0.1, not 127.0.0.1/32
+        else:
+            what = str(net)
         if self.port is None:
             return what
         return f"[{what}]:{self.port}" if ":" in what else f"{what}:{self.port}"

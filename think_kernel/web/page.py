@@ -42,14 +42,14 @@ _READ_JS = """
     let best = 0;
     for (const c of document.querySelectorAll('main, article, [role="main"]')) {
       const n = (c.innerText || '').length;
-      if (n > 200 && n > whole * 0.3 && n > best) { root = c; best = n; }
+      if (n > 0 && n >= whole * 0.3 && n > best) { root = c; best = n; }
     }
   }
   let text = (root && (root.innerText || root.textContent)) || '';
   text = text.replace(/[ \\t]+\\n/g, '\\n').replace(/\\n{3,}/g, '\\n\\n').trim();
   const links = [];
   const seen = new Set();
-  for (const a of (root ? root.querySelectorAll('a[href]') : [])) {
+  for (const a of document.querySelectorAll('a[href]')) {
     const href = a.href;
     if (!/^https?:/.test(href) || seen.has(href)) continue;
     const label = (a.innerText || a.getAttribute('aria-label') || '').replace(/\\s+/g, ' ').trim();
@@ -158,7 +158,7 @@ def split_field(spec: str) -> tuple[str, str | None]:
 
 
 async def read(page: Any, max_text: int, max_html: int) -> PageText:
-    """Read title, URL, readable text and links (main/article when there is one)."""
+    """Read title, URL, readable text (of main/article when there is one) and the links."""
     data = await page.evaluate(_READ_JS, {"maxText": max_text, "maxLinks": MAX_LINKS})
     text = str(data.get("text") or "")
     html_chars = int(data.get("htmlChars") or 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -114,7 +115,8 @@ async def news_search(
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     line = text.splitlines()[0] if text else type(e).__name__
-    return line.split(": ", 1)[1] if line.startswith(("Page.", "Locator.", "Frame.")) else line
+    # "Page.goto: net::ERR_..." -> "net::ERR_..." (the API name means nothing to the model)
+    return re.sub(r"^[A-Za-z]+\.[A-Za-z_]+: ", "", line)
 
 
 async def _in_tab(ctx: ToolContext, web: WebServices, fn: Callable[[Tab], Awaitable[T]]) -> T:
