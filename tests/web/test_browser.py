@@ -13,13 +13,14 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import psutil
 import pytest
 
 from think_kernel.web import WebServices
+from think_kernel.web.config import find_chromium
 from think_kernel.web.page import png_size
 from think_kernel.web.vision import Image
 
@@ -47,6 +48,10 @@ def _browsers() -> list[psutil.Process]:
         if "chrom" in name and "crashpad" not in name and "--type=" not in " ".join(cmd):
             out.append(p)
     return out
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path)
 
 
 def _profile_of(proc: psutil.Process) -> str:
@@ -238,7 +243,7 @@ async def test_lazy_start_fresh_profile_idle_close_and_timeouts(
         assert len(mine) == 1
         cmd = mine[0].cmdline()
         profile = _profile_of(mine[0])
-        assert profile.startswith(tempfile.gettempdir()) and Path(profile).is_dir()
+        assert profile.startswith(tempfile.gettempdir()) and _is_dir(profile)
         assert f"--proxy-server={web.proxy.url}" in cmd
         assert "--proxy-bypass-list=<-loopback>" in cmd  # loopback goes through the proxy too
         assert "--disable-quic" in cmd
@@ -247,7 +252,7 @@ async def test_lazy_start_fresh_profile_idle_close_and_timeouts(
             assert "--no-sandbox" in cmd
         # idle: the page closes, then the browser; its temporary profile is deleted
         await until(lambda: not web.browser.running, 20, "the idle browser to close")
-        await until(lambda: not Path(profile).exists(), 10, "the profile to be removed")
+        await until(lambda: not os.path.exists(profile), 10, "the profile to be removed")
         assert web.browser.pending["s_life"] == site.origin + "/"
         # the next call starts a new browser with a new profile, on the page it had
         shot = await call("screenshot")
@@ -274,26 +279,34 @@ async def test_no_browser_is_a_clear_error(site: Server, brave: Server, tmp_path
             await web.aclose()
 
 
-async def test_a_browser_over_cdp_goes_through_the_proxy_too(
-    site: Server, brave: Server, recorder: Server, tmp_path: Path
-) -> None:
-    web0 = WebServices(web_config(site, brave))
-    chromium = web0.config.chromium
+@pytest.fixture
+def cdp_endpoint(tmp_path: Path) -> Iterator[str]:
+    """A Chromium started by someone else, reachable over CDP."""
     proc = subprocess.Popen(
-        [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
-         f"--user-data-dir={tmp_path / 'profile'}", "--no-first-run", "about:blank"],
+        [find_chromium(), "--headless=new", "--no-sandbox", "--disable-gpu",
+         "--remote-debugging-port=0", f"--user-data-dir={tmp_path / 'profile'}", "--no-first-run",
+         "about:blank"],
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    web = None
     try:
         assert proc.stderr is not None
         endpoint = ""
         for line in proc.stderr:
             if "DevTools listening on" in line:
-                endpoint = line.split("on", 1)[1].strip()
+                endpoint = line.split(" on ", 1)[1].strip()
                 break
         assert endpoint.startswith("ws://")
-        web = WebServices(web_config(site, brave, cdp_url=endpoint))
+        yield endpoint
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+async def test_a_browser_over_cdp_goes_through_the_proxy_too(
+    site: Server, brave: Server, recorder: Server, cdp_endpoint: str
+) -> None:
+    web = WebServices(web_config(site, brave, cdp_url=cdp_endpoint))
+    try:
         call = Tools(web, None)
         ok = await call("browse_url", url=site.origin + "/")
         assert ok.ok and "xylophone" in ok.text
@@ -301,8 +314,4 @@ async def test_a_browser_over_cdp_goes_through_the_proxy_too(
         assert not bad.ok and "Blocked by the network guard" in bad.text
         assert recorder.hits == []
     finally:
-        if web is not None:
-            await web.aclose()
-        await web0.aclose()
-        proc.kill()
-        proc.wait(10)
+        await web.aclose()

@@ -46,6 +46,7 @@ class BlockedAttempt:
     host: str
     port: int
     reason: str
+    what: str = ""  # the request ("GET http://...", "CONNECT host:443"), when known
 
 
 async def system_resolve(host: str, port: int) -> list[IPAddress]:
@@ -146,12 +147,12 @@ class Egress:
         new = self.blocked_count - mark
         return list(self.blocked)[-new:] if new > 0 else []
 
-    def _refuse(self, host: str, port: int, reason: str, policy: NetPolicy) -> Blocked:
-        self.blocked.append(BlockedAttempt(time.time(), host, port, reason))
+    def _refuse(self, host: str, port: int, reason: str, policy: NetPolicy, what: str) -> Blocked:
+        self.blocked.append(BlockedAttempt(time.time(), host, port, reason, what))
         self.blocked_count += 1
         return Blocked(host, port, reason, policy.hint(host, port))
 
-    async def allowed_addresses(self, host: str, port: int) -> list[IPAddress]:
+    async def allowed_addresses(self, host: str, port: int, what: str = "") -> list[IPAddress]:
         """Resolve once; return the addresses that may be used, or raise Blocked."""
         policy = self.policy()
         try:
@@ -163,15 +164,17 @@ class Egress:
         verdicts = [(ip, policy.check(host, port, ip)) for ip in ips]
         good = [ip for ip, v in verdicts if v.allowed]
         if not good:
-            raise self._refuse(host, port, verdicts[0][1].reason, policy)
+            raise self._refuse(host, port, verdicts[0][1].reason, policy, what)
         return good
 
     async def open(
-        self, host: str, port: int
+        self, host: str, port: int, what: str = ""
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, IPAddress]:
-        """Connect to the first accepting checked address of ``host``; raise Blocked/OSError."""
+        """Connect to the first accepting checked address of ``host``; raise Blocked/OSError.
+
+        ``what`` (the request line) is kept with a refusal, for the tools and the tests."""
         last: BaseException | None = None
-        for ip in await self.allowed_addresses(host, port):
+        for ip in await self.allowed_addresses(host, port, what):
             try:
                 reader, writer = await asyncio.wait_for(
                     asyncio.open_connection(str(ip), port, limit=2**16), self.connect_timeout

@@ -165,7 +165,7 @@ class EgressProxy:
             return
         await self._next(conn, reader)  # the CONNECT's EndOfMessage
         try:
-            up_reader, up_writer, _ = await self.egress.open(host, port)
+            up_reader, up_writer, _ = await self.egress.open(host, port, f"CONNECT {host}:{port}")
         except Blocked as e:
             self._reply(conn, writer, 403, str(e))
             return
@@ -228,7 +228,8 @@ class EgressProxy:
             self._reply(conn, writer, 400, "bad port")
             return False
         try:
-            up_reader, up_writer, _ = await self.egress.open(host, port)
+            what = f"{request.method.decode('ascii', 'replace')} {target.geturl()}"
+            up_reader, up_writer, _ = await self.egress.open(host, port, what)
         except Blocked as e:
             self._reply(conn, writer, 403, str(e))
             return False

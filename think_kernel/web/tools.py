@@ -146,13 +146,14 @@ async def _goto(tab: Tab, web: WebServices, session_id: str, url: str) -> int | 
     web.browser.pending.pop(session_id, None)
     mark = web.egress.blocked_count
     response = await tab.page.goto(url, wait_until="load")
-    await settle(tab.page, 1500)
-    landed = urlsplit(tab.page.url)
-    for b in web.egress.blocked_since(mark):
-        if b.host in (landed.hostname, urlsplit(url).hostname) and response is not None:
-            if response.status == 403:
+    status = response.status if response is not None else None
+    if status == 403:
+        landed = urlsplit(tab.page.url)
+        for b in web.egress.blocked_since(mark):
+            if b.host in (landed.hostname, urlsplit(url).hostname):
                 raise ToolError(web.blocked_note(mark), "URL_BLOCKED")
-    return response.status if response is not None else None
+    await settle(tab.page, 1500)
+    return status
 
 
 async def _current(tab: Tab, web: WebServices, session_id: str, url: str | None) -> None:
