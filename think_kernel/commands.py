@@ -141,7 +141,7 @@ async def think_config(rt: Any, arg: str) -> CommandReply:
 
 
 async def think_status(rt: Any, arg: str) -> CommandReply:
-    """Model, endpoint (never the key), session, workspace and sandbox tier."""
+    """Model, endpoint (never the key), session, workspace, sandbox tier and web tools."""
     props = await rt.props()
     cfg = rt.config
     configured = bool(cfg.api_key or cfg.base_url)
@@ -159,6 +159,9 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
     ]
+    web = getattr(rt, "extras", {}).get("web")
+    if web is not None:  # search provider, browser, network allowlist, cache
+        rows += web.status_rows()
     return CommandReply("\n".join(f"- **{k}**: {v}" for k, v in rows))
 
 
