@@ -1,11 +1,13 @@
 /**
- * A card per tool call: name, arguments, live status and output, duration, result preview.
+ * A card per tool call: name, arguments, live status and output, duration, result preview,
+ * and the images a tool returned (browser screenshots).
  */
 
 import React, { useState } from 'react';
 
 import { formatDuration, summariseInput } from './format';
 import type { IToolCallState } from './reducer';
+import { ToolImages, toolImages } from './toolImages';
 
 const PREVIEW_CHARS = 2000;
 
@@ -28,6 +30,7 @@ export const ToolCard = React.memo(function ToolCard({
   const [open, setOpen] = useState(false);
   const [full, setFull] = useState(false);
   const args = summariseInput(call.input);
+  const images = toolImages(call.display);
   const output = call.output ?? '';
   const shown =
     full || output.length <= PREVIEW_CHARS
@@ -57,6 +60,7 @@ export const ToolCard = React.memo(function ToolCard({
             : ''}
         </span>
       </button>
+      <ToolImages images={images} />
       {call.status === 'error' && !open && call.summary ? (
         <div className="jp-ThinkToolCard-error">{call.summary}</div>
       ) : null}
