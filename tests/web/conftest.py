@@ -69,6 +69,7 @@ def web_config(site: Server, brave: Server, **kw: Any) -> WebConfig:
     kw.setdefault("searxng_url", "")
     kw.setdefault("chromium", find_chromium())
     kw.setdefault("cdp_url", "")
+    kw.setdefault("action_timeout", 3.0)  # a missing element fails in 3 s, not 10
     return WebConfig(**kw)
 
 

@@ -44,6 +44,7 @@ class Server:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once, as real servers do
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

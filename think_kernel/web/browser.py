@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import WebConfig
+from .page import NetworkWatch
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class Tab:
 
     context: Any
     page: Any
+    watch: NetworkWatch
     last_used: float
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -180,7 +182,7 @@ class BrowserManager:
         context.set_default_timeout(cfg.action_timeout * 1000)
         context.set_default_navigation_timeout(cfg.navigation_timeout * 1000)
         page = await context.new_page()
-        return Tab(context, page, self.clock())
+        return Tab(context, page, NetworkWatch(page), self.clock())
 
     @contextlib.asynccontextmanager
     async def use(self, session_id: str) -> AsyncIterator[Tab]:

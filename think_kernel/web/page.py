@@ -6,6 +6,7 @@ shapes (:class:`PageText`) and their formatting for the model are plain data and
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from dataclasses import dataclass, field
@@ -176,14 +177,61 @@ async def read(page: Any, max_text: int, max_html: int) -> PageText:
     )
 
 
-async def settle(page: Any, timeout_ms: float = 3000) -> None:
-    """Wait (briefly) for the page to load after an action; a busy page is read as it is."""
+class NetworkWatch:
+    """Counts a page's requests in flight, so "settled" needs no fixed idle window.
+
+    Playwright's ``networkidle`` waits for 500 ms without traffic, on every page; here a page
+    whose requests are done is settled after a short quiet spell, and one still fetching (a
+    script rendering its content) is waited for, up to a bound.
+    """
+
+    def __init__(self, page: Any) -> None:
+        self.inflight = 0
+        self._changed = asyncio.Event()
+        page.on("request", self._started)
+        page.on("requestfinished", self._ended)
+        page.on("requestfailed", self._ended)
+
+    def _started(self, _request: Any) -> None:
+        self.inflight += 1
+        self._changed.set()
+
+    def _ended(self, _request: Any) -> None:
+        self.inflight = max(0, self.inflight - 1)
+        self._changed.set()
+
+    async def quiet(self, timeout_ms: float, window_ms: float = 50) -> bool:
+        """Wait until no request was in flight for ``window_ms``; False at the timeout."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout_ms / 1000
+        while True:
+            left = end - loop.time()
+            if left <= 0:
+                return False
+            self._changed.clear()
+            if self.inflight == 0:
+                try:
+                    await asyncio.wait_for(self._changed.wait(), min(left, window_ms / 1000))
+                except TimeoutError:
+                    return True  # a quiet window passed
+                continue
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                return False
+
+
+async def settle(page: Any, watch: NetworkWatch | None, timeout_ms: float = 3000) -> None:
+    """Wait (briefly) for the page to load and its requests to finish; a busy page is read
+    as it is when the time is up."""
     try:
         await page.wait_for_load_state("load", timeout=timeout_ms)
-        await page.wait_for_load_state("networkidle", timeout=min(timeout_ms, 1500))
     except Exception as e:
         if type(e).__name__ != "TimeoutError":
             raise
+        return
+    if watch is not None:
+        await watch.quiet(timeout_ms)
 
 
 def locate(page: Any, selector: str | None, text: str | None) -> Any:
@@ -204,6 +252,7 @@ def locate(page: Any, selector: str | None, text: str | None) -> Any:
 
 async def act(
     page: Any,
+    watch: NetworkWatch | None,
     action: Action,
     selector: str | None,
     text: str | None,
@@ -243,7 +292,7 @@ async def act(
         if selector or text:
             await locate(page, selector, text).wait_for(timeout=timeout_ms)
             return f"{what} appeared"
-        await settle(page, timeout_ms)
+        await settle(page, watch, timeout_ms)
         return "waited for the page to settle"
     target = locate(page, selector, text)
     if action == "click":

@@ -152,7 +152,7 @@ async def _goto(tab: Tab, web: WebServices, session_id: str, url: str) -> int | 
         for b in web.egress.blocked_since(mark):
             if b.host in (landed.hostname, urlsplit(url).hostname):
                 raise ToolError(web.blocked_note(mark), "URL_BLOCKED")
-    await settle(tab.page, 1500)
+    await settle(tab.page, tab.watch, 1500)
     return status
 
 
@@ -325,8 +325,10 @@ async def interact_with_page(
             await _goto(tab, web, ctx.session_id, check_url(value or ""))
         else:
             await _current(tab, web, ctx.session_id, None)
-            done = await act(tab.page, action, selector, text, value, cfg.action_timeout * 1000)
-            await settle(tab.page, 3000)
+            done = await act(
+                tab.page, tab.watch, action, selector, text, value, cfg.action_timeout * 1000
+            )
+            await settle(tab.page, tab.watch, 3000)
         return done, await read(tab.page, INTERACT_TEXT_CHARS, cfg.max_page_chars)
 
     done, after = await _in_tab(ctx, web, run)
