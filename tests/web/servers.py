@@ -132,6 +132,7 @@ def site_routes() -> dict[str, Route]:
             "It has a form, a table of prices and a list of products.</p>"
             "<p>The magic word is <b>xylophone</b>.</p>"
             "<div id='banner' style='background:#c00;color:#fff;padding:20px'>Red banner</div>"
+            "<a href='/table' target='_blank' id='popup'>Prices in a new window</a>"
             "</main>",
         )
 

@@ -163,6 +163,14 @@ async def test_sessions_have_their_own_pages_and_cookies(tools: Tools, site: Ser
     assert not nothing.ok and "no page is open" in nothing.text
 
 
+async def test_a_new_window_becomes_the_page(tools: Tools, site: Server) -> None:
+    await tools("browse_url", session_id="s_popup", url=site.origin + "/")
+    out = await tools("interact_with_page", session_id="s_popup", action="click", selector="#popup")
+    assert out.ok and f"URL: {site.origin}/table" in out.text and "Cherries" in out.text
+    shot = await tools("screenshot", session_id="s_popup")
+    assert shot.display[0]["think"]["url"] == site.origin + "/table"
+
+
 async def test_errors_are_short_and_actionable(tools: Tools, site: Server) -> None:
     await tools("browse_url", session_id="s_err", url=site.origin + "/form")
     bad_css = await tools("scrape_page", session_id="s_err", selectors={"x": "div[[["})

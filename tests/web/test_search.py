@@ -176,15 +176,25 @@ async def test_search_endpoint_on_this_machine_needs_an_allow_entry(
     assert len(brave.hits) == before
 
 
-async def test_a_redirect_from_the_search_endpoint_is_checked(services, recorder: Server) -> None:
+async def test_a_redirect_from_the_search_endpoint_is_checked(
+    services, recorder: Server, site: Server
+) -> None:
     bounce = Server({"*": lambda req: (302, {"Location": recorder.origin + "/steal"}, b"")})
+    to_site = Server({"*": lambda req: (302, {"Location": site.origin + "/steal"}, b"")})
     try:
-        call = services(brave_url=bounce.origin, allow=[bounce.authority])
+        # SearXNG's redirects are followed, through the guard
+        call = services(brave_api_key="", searxng_url=bounce.origin, allow=[bounce.authority])
         out = await call("web_search", query="x")
         assert not out.ok and "Blocked by the network guard" in out.text
         assert bounce.hits and recorder.hits == []
+        # Brave's are not followed at all: the key header would go along
+        hits = len(site.hits)
+        brave = services(brave_url=to_site.origin, allow=[to_site.authority, site.authority])
+        out = await brave("web_search", query="x")
+        assert not out.ok and "redirect" in out.text and len(site.hits) == hits
     finally:
         bounce.stop()
+        to_site.stop()
 
 
 async def test_a_bad_allow_entry_is_an_error_not_a_crash(services) -> None:

@@ -182,7 +182,14 @@ class BrowserManager:
         context.set_default_timeout(cfg.action_timeout * 1000)
         context.set_default_navigation_timeout(cfg.navigation_timeout * 1000)
         page = await context.new_page()
-        return Tab(context, page, NetworkWatch(page), self.clock())
+        tab = Tab(context, page, NetworkWatch(page), self.clock())
+
+        def follow(popup: Any) -> None:
+            # A link or script opened a new window: the next action sees what the user would.
+            tab.page, tab.watch = popup, NetworkWatch(popup)
+
+        context.on("page", follow)
+        return tab
 
     @contextlib.asynccontextmanager
     async def use(self, session_id: str) -> AsyncIterator[Tab]:

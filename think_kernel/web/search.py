@@ -199,7 +199,15 @@ class BraveProvider:
         """One Brave request."""
         path, params = brave_request(kind, query, count, freshness)
         headers = {"Accept": "application/json", "X-Subscription-Token": self.api_key}
-        resp = await client.get(self.base_url + path, params=params, headers=headers)
+        # No redirects: the key header would follow them to whatever host they name.
+        resp = await client.get(
+            self.base_url + path, params=params, headers=headers, follow_redirects=False
+        )
+        if resp.is_redirect:
+            where = resp.headers.get("location", "?")
+            raise SearchError(
+                f"Brave answered a redirect to {where}; set THINK_BRAVE_URL to the API's own URL"
+            )
         if resp.status_code in (401, 403):
             raise _status_error(self.name, resp, " (check BRAVE_API_KEY)")
         if resp.status_code == 429:
