@@ -203,8 +203,9 @@ async def browse_url(ctx: ToolContext, url: str) -> ToolOutput:
         return result
 
     result = await _in_tab(ctx, web, run)
-    web.cache.put(k, result)
     ok = result.status is None or result.status < 400
+    if ok:  # an error page is worth loading again next time
+        web.cache.put(k, result)
     return ToolOutput(
         text=_with_blocked(format_page(result, cfg.max_text_chars), web, mark),
         summary=f"browse: {clip(url, 100)} -> {result.status}, {result.text_chars} chars",
