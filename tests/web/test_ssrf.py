@@ -196,10 +196,15 @@ def udp() -> Iterator[socket.socket]:
 
 def targets_for(recorder: Server, recorder6: Server, jupyter: dict[str, Any]) -> list[str]:
     r, j = recorder.port, jupyter["port"]
+    try:  # this machine's own name, where it resolves (it usually does, to one of its addresses)
+        socket.getaddrinfo(socket.gethostname(), r)
+        own_name = [f"http://{socket.gethostname()}:{r}"]
+    except OSError:
+        own_name = []
     return [
         f"http://127.0.0.1:{r}",
         f"http://localhost:{r}",
-        f"http://{socket.gethostname()}:{r}",  # this machine's name
+        *own_name,
         f"http://[::1]:{recorder6.port}",
         f"http://[::ffff:127.0.0.1]:{r}",
         f"http://2130706433:{r}",  # decimal
