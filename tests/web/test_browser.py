@@ -244,7 +244,7 @@ async def test_lazy_start_fresh_profile_idle_close_and_timeouts(
     call = Tools(web, None, session_id="s_life")
     before = {p.pid for p in _browsers()}
     try:
-        assert not web.browser.running and web.proxy.url == ""  # nothing starts by itself
+        assert not web.browser.running and web.proxy is None  # nothing starts by itself
         out = await call("browse_url", url=site.origin + "/")
         assert out.ok
         mine = [p for p in _browsers() if p.pid not in before]
@@ -252,7 +252,7 @@ async def test_lazy_start_fresh_profile_idle_close_and_timeouts(
         cmd = mine[0].cmdline()
         profile = _profile_of(mine[0])
         assert profile.startswith(tempfile.gettempdir()) and _is_dir(profile)
-        assert f"--proxy-server={web.proxy.url}" in cmd
+        assert web.proxy is not None and f"--proxy-server={web.proxy.url}" in cmd
         assert "--proxy-bypass-list=<-loopback>" in cmd  # loopback goes through the proxy too
         assert "--disable-quic" in cmd
         assert "--force-webrtc-ip-handling-policy=disable_non_proxied_udp" in cmd

@@ -182,11 +182,11 @@ class BrowserManager:
         context.set_default_timeout(cfg.action_timeout * 1000)
         context.set_default_navigation_timeout(cfg.navigation_timeout * 1000)
         page = await context.new_page()
-        tab = Tab(context, page, NetworkWatch(page), self.clock())
+        tab = Tab(context, page, NetworkWatch(context), self.clock())
 
         def follow(popup: Any) -> None:
             # A link or script opened a new window: the next action sees what the user would.
-            tab.page, tab.watch = popup, NetworkWatch(popup)
+            tab.page = popup
 
         context.on("page", follow)
         return tab

@@ -178,19 +178,20 @@ async def read(page: Any, max_text: int, max_html: int) -> PageText:
 
 
 class NetworkWatch:
-    """Counts a page's requests in flight, so "settled" needs no fixed idle window.
+    """Counts the requests in flight of a browser context (every page of it, popups too), so
+    "settled" needs no fixed idle window.
 
     Playwright's ``networkidle`` waits for 500 ms without traffic, on every page; here a page
     whose requests are done is settled after a short quiet spell, and one still fetching (a
     script rendering its content) is waited for, up to a bound.
     """
 
-    def __init__(self, page: Any) -> None:
+    def __init__(self, context: Any) -> None:
         self.inflight = 0
         self._changed = asyncio.Event()
-        page.on("request", self._started)
-        page.on("requestfinished", self._ended)
-        page.on("requestfailed", self._ended)
+        context.on("request", self._started)
+        context.on("requestfinished", self._ended)
+        context.on("requestfailed", self._ended)
 
     def _started(self, _request: Any) -> None:
         self.inflight += 1

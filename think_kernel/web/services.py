@@ -13,6 +13,7 @@ refuse to run and say which entry is wrong.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -21,9 +22,11 @@ from .cache import ResultCache
 from .config import WebConfig
 from .egress import Egress, PolicySource
 from .netpolicy import AllowEntry, parse_allow
-from .proxy import EgressProxy
 from .search import NOT_CONFIGURED, Searcher, providers_from
 from .vision import VisionAsker
+
+if TYPE_CHECKING:
+    from .proxy import EgressProxy
 
 
 class WebSetupError(Exception):
@@ -51,12 +54,7 @@ class WebServices:
             self.allow_error = f"THINK_BROWSER_ALLOW (c.WebConfig.allow) is invalid: {e}"
         self.allow = allow
         self.egress = egress or Egress(PolicySource(allow), connect_timeout=cfg.search_timeout)
-        mb = 1_000_000
-        self.proxy = EgressProxy(
-            self.egress,
-            max_response_bytes=cfg.max_response_mb * mb,
-            max_tunnel_bytes=cfg.max_response_mb * mb * 10,
-        )
+        self.proxy: EgressProxy | None = None  # built on first use (h11 loads with it)
         self.searcher = Searcher(providers_from(cfg.brave_api_key, cfg.brave_url, cfg.searxng_url))
         self.cache = ResultCache(cfg.cache_size, cfg.cache_ttl)
         self.browser = BrowserManager(cfg, self.proxy_url)
@@ -72,6 +70,15 @@ class WebServices:
         """The egress proxy's URL, starting it on first use."""
         self.check()
         async with self._lock:
+            if self.proxy is None:
+                from .proxy import EgressProxy
+
+                mb = 1_000_000
+                self.proxy = EgressProxy(
+                    self.egress,
+                    max_response_bytes=self.config.max_response_mb * mb,
+                    max_tunnel_bytes=self.config.max_response_mb * mb * 10,
+                )
             return await self.proxy.start()
 
     async def http(self) -> httpx.AsyncClient:
@@ -119,7 +126,8 @@ class WebServices:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-        await self.proxy.aclose()
+        if self.proxy is not None:
+            await self.proxy.aclose()
 
     def blocked_note(self, mark: int) -> str:
         """A sentence listing connections refused since ``mark`` ("" if none)."""

@@ -326,10 +326,13 @@ async def interact_with_page(
             await _goto(tab, web, ctx.session_id, check_url(value or ""))
         else:
             await _current(tab, web, ctx.session_id, None)
+            before = tab.page
             done = await act(
                 tab.page, tab.watch, action, selector, text, value, cfg.action_timeout * 1000
             )
             await settle(tab.page, tab.watch, 3000)
+            if tab.page is not before:  # the action opened a window: read that one, loaded
+                await settle(tab.page, tab.watch, 3000)
         return done, await read(tab.page, INTERACT_TEXT_CHARS, cfg.max_page_chars)
 
     done, after = await _in_tab(ctx, web, run)
