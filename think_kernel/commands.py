@@ -163,7 +163,7 @@ async def think_config(rt: Any, arg: str) -> CommandReply:
 
 
 async def think_status(rt: Any, arg: str) -> CommandReply:
-    """Models, endpoint (never the key), session, workspace, sandbox tier and usage."""
+    """Models, endpoint (never the key), session, workspace, sandbox tier, web tools, usage."""
     props = await rt.props()
     cfg = rt.config
     configured = bool(cfg.api_key or cfg.base_url)
@@ -189,6 +189,9 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
     ]
+    web = getattr(rt, "extras", {}).get("web")
+    if web is not None:  # search provider, browser, network allowlist, cache
+        rows += web.status_rows()
     text = "\n".join(f"- **{k}**: {v}" for k, v in rows)
     return CommandReply(text + "\n\n" + usage_table(await rt.store.usage_totals(rt.session_id)))
 

@@ -45,6 +45,7 @@ from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
 from .tools.files import FILE_TOOLS
 from .tools.notebooks import NOTEBOOK_TOOLS
 from .tools.workspace import Workspace
+from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
 
 log = logging.getLogger(__name__)
 Sink = Callable[[Event], Any]
@@ -118,6 +119,7 @@ class Runtime:
             "ensure_sandbox": self.ensure_sandbox,
             "fetch_config": FetchConfig(config=self.config.config),
             "fetch_log": FetchLog(),
+            "web": WebServices(WebConfig(config=self.config.config), vision=self._vision()),
         }
         if self._notebooks is not None:
             self.extras["notebooks"] = self._notebooks
@@ -149,6 +151,7 @@ class Runtime:
         if self.sandbox is not None:
             await self.sandbox.close()
             self.sandbox = None
+        await self.extras["web"].aclose()  # browser, its driver and the egress proxy
         if self._notebooks is not None:
             await self._notebooks.aclose()
             self._notebooks = None
@@ -201,7 +204,7 @@ class Runtime:
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS]
+        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS, *WEB_TOOLS]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
             registry.add(func)
@@ -262,6 +265,15 @@ class Runtime:
         configured = window_for(model, self.config.context_windows, self.config.context_window)
         learned = self.learned_windows.get(model)
         return min(learned, configured) if learned else configured
+
+    def _vision(self) -> ModelVision:
+        """The ``vision`` role for tools that ask about images (screenshots)."""
+
+        async def resolve() -> tuple[ModelClient, str]:
+            props = await self.props()
+            return self._model_client(props), self.model_name(props, "vision")
+
+        return ModelVision(resolve)
 
     def system_prompt(self, props: dict[str, Any]) -> str:
         """Core prompt + class + extensions + config + session instructions."""

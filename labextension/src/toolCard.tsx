@@ -1,11 +1,13 @@
 /**
- * A card per tool call: name, arguments, live status and output, duration, result preview.
+ * A card per tool call: name, arguments, live status and output, duration, result preview,
+ * and the images a tool returned (browser screenshots).
  */
 
 import React, { useState } from 'react';
 
 import { formatDuration, summariseInput } from './format';
 import type { IToolCallState } from './reducer';
+import { ToolImages, toolImages } from './toolImages';
 
 const PREVIEW_CHARS = 2000;
 
@@ -33,6 +35,7 @@ export const ToolCard = React.memo(function ToolCard({
   const [whole, setWhole] = useState<string | null>(null);
   const [wholeError, setWholeError] = useState<string | null>(null);
   const args = summariseInput(call.input);
+  const images = toolImages(call.display);
   const output = whole ?? call.output ?? '';
   const canLoadWhole =
     !!call.fullSize && !!call.resultId && !!loadWhole && whole === null;
@@ -64,6 +67,7 @@ export const ToolCard = React.memo(function ToolCard({
             : ''}
         </span>
       </button>
+      <ToolImages images={images} />
       {call.status === 'error' && !open && call.summary ? (
         <div className="jp-ThinkToolCard-error">{call.summary}</div>
       ) : null}
