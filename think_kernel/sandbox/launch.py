@@ -198,6 +198,10 @@ def bwrap_argv(
             parents_0755(p)
             argv += ["--ro-bind", p, p]
             rebound.append(p)
+    # POSIX semaphores (multiprocessing locks and queues, joblib) live in /dev/shm: a
+    # private, size-limited one, writable by the session uid.
+    shm = config.scratch_mb << 20 or 1 << 30
+    argv += ["--perms", "01777", "--size", str(shm), "--tmpfs", "/dev/shm"]
     parents_0755(str(workspace))
     argv += ["--bind", str(workspace), str(workspace)]
     parents_0755(str(scratch))
@@ -239,15 +243,20 @@ def zygote_config(
         "preload": list(config.preload_modules),
         "preload_code": config.preload_code if config.preload_modules else "",
         "seccomp": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
-        # Tier 2 has no network namespace: no socket() at all (issue 9, item 5).
-        "no_sockets": tier == Tier.LANDLOCK,
+        # No socket() at all, only socketpairs and the inherited channels (issue 9, item 5):
+        # tier 2 has no network namespace, and even tier 1's read-only view of the host
+        # file system shows sockets (connect() ignores read-only mounts).
+        "no_sockets": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
         "drop_uid": identity[0] if identity else None,
         "drop_gid": identity[1] if identity else None,
         "cgroup_fds": list(cgroup_fds),
         "make_dirs": [str(scratch / "home"), str(scratch / "tmp")],
     }
     if tier == Tier.LANDLOCK:
-        devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+        # /dev/shm holds POSIX semaphores (multiprocessing); on tier 2 it is the host's,
+        # shared with other processes and guarded by file modes only (README, Security).
+        devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                   "/dev/shm"]  # fmt: skip
         private = private_paths(config)
         cfg["landlock"] = {
             "read": exclude([*config.readable_paths, *python_paths(), str(INSIDE_DIR)], private),

@@ -34,8 +34,8 @@ class Tier(enum.IntEnum):
 
 
 _DESCRIPTIONS = {
-    Tier.BUBBLEWRAP: "tier 1 (bubblewrap): no network, own pid namespace, read-only system, "
-    "writable workspace and scratch only, rlimits + seccomp",
+    Tier.BUBBLEWRAP: "tier 1 (bubblewrap): no network or sockets, own pid namespace, read-only "
+    "system, writable workspace and scratch only, rlimits + seccomp",
     Tier.LANDLOCK: "tier 2 (Landlock + seccomp): no sockets (socketpairs only), reads limited "
     "to system paths, writes to workspace and scratch only, rlimits; other processes' command "
     "lines stay visible",

@@ -75,13 +75,14 @@ def _std_streams() -> None:
     )
 
 
-def detach(cfg: dict) -> None:
-    """First steps of every forked child: own session and group, default signals, and the
-    session's identity (a root launcher's children become the session uid here)."""
+def detach() -> None:
+    """First steps of every forked child: own session and group, default signals, and a
+    higher OOM score than the launcher's."""
     os.setsid()
     for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
+    confine.set_parent_death_signal(signal.SIGKILL)
     try:
         # When the session reaches its memory limit, the kernel should pick a run, not the
         # launcher: raising our own score needs no privilege (and must precede the uid drop,
@@ -90,17 +91,23 @@ def detach(cfg: dict) -> None:
             f.write("300")
     except OSError:
         pass
+
+
+def become_session(cfg: dict) -> None:
+    """Take the session's identity for good (a root launcher's children become the session
+    uid here, losing every capability) and forbid privilege gains through execve."""
     if cfg.get("drop_uid") is not None:
         confine.drop_privileges(cfg["drop_uid"], cfg["drop_gid"])
     confine.set_no_new_privs()  # also on tier 3: no way back to root through a setuid binary
-    confine.set_parent_death_signal(signal.SIGKILL)  # after the uid change, which clears it
+    confine.set_parent_death_signal(signal.SIGKILL)  # the uid change cleared it
     if os.getppid() != cfg["zygote_pid"]:
         os._exit(0)  # the launcher died before the line above: nobody would reap us
 
 
 def spare_main(cfg: dict, sock: socket.socket, program: bytes | None) -> None:
-    """A pre-forked child: wait for one job from the zygote, then become that run."""
-    detach(cfg)
+    """A pre-forked child: wait for one job from the zygote, then become that run. It waits
+    under the launcher's identity, so the session's code cannot stop or kill idle spares."""
+    detach()
     buf = bytearray()
     fds: list[int] = []
     line = recv_line(sock, buf, fds)
@@ -114,7 +121,8 @@ def child_main(
 ) -> None:
     """Body of a forked run: confine, then run the snippet / exec bash / serve cells."""
     if not detached:
-        detach(cfg)
+        detach()
+    become_session(cfg)
     # Move the passed fds out of the way first: they may already sit on 0..4.
     out, err, chan, loop = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds)
     devnull = os.open(os.devnull, os.O_RDONLY)
