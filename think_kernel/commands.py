@@ -11,6 +11,7 @@ return Markdown and never raise for user mistakes (a :class:`CommandError` carri
 from __future__ import annotations
 
 import ast
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -140,8 +141,23 @@ async def think_config(rt: Any, arg: str) -> CommandReply:
     return CommandReply(f"`{key}` = {code_span(repr(getattr(rt.config, key)))}.")
 
 
+def _sandbox_limits(rt: Any) -> str:
+    """The limits table of the session's sandbox (configured values if not started yet)."""
+    from .sandbox import describe_limits, detect_tier, markdown_table
+
+    if rt.sandbox is not None:
+        return markdown_table(rt.sandbox.limits())
+    sc = rt.sandbox_config
+    tier = detect_tier(sc.bwrap_path)
+    ids = None
+    if os.geteuid() == 0:
+        ids = (sc.uid_range_start if sc.session_uids else sc.sandbox_uid, sc.sandbox_gid)
+    rows = describe_limits(sc, tier, ids, sc.session_uids, None, [], started=False)
+    return markdown_table(rows)
+
+
 async def think_status(rt: Any, arg: str) -> CommandReply:
-    """Model, endpoint (never the key), session, workspace and sandbox tier."""
+    """Model, endpoint (never the key), session, workspace, sandbox tier and its limits."""
     props = await rt.props()
     cfg = rt.config
     configured = bool(cfg.api_key or cfg.base_url)
@@ -159,7 +175,29 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
     ]
-    return CommandReply("\n".join(f"- **{k}**: {v}" for k, v in rows))
+    text = "\n".join(f"- **{k}**: {v}" for k, v in rows)
+    return CommandReply(f"{text}\n\n**Sandbox limits**\n\n{_sandbox_limits(rt)}")
+
+
+async def think_doctor(rt: Any, arg: str) -> CommandReply:
+    """Try the sandbox's containment for real (network, files, secrets, store, other sessions,
+    launcher, limits) on this machine; ``all`` probes every tier it can run."""
+    from .sandbox import Tier, available_tiers
+    from .sandbox.probes import run_probes
+
+    here = available_tiers(rt.sandbox_config.bwrap_path)
+    if arg.strip() == "all":
+        tiers = here
+    else:
+        current = getattr(rt.sandbox, "tier", None)
+        tiers = [current or (Tier(rt.sandbox_config.force_tier) if rt.sandbox_config.force_tier
+                             else here[0])]  # fmt: skip
+    parts = [f"Sandbox tiers this machine can run: {', '.join(str(int(t)) for t in here)}."]
+    for tier in tiers:
+        report = await run_probes(tier, rt.sandbox_config)
+        verdict = "every attack contained" if report.all_contained else "**not all contained**"
+        parts.append(f"{report.markdown()}\n\n{verdict} ({report.seconds:.1f} s)")
+    return CommandReply("\n\n".join(parts))
 
 
 HELP = """\
@@ -173,7 +211,8 @@ HELP = """\
 | `%think_model [NAME]` | model for this session (`default` resets) |
 | `%think_instructions [TEXT\\|-]` | extra instructions for this session |
 | `%think_config [key=value]` | show or change settings |
-| `%think_status` | model, endpoint, session, workspace, sandbox |
+| `%think_status` | model, endpoint, session, workspace, sandbox and its limits |
+| `%think_doctor [all]` | try the sandbox's containment here (`jupyter think doctor`) |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -190,6 +229,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_instructions": think_instructions,
     "think_config": think_config,
     "think_status": think_status,
+    "think_doctor": think_doctor,
     "think_help": think_help,
 }
 

@@ -31,11 +31,16 @@ def describe_limits(
     own_uid: bool,
     cgroup: SessionCgroup | None,
     cgroup_notes: list[str],
+    started: bool = True,
 ) -> list[LimitRow]:
-    """The limits in force for a sandbox with this configuration, tier and resources."""
+    """The limits in force for a sandbox with this configuration, tier and resources
+    (``started=False``: configured values, before the sandbox has taken its cgroup)."""
     mech = dict(cgroup.mechanisms) if cgroup is not None else {}
     missing = "; ".join(cgroup_notes) or ("cgroups off (SandboxConfig.cgroups)"
                                           if not config.cgroups else "no cgroup")  # fmt: skip
+    if not started:
+        mech = dict.fromkeys(("memory", "pids", "cpu"), "cgroup where possible (sandbox not "
+                             "started yet)")  # fmt: skip
     seccomp = tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK)
     rows = [LimitRow("isolation", f"tier {int(tier)}", tier.description)]
     if identity is None:
