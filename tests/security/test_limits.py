@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import textwrap
 
+import pytest
 from conftest import SandboxFactory
 
 from think_kernel.sandbox import Tier
@@ -100,8 +101,14 @@ async def test_process_count_is_capped_per_session(open_sandbox: SandboxFactory)
         assert ok.stdout == "done\n", ok
 
 
-async def test_writes_past_the_budget_stop_the_run(open_sandbox: SandboxFactory) -> None:
-    async with open_sandbox("disk", max_write_mb=64, write_check_interval=0.05) as sb:
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "process-tree"])
+async def test_writes_past_the_budget_stop_the_run(
+    open_sandbox: SandboxFactory, cgroups: bool
+) -> None:
+    # Without a cgroup (a kernel that is not root), the session is the launcher's tree.
+    async with open_sandbox("disk", max_write_mb=64, write_check_interval=0.05,
+                            cgroups=cgroups) as sb:  # fmt: skip
+        assert (sb.cgroup is not None) == cgroups
         rows = {r.name: r for r in sb.limits()}
         assert rows["disk writes per run"].value == "64 MiB"
         attacks = [

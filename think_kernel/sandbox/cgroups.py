@@ -85,9 +85,18 @@ def _write(path: Path, value: str) -> None:
         f.write(value)
 
 
+def read_small(path: str) -> bytes:
+    """A small kernel file in one read (no Path or text layers: this runs on every run)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536)
+    finally:
+        os.close(fd)
+
+
 def _read_ints(path: Path) -> list[int]:
     try:
-        return [int(x) for x in path.read_text().split()]
+        return [int(x) for x in read_small(str(path)).split()]
     except (OSError, ValueError):
         return []
 
@@ -100,6 +109,7 @@ class SessionCgroup:
     dirs: dict[str, Path]  # controller -> directory (v2: every controller maps to one dir)
     #: controller -> human text of the mechanism, for %think_status
     mechanisms: dict[str, str] = field(default_factory=dict)
+    _procs_file: str | None = None
 
     @classmethod
     def create(
@@ -210,8 +220,13 @@ class SessionCgroup:
 
     def pids(self) -> list[int]:
         """Every process in the session (host pids)."""
-        d = self.dirs.get("pids") or self._unique_dirs()[0]
-        return _read_ints(d / "cgroup.procs")
+        if self._procs_file is None:
+            d = self.dirs.get("pids") or self._unique_dirs()[0]
+            self._procs_file = f"{d}/cgroup.procs"
+        try:
+            return [int(x) for x in read_small(self._procs_file).split()]
+        except (OSError, ValueError):
+            return []
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for reaching the memory limit so far."""
@@ -220,9 +235,9 @@ class SessionCgroup:
             return 0
         name = "memory.events" if self.version == 2 else "memory.oom_control"
         try:
-            for line in (d / name).read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
+            for line in read_small(f"{d}/{name}").splitlines():
+                key, _, value = line.partition(b" ")
+                if key == b"oom_kill":
                     return int(value)
         except (OSError, ValueError):
             pass

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from traitlets import Bool, Dict, Float, Int, List, Unicode
+import os
+
+from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
 
@@ -62,13 +64,14 @@ class SandboxConfig(Configurable):
         "RLIMIT_NPROC of the session's own uid when the kernel runs as root. Default: 256.",
     )
     cpu_weight = Int(
-        100,
         min=0,
         max=10000,
         config=True,
-        help="CPU share of one session against other sessions and the rest of the machine, as "
-        "a cgroup v2 cpu.weight (v1: cpu.shares = weight * 1024 / 100); 0 = no CPU cgroup. "
-        "Default: 100 (one ordinary process's worth when the CPU is contended).",
+        help="CPU share of one session against other sessions and the rest of the machine when "
+        "the CPU is contended, as a cgroup v2 cpu.weight (100 = one ordinary process; v1: "
+        "cpu.shares = weight * 1024 / 100); 0 = no CPU cgroup. Default: 100 per CPU of the "
+        "machine, so a session alone can still use every core while a fork bomb in another "
+        "gets no more than its share.",
     )
     scratch_mb = Int(
         1024,
@@ -267,6 +270,10 @@ class SandboxConfig(Configurable):
         "install). If False, the workspace must already be writable by sandbox_gid. "
         "Default: True.",
     )
+
+    @default("cpu_weight")
+    def _cpu_weight_default(self) -> int:
+        return min(10000, 100 * (os.cpu_count() or 1))
 
     def limits(self) -> dict[str, int]:
         """The rlimits handed to each sandboxed child."""

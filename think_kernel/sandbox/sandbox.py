@@ -67,6 +67,7 @@ class Sandbox:
         self._warm_lock = asyncio.Lock()
         self._launcher_lock = asyncio.Lock()
         self._launcher: Launcher | None = None
+        self._known_pids: list[int] = []
         self._closed = False
 
     @property
@@ -203,7 +204,18 @@ class Sandbox:
         launcher = self._launcher
         if launcher is None or launcher.proc is None:
             return []
-        return [launcher.proc.pid, *descendants(launcher.proc.pid)]
+        self._known_pids = [launcher.proc.pid, *descendants(launcher.proc.pid)]
+        return self._known_pids
+
+    def known_pids(self) -> list[int]:
+        """The session's processes as last listed (cheap: no /proc scan without a cgroup)."""
+        if self.cgroup is not None:
+            return self.cgroup.pids()
+        launcher = self._launcher
+        if launcher is not None and launcher.proc is not None:
+            if launcher.proc.pid not in self._known_pids:
+                self._known_pids = [launcher.proc.pid]
+        return self._known_pids
 
     def launcher_pid(self) -> int | None:
         """The zygote's host pid (for diagnostics and tests)."""
@@ -439,7 +451,13 @@ class Sandbox:
         budget = self.config.max_write_mb << 20
         if budget <= 0:
             return None
-        watch = WriteWatch(self.session_pids, budget, self.config.write_check_interval)
+        watch = WriteWatch(
+            self.session_pids,
+            self.known_pids,
+            budget,
+            self.config.write_check_interval,
+            in_thread=self.cgroup is None,
+        )
 
         async def exceeded(written: int) -> None:
             run.kill_detail = (
