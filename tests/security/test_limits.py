@@ -149,6 +149,8 @@ async def test_scratch_space_is_bounded(open_sandbox: SandboxFactory, tier: Tier
         if tier == Tier.BUBBLEWRAP:
             assert rows["scratch space"].value == "32 MiB"
             assert fill.stdout == "rc=1\n" and "No space left" in fill.stderr, fill
+            tmp = await sb.run_bash("head -c 100M /dev/zero > /tmp/fill; echo rc=$?")
+            assert tmp.stdout == "rc=1\n" and "No space left" in tmp.stderr, tmp  # its own /tmp
         else:  # a host directory: its writes count in the run's disk budget
             assert "disk budget" in rows["scratch space"].mechanism
             assert fill.error_category == "disk", fill

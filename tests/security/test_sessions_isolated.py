@@ -49,6 +49,10 @@ async def test_each_session_has_its_own_uid_and_private_scratch(
         assert "DID" not in res.stdout and res.stdout.count("DENIED") == 4, res.stdout
         still = await b.run_bash('cat "$TMPDIR/secret.txt"; ls "$TMPDIR"')
         assert still.stdout == "b-private\nsecret.txt\n", still
+        if tier == Tier.BUBBLEWRAP:  # each session has a /tmp of its own
+            assert (await b.run_bash("echo b > /tmp/b-only && echo ok")).stdout == "ok\n"
+            seen = await a.run_bash("cat /tmp/b-only 2>/dev/null || echo absent")
+            assert seen.stdout == "absent\n", seen
         # The legitimate use: both sessions read and write the shared workspace.
         w = await a.run_bash("echo from-a > shared.txt; echo ok")
         assert w.stdout == "ok\n", w

@@ -172,8 +172,12 @@ def bwrap_argv(
     for p in [*private, *config.hidden_paths]:
         if os.path.exists(p) and not os.path.islink(p) and not _under(p, covered):
             covered.append(p)
+    # /tmp is the session's own, writable like a real one (some code ignores $TMPDIR).
+    scratch_size = str((config.scratch_mb or 1024) << 20)
     for p in covered:
-        if os.path.isdir(p):
+        if p == "/tmp":
+            argv += ["--perms", "01777", "--size", scratch_size, "--tmpfs", p]
+        elif os.path.isdir(p):
             argv += [*small, "--tmpfs", p]
         elif os.path.exists(p):
             argv += ["--ro-bind", "/dev/null", p]
@@ -200,8 +204,7 @@ def bwrap_argv(
             rebound.append(p)
     # POSIX semaphores (multiprocessing locks and queues, joblib) live in /dev/shm: a
     # private, size-limited one, writable by the session uid.
-    shm = config.scratch_mb << 20 or 1 << 30
-    argv += ["--perms", "01777", "--size", str(shm), "--tmpfs", "/dev/shm"]
+    argv += ["--perms", "01777", "--size", scratch_size, "--tmpfs", "/dev/shm"]
     parents_0755(str(workspace))
     argv += ["--bind", str(workspace), str(workspace)]
     parents_0755(str(scratch))
