@@ -7,7 +7,7 @@ tree), the sum only grows while a run writes, also through short-lived children;
 the run started is what the run wrote. tmpfs writes (tier 1 scratch) are not counted: memory
 and the tmpfs size bound them instead::
 
-    watch = WriteWatch(sandbox.session_pids, sandbox.known_pids, budget=1 << 30, interval=0.2,
+    watch = WriteWatch(list_pids, last_listed_pids, budget=1 << 30, interval=0.2,
                        in_thread=False)
     task = asyncio.create_task(watch.run(on_exceeded))   # on_exceeded(written) is awaited once
     ...

@@ -8,9 +8,7 @@ import contextlib
 import functools
 import inspect
 import os
-import secrets
 import shutil
-import signal
 import socket
 import tempfile
 import time
@@ -18,17 +16,16 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from . import launch
 from .cgroups import SessionCgroup
 from .config import SandboxConfig
-from .launcher import Launcher, LauncherError, LaunchSpec, descendants
-from .limits import LimitRow, describe_limits
+from .launcher import Launcher, LauncherError, LaunchSpec
+from .limits import LimitRow
 from .loopback import LoopbackHandler, LoopbackServer
 from .meter import WriteWatch
 from .result import ExecResult, OutputBuffer, classify
 from .runs import Run, open_pipes, send_line, serve_channel
+from .session import ResourceError, SessionResources
 from .tiers import TIER3_WARNING, Tier, available_tiers
-from .uids import UidLease, UidRangeExhausted, acquire_uid, kill_uid
 
 OutputCallback = Callable[[str, str], Awaitable[None] | None]
 
@@ -53,10 +50,8 @@ class Sandbox:
         self.scratch = Path(
             tempfile.mkdtemp(prefix=f"think-{session_id[:24]}-", dir=config.scratch_root or None)
         )
-        self.uid_lease: UidLease | None = None
-        self.cgroup: SessionCgroup | None = None
-        #: Why a cgroup (or one of its controllers) is missing, for %think_status.
-        self.cgroup_notes: list[str] = []
+        #: The session's uid, cgroup and process bookkeeping.
+        self.resources = SessionResources(config, tier, workspace, self.scratch)
         self.launcher_restarts = 0
         self.preloaded: list[str] = []
         self._ids = iter(range(1, 1 << 62))
@@ -67,17 +62,17 @@ class Sandbox:
         self._warm_lock = asyncio.Lock()
         self._launcher_lock = asyncio.Lock()
         self._launcher: Launcher | None = None
-        self._known_pids: list[int] = []
         self._closed = False
 
     @property
     def identity(self) -> tuple[int, int] | None:
         """(uid, gid) of the session's sandboxed processes; None when the kernel is not root."""
-        if os.geteuid() != 0:
-            return None
-        if self.uid_lease is not None:
-            return self.uid_lease.uid, self.config.sandbox_gid
-        return self.config.sandbox_uid, self.config.sandbox_gid
+        return self.resources.identity
+
+    @property
+    def cgroup(self) -> SessionCgroup | None:
+        """The session's cgroup, if the kernel could create one."""
+        return self.resources.cgroup
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -107,41 +102,10 @@ class Sandbox:
         return self
 
     def _prepare(self) -> None:
-        """Everything done once per sandbox before the zygote starts; cheap enough for a
-        pool to do ahead of need (a few syscalls, plus the workspace ACL walk as root)."""
-        cfg = self.config
-        if os.geteuid() == 0 and cfg.session_uids:
-            try:
-                self.uid_lease = acquire_uid(cfg.uid_range_start, cfg.uid_range_size,
-                                             cfg.uid_lock_dir)  # fmt: skip
-            except (UidRangeExhausted, OSError) as e:
-                raise SandboxError(f"cannot give this session its own uid: {e}") from None
-        if cfg.cgroups:
-            name = (f"think-u{self.uid_lease.uid}" if self.uid_lease
-                    else f"think-p{os.getpid()}-{secrets.token_hex(4)}")  # fmt: skip
-            self.cgroup, self.cgroup_notes = SessionCgroup.create(
-                name,
-                memory_bytes=cfg.session_memory_mb << 20,
-                max_pids=cfg.max_processes,
-                cpu_weight=cfg.cpu_weight,
-                parent=cfg.cgroup_parent,
-            )
-        for sub in ("home", "tmp"):
-            (self.scratch / sub).mkdir(mode=0o700, exist_ok=True)
-        launch.protect(self.workspace)
-        launch.ensure_private(cfg)
-        ident = self.identity
-        if ident is None:
-            return
-        uid, gid = ident
-        for p in (self.scratch, self.scratch / "home", self.scratch / "tmp"):
-            os.chown(p, uid, gid)  # 0700: private to this session's uid
-        if cfg.grant_acl:
-            launch.ensure_search(self.scratch, gid)
-            launch.grant_tree(self.workspace, gid)
-            if self.tier != Tier.BUBBLEWRAP:  # tier 1 re-binds these under a readable tmpfs
-                for needed in [*launch.python_paths(), str(launch.INSIDE_DIR)]:
-                    launch.ensure_search(Path(needed) / "x", gid)
+        try:
+            self.resources.prepare()
+        except ResourceError as e:
+            raise SandboxError(str(e)) from None
 
     async def _start_launcher(self) -> None:
         cg = self.cgroup
@@ -181,41 +145,16 @@ class Sandbox:
             if not self._closed:
                 await self._start_launcher()
 
+    def _root_pid(self) -> int | None:
+        launcher = self._launcher
+        return launcher.proc.pid if launcher is not None and launcher.proc is not None else None
+
     def _kill_session(self) -> None:
-        """SIGKILL every process of the session: by cgroup, by its own uid, or by tree."""
-        if self.cgroup is not None:
-            self.cgroup.kill_all()
-        elif self.uid_lease is not None:
-            kill_uid(self.uid_lease.uid)
-        elif self._launcher is not None and self._launcher.proc is not None:
-            root = self._launcher.proc.pid
-            for _ in range(10):
-                pids = descendants(root)
-                if not pids:
-                    break
-                for pid in pids:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
+        self.resources.kill_all(self._root_pid())
 
     def session_pids(self) -> list[int]:
         """Host pids of the session's processes (the cgroup, else the launcher's tree)."""
-        if self.cgroup is not None:
-            return self.cgroup.pids()
-        launcher = self._launcher
-        if launcher is None or launcher.proc is None:
-            return []
-        self._known_pids = [launcher.proc.pid, *descendants(launcher.proc.pid)]
-        return self._known_pids
-
-    def known_pids(self) -> list[int]:
-        """The session's processes as last listed (cheap: no /proc scan without a cgroup)."""
-        if self.cgroup is not None:
-            return self.cgroup.pids()
-        launcher = self._launcher
-        if launcher is not None and launcher.proc is not None:
-            if launcher.proc.pid not in self._known_pids:
-                self._known_pids = [launcher.proc.pid]
-        return self._known_pids
+        return self.resources.pids(self._root_pid())
 
     def launcher_pid(self) -> int | None:
         """The zygote's host pid (for diagnostics and tests)."""
@@ -228,8 +167,7 @@ class Sandbox:
 
     def limits(self) -> list[LimitRow]:
         """Every limit in force and the mechanism enforcing it (for ``%think_status``)."""
-        return describe_limits(self.config, self.tier, self.identity, self.uid_lease is not None,
-                               self.cgroup, self.cgroup_notes)  # fmt: skip
+        return self.resources.limits()
 
     def _spawn_task(self, coro: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
@@ -317,10 +255,7 @@ class Sandbox:
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
         await asyncio.to_thread(shutil.rmtree, self.scratch, True)
-        if self.cgroup is not None:
-            await asyncio.to_thread(self.cgroup.remove)
-        if self.uid_lease is not None:
-            await asyncio.to_thread(self.uid_lease.release)
+        await asyncio.to_thread(self.resources.release)
 
     async def __aenter__(self) -> Sandbox:
         return self
@@ -453,7 +388,7 @@ class Sandbox:
             return None
         watch = WriteWatch(
             self.session_pids,
-            self.known_pids,
+            lambda: self.resources.known_pids(self._root_pid()),
             budget,
             self.config.write_check_interval,
             in_thread=self.cgroup is None,
