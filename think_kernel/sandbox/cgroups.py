@@ -21,6 +21,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -271,6 +272,22 @@ class SessionCgroup:
             with contextlib.suppress(OSError):
                 d.rmdir()
         self.dirs = {}
+
+
+def sweep_stale(parents: list[Path], is_stale: Callable[[str], bool]) -> int:
+    """Remove sibling session cgroups (``think-*``) that ``is_stale(name)`` says nobody owns
+    any more (their kernel crashed); return how many were removed."""
+    removed = 0
+    for parent in dict.fromkeys(parents):
+        try:
+            names = [n for n in os.listdir(parent) if n.startswith("think-")]
+        except OSError:
+            continue
+        for name in names:
+            if is_stale(name):
+                SessionCgroup(1, {"x": parent / name}).remove()
+                removed += not (parent / name).exists()
+    return removed
 
 
 def _fresh_dir(d: Path) -> None:

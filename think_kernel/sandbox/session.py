@@ -20,12 +20,12 @@ import signal
 from pathlib import Path
 
 from . import launch
-from .cgroups import SessionCgroup
+from .cgroups import SessionCgroup, sweep_stale
 from .config import SandboxConfig
 from .launcher import descendants
 from .limits import LimitRow, describe_limits
 from .tiers import Tier
-from .uids import UidLease, UidRangeExhausted, acquire_uid, kill_uid
+from .uids import UidLease, UidRangeExhausted, acquire_uid, kill_uid, try_uid
 
 
 class ResourceError(RuntimeError):
@@ -74,6 +74,8 @@ class SessionResources:
                 cpu_weight=cfg.cpu_weight,
                 parent=cfg.cgroup_parent,
             )
+        if self.cgroup is not None:
+            sweep_stale([d.parent for d in self.cgroup.dirs.values()], self._is_stale)
         for sub in ("home", "tmp"):
             (self.scratch / sub).mkdir(mode=0o700, exist_ok=True)
         launch.protect(self.workspace)
@@ -90,6 +92,31 @@ class SessionResources:
             if self.tier != Tier.BUBBLEWRAP:  # tier 1 re-binds these under a readable tmpfs
                 for needed in [*launch.python_paths(), str(launch.INSIDE_DIR)]:
                     launch.ensure_search(Path(needed) / "x", gid)
+
+    def _is_stale(self, name: str) -> bool:
+        """A session cgroup whose owner is gone: its uid's lock is free, or (kernels that are
+        not root) the kernel pid in its name is dead."""
+        if name.startswith("think-u") and name[7:].isdigit():
+            uid = int(name[7:])
+            if self.uid_lease is not None and uid == self.uid_lease.uid:
+                return False
+            try:
+                lease = try_uid(uid, self.config.uid_lock_dir) if os.geteuid() == 0 else None
+            except OSError:
+                return False
+            if lease is None:
+                return False
+            lease.release()  # held just long enough to know nobody else does
+            return True
+        pid = name[7:].split("-")[0] if name.startswith("think-p") else ""
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                return True
+            except OSError:
+                return False
+        return False
 
     def pids(self, root: int | None) -> list[int]:
         """Host pids of the session's processes: its cgroup, else ``root`` (the launcher's

@@ -53,7 +53,8 @@ def _safe_lock_dir(path: Path) -> int:
 
 
 def processes_of_uid(uid: int) -> list[int]:
-    """Pids whose real, effective or saved uid is ``uid`` (from /proc/PID/status)."""
+    """Live pids whose real, effective or saved uid is ``uid`` (from /proc/PID/status;
+    zombies are dead already and only wait for their reaper)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -61,11 +62,13 @@ def processes_of_uid(uid: int) -> list[int]:
         try:
             with open(f"/proc/{name}/status", "rb") as f:
                 for line in f:
+                    if line.startswith(b"State:") and line.split()[1] == b"Z":
+                        break
                     if line.startswith(b"Uid:"):
                         if uid in [int(x) for x in line.split()[1:4]]:
                             found.append(int(name))
                         break
-        except (OSError, ValueError):
+        except (OSError, ValueError, IndexError):
             continue
     return found
 
@@ -99,27 +102,40 @@ class UidLease:
         self._fd = None
 
 
+def _try_lock(dfd: int, uid: int) -> UidLease | None:
+    fd = os.open(f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                 dir_fd=dfd)  # fmt: skip
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return None
+        raise
+    kill_uid(uid)  # whatever a crashed previous holder left running
+    return UidLease(uid, fd)
+
+
+def try_uid(uid: int, lock_dir: str = "") -> UidLease | None:
+    """Take this very uid if no live sandbox holds it (to clean up after a crashed one)."""
+    dfd = _safe_lock_dir(Path(lock_dir) if lock_dir else default_lock_dir())
+    try:
+        return _try_lock(dfd, uid)
+    finally:
+        os.close(dfd)
+
+
 def acquire_uid(start: int, size: int, lock_dir: str = "") -> UidLease:
     """Take a free uid from ``start .. start + size - 1`` (root only)."""
-    base = Path(lock_dir) if lock_dir else default_lock_dir()
-    dfd = _safe_lock_dir(base)
+    dfd = _safe_lock_dir(Path(lock_dir) if lock_dir else default_lock_dir())
     try:
         # Start at a random slot: kernels starting together rarely contend for one lock, and
         # a uid just released is not handed out again at once.
         first = random.randrange(size)
         for i in range(size):
-            uid = start + (first + i) % size
-            fd = os.open(f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         0o600, dir_fd=dfd)  # fmt: skip
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as e:
-                os.close(fd)
-                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    continue
-                raise
-            kill_uid(uid)  # whatever a crashed previous holder left running
-            return UidLease(uid, fd)
+            lease = _try_lock(dfd, start + (first + i) % size)
+            if lease is not None:
+                return lease
     finally:
         os.close(dfd)
     raise UidRangeExhausted(
