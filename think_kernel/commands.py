@@ -149,10 +149,10 @@ def _sandbox_limits(rt: Any) -> str:
         return markdown_table(rt.sandbox.limits())
     sc = rt.sandbox_config
     tier = detect_tier(sc.bwrap_path)
-    ids = None
-    if os.geteuid() == 0:
-        ids = (sc.uid_range_start if sc.session_uids else sc.sandbox_uid, sc.sandbox_gid)
-    rows = describe_limits(sc, tier, ids, sc.session_uids, None, [], started=False)
+    root = os.geteuid() == 0
+    ids = (sc.uid_range_start if sc.session_uids else sc.sandbox_uid, sc.sandbox_gid)
+    rows = describe_limits(sc, tier, ids if root else None, root and sc.session_uids, None, [],
+                           started=False)  # fmt: skip
     return markdown_table(rows)
 
 

@@ -9,7 +9,7 @@ import signal
 import textwrap
 
 from conftest import SandboxFactory
-from security_helpers import process_state, wait_for
+from security_helpers import host_processes, process_state, wait_for
 
 from think_kernel.sandbox import Tier
 
@@ -105,3 +105,20 @@ async def test_a_wedged_launcher_is_replaced_within_the_timeout(
         assert sb.launcher_restarts == 2
         fresh_state = await sb.run_python("print('y' in globals())")
         assert fresh_state.ok and fresh_state.stdout == "False\n", fresh_state
+
+
+async def test_interrupt_gets_through_a_wedged_launcher(open_sandbox: SandboxFactory) -> None:
+    async with open_sandbox("stop") as sb:
+        task = asyncio.ensure_future(sb.run_bash("sleep 33.5", timeout=60))
+        await wait_for(lambda: host_processes(sb.session_id, "sleep 33.5"))
+        launcher = sb.launcher_pid()
+        assert launcher is not None
+        os.kill(launcher, signal.SIGSTOP)  # the kill request cannot reach the run through it
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await sb.interrupt()
+        res = await task
+        assert res.error_category == "killed" and loop.time() - t0 < 10, res
+        assert host_processes(sb.session_id, "sleep 33.5") == []
+        assert sb.launcher_restarts == 1
+        assert (await sb.run_bash("echo next")).stdout == "next\n"

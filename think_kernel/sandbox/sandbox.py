@@ -237,6 +237,9 @@ class Sandbox:
         runs = [r for r in self._active if r.exit is None]
         for run in runs:
             await self._kill(run, "interrupted")
+        for launcher in {r.launcher for r in runs if r.launcher is not None}:
+            if not await launcher.ping(_PING_DEADLINE):  # wedged: the kill cannot get through
+                await self._replace_launcher(launcher)
         if runs:
             await asyncio.wait([asyncio.ensure_future(r.done.wait()) for r in runs], timeout=5)
 
@@ -448,6 +451,9 @@ class Sandbox:
                         break  # something kept our pipes open; give up on them
                     if run.kill_reason is None:
                         await self._kill(run, "timeout")
+                        # The kill goes through the launcher: make sure it still answers.
+                        if await self._check_launcher(run):
+                            break
                         deadline = loop.time() + _KILL_GRACE
                         continue
                     await self._check_launcher(run)
@@ -467,8 +473,10 @@ class Sandbox:
                         result = a
                 elif kind == "chan_eof":
                     chan_eof = True
-                elif kind == "wake" and run.exit is None:
-                    deadline = min(deadline, loop.time() + _KILL_GRACE)  # killed: disk budget
+                elif kind == "wake" and run.exit is None:  # killed for its disk writes
+                    if await self._check_launcher(run):
+                        break
+                    deadline = min(deadline, loop.time() + _KILL_GRACE)
                 # "exit" only wakes us up: run.exit holds it.
         finally:
             if watch is not None:
@@ -485,12 +493,14 @@ class Sandbox:
                          f"({self.config.session_memory_mb} MiB, session_memory_mb)")  # fmt: skip
         return res
 
-    async def _check_launcher(self, run: Run) -> None:
-        """A killed run that is never reported: if its launcher does not answer a ping either,
-        it is wedged; replace it (which kills the whole session, this run included)."""
+    async def _check_launcher(self, run: Run) -> bool:
+        """After asking the launcher to kill a run: if it does not answer a ping either, it
+        is wedged; replace it (which kills the whole session, this run included) and say so
+        in the run's result. True when it was replaced."""
         launcher = run.launcher
         if launcher is None or await launcher.ping(_PING_DEADLINE):
-            return
+            return False
         await self._replace_launcher(launcher)
         run.warnings.append("the sandbox launcher stopped answering and was replaced; the "
                             "warm Python worker's variables are gone")  # fmt: skip
+        return True
