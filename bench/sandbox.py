@@ -1,9 +1,12 @@
-"""Sandbox speed, against a plain ``python3 -c`` measured in the same run (issue 3).
+"""Sandbox speed, against a plain ``python3 -c`` measured in the same run (issue 3), and what
+the hardening of issue 9 costs (same run, same tier, hardening switched off vs on).
 
     python bench/sandbox.py [--tier 1|2|3] [-n 50]
 
 Targets: warm trivial snippet p50 <= 2 ms; fresh isolated run <= 25 ms; fresh run using
-numpy + pandas <= 40 ms; interrupt-to-dead <= 200 ms.
+numpy + pandas <= 40 ms; interrupt-to-dead <= 200 ms; with the hardening on, warm still
+<= 2 ms and fresh pandas <= 40 ms. "Off" is ``SandboxConfig.hardening_off()``: a shared uid,
+no cgroup, no write budget, no scratch tmpfs (the seccomp rules cannot be switched off).
 """
 
 from __future__ import annotations
@@ -74,6 +77,37 @@ def line(name: str, times: list[float], target: float | None, base: float | None
           f" ms  ({goal}){ratio}")  # fmt: skip
 
 
+async def hardening_cost(tier: int, n: int, ws: Path) -> None:
+    """Warm and fresh runs with the issue-9 hardening off and on, measured alternately."""
+    off_cfg = SandboxConfig(force_tier=tier)
+    off_cfg.hardening_off()
+    off = await Sandbox.create(ws, "bench-off", off_cfg)
+    on = await Sandbox.create(ws, "bench-on", SandboxConfig(force_tier=tier))
+    print("\nhardening cost (per-session uid, cgroup, write budget, scratch tmpfs), p50:")
+    try:
+        rows = [("warm worker, trivial snippet", lambda sb: sb.run_python("x += 1"), 2.0),
+                ("fresh isolated run, trivial", lambda sb: sb.run_python("pass", fresh=True),
+                 25.0),
+                ("fresh isolated run, numpy + pandas",
+                 lambda sb: sb.run_python(PANDAS, fresh=True), 40.0),
+                ("bash 'true'", lambda sb: sb.run_bash("true"), None)]  # fmt: skip
+        for sb in (off, on):
+            await sb.run_python("x = 0")
+        for name, make, target in rows:
+            times: dict[str, list[float]] = {"off": [], "on": []}
+            for _ in range(4):  # alternate batches: both see the same machine load
+                for label, sb in (("off", off), ("on", on)):
+                    times[label] += await timed(max(1, n // 4), lambda sb=sb, m=make: m(sb))
+            p_off, p_on = statistics.median(times["off"]), statistics.median(times["on"])
+            ok = "    " if target is None else "ok  " if p_on <= target else "MISS"
+            goal = f"target <= {target:g} ms" if target else "no target"
+            print(f"{ok} {name:38s} off {p_off:7.2f} ms  on {p_on:7.2f} ms  "
+                  f"({p_on - p_off:+.2f} ms, {goal})")  # fmt: skip
+    finally:
+        await off.close()
+        await on.close()
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tier", type=int, default=0, help="force a tier (default: detect)")
@@ -105,6 +139,9 @@ async def main() -> None:
         )
     finally:
         await sb.close()
+    try:
+        await hardening_cost(args.tier, n, ws)
+    finally:
         shutil.rmtree(ws, ignore_errors=True)
     print(
         "\nFor comparison: jupyter-ai's bash tool runs commands unsandboxed in the server's own "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -162,8 +163,24 @@ async def think_config(rt: Any, arg: str) -> CommandReply:
     return CommandReply(f"`{key}` = {code_span(repr(getattr(rt.config, key)))}.")
 
 
+def _sandbox_limits(rt: Any) -> str:
+    """The limits table of the session's sandbox (configured values if not started yet)."""
+    from .sandbox import describe_limits, detect_tier, markdown_table
+
+    if rt.sandbox is not None:
+        return markdown_table(rt.sandbox.limits())
+    sc = rt.sandbox_config
+    tier = detect_tier(sc.bwrap_path)
+    root = os.geteuid() == 0
+    ids = (sc.uid_range_start if sc.session_uids else sc.sandbox_uid, sc.sandbox_gid)
+    rows = describe_limits(sc, tier, ids if root else None, root and sc.session_uids, None, [],
+                           started=False)  # fmt: skip
+    return markdown_table(rows)
+
+
 async def think_status(rt: Any, arg: str) -> CommandReply:
-    """Models, endpoint (never the key), session, workspace, sandbox tier, web tools, usage."""
+    """Models, endpoint (never the key), session, workspace, sandbox tier and limits, web
+    tools, usage."""
     props = await rt.props()
     cfg = rt.config
     configured = bool(cfg.api_key or cfg.base_url)
@@ -193,7 +210,8 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
     if web is not None:  # search provider, browser, network allowlist, cache
         rows += web.status_rows()
     text = "\n".join(f"- **{k}**: {v}" for k, v in rows)
-    return CommandReply(text + "\n\n" + usage_table(await rt.store.usage_totals(rt.session_id)))
+    usage = usage_table(await rt.store.usage_totals(rt.session_id))
+    return CommandReply(f"{text}\n\n{usage}\n\n**Sandbox limits**\n\n{_sandbox_limits(rt)}")
 
 
 def _cost(value: float | None, complete: bool = True) -> str:
@@ -294,6 +312,27 @@ async def think_output(rt: Any, arg: str) -> CommandReply:
     return CommandReply(f"{head}\n\n{fence}\n{shown}\n{fence}{more}", value=whole)
 
 
+async def think_doctor(rt: Any, arg: str) -> CommandReply:
+    """Try the sandbox's containment for real (network, files, secrets, store, other sessions,
+    launcher, limits) on this machine; ``all`` probes every tier it can run."""
+    from .sandbox import Tier, available_tiers
+    from .sandbox.probes import run_probes
+
+    here = available_tiers(rt.sandbox_config.bwrap_path)
+    if arg.strip() == "all":
+        tiers = here
+    else:
+        current = getattr(rt.sandbox, "tier", None)
+        tiers = [current or (Tier(rt.sandbox_config.force_tier) if rt.sandbox_config.force_tier
+                             else here[0])]  # fmt: skip
+    parts = [f"Sandbox tiers this machine can run: {', '.join(str(int(t)) for t in here)}."]
+    for tier in tiers:
+        report = await run_probes(tier, rt.sandbox_config)
+        verdict = "every attack contained" if report.all_contained else "**not all contained**"
+        parts.append(f"{report.markdown()}\n\n{verdict} ({report.seconds:.1f} s)")
+    return CommandReply("\n\n".join(parts))
+
+
 HELP = """\
 **Think**: type a request in a cell and the agent answers, calling tools as it goes.
 
@@ -307,7 +346,8 @@ HELP = """\
 | `%think_output [CALL_ID]` | the whole output of a tool call (the last one by default) |
 | `%think_instructions [TEXT\\|-]` | extra instructions for this session |
 | `%think_config [key=value]` | show or change settings |
-| `%think_status` | models, context window, endpoint, sandbox, tokens and cost per role |
+| `%think_status` | models, context window, endpoint, sandbox limits, tokens and cost per role |
+| `%think_doctor [all]` | try the sandbox's containment here (`jupyter think doctor`) |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -326,6 +366,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_status": think_status,
     "think_attach": think_attach,
     "think_output": think_output,
+    "think_doctor": think_doctor,
     "think_help": think_help,
 }
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from think_kernel.sandbox import SandboxConfig, Tier, available_tiers
+from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers
 
 TIERS = available_tiers()
 
@@ -38,5 +39,26 @@ def workspace() -> Iterator[Path]:
 
 @pytest.fixture
 def sandbox_config(tier: Tier) -> SandboxConfig:
-    """A sandbox configuration that forces ``tier``, with short limits for tests."""
-    return SandboxConfig(force_tier=int(tier), timeout=20)
+    """A sandbox configuration that forces ``tier``, with short limits for tests (no
+    preloaded modules: start-up stays well under a second)."""
+    return SandboxConfig(force_tier=int(tier), timeout=20, preload_modules=[])
+
+
+SandboxFactory = Callable[..., AbstractAsyncContextManager[Sandbox]]
+
+
+@pytest.fixture
+def open_sandbox(tier: Tier, workspace: Path) -> SandboxFactory:
+    """``async with open_sandbox(name, **config) as sb``: a sandbox of this test's tier on the
+    shared workspace (several sessions may share it, as in a real server)."""
+
+    @asynccontextmanager
+    async def factory(name: str = "s", **config: object) -> AsyncIterator[Sandbox]:
+        kw: dict = {"force_tier": int(tier), "timeout": 20, "preload_modules": [], **config}
+        sb = await Sandbox.create(workspace, f"sec-{name}-{tier.name.lower()}", SandboxConfig(**kw))
+        try:
+            yield sb
+        finally:
+            await sb.close()
+
+    return factory

@@ -16,15 +16,17 @@ Public API::
 
 ``cb(stream, text)`` ("stdout" / "stderr") may be sync or async and is called while the code
 runs. Results are :class:`ExecResult`; ``error_category`` is one of ``syntax``, ``runtime``,
-``timeout``, ``memory``, ``killed``. Tiers (:class:`Tier`): 1 bubblewrap, 2 Landlock +
-seccomp, 3 rlimits only (every result then carries a warning). ``SandboxConfig.required_tier``
-refuses weaker tiers; ``force_tier`` picks a weaker one (tests).
+``timeout``, ``memory``, ``killed``, ``disk``. ``sandbox.limits()`` lists every limit in force
+and its mechanism (per-session uid and cgroup, write budget; issue 9). Tiers (:class:`Tier`):
+1 bubblewrap, 2 Landlock + seccomp, 3 rlimits only (every result then carries a warning).
+``SandboxConfig.required_tier`` refuses weaker tiers; ``force_tier`` picks a weaker one (tests).
 
 Inside the sandbox, ``import think`` gives ``read_file``, ``write_file``, ``list_files`` and
 ``fetch``, served by the loopback handler (see :mod:`.loopback`).
 """
 
 from .config import SandboxConfig
+from .limits import LimitRow, describe_limits, markdown_table
 from .loopback import LOOPBACK_TOOLS, LoopbackHandler, LoopbackServer
 from .result import ERROR_CATEGORIES, ExecResult
 from .sandbox import Sandbox, SandboxError
@@ -33,6 +35,7 @@ from .tiers import TIER3_WARNING, Tier, available_tiers, detect_tier
 __all__ = [
     "ERROR_CATEGORIES",
     "LOOPBACK_TOOLS",
+    "LimitRow",
     "TIER3_WARNING",
     "ExecResult",
     "LoopbackHandler",
@@ -42,5 +45,7 @@ __all__ = [
     "SandboxError",
     "Tier",
     "available_tiers",
+    "describe_limits",
     "detect_tier",
+    "markdown_table",
 ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from traitlets import Bool, Dict, Float, Int, List, Unicode
+import os
+
+from traitlets import Bool, Dict, Float, Int, List, Unicode, default
 from traitlets.config import Configurable
 
 
@@ -47,11 +49,58 @@ class SandboxConfig(Configurable):
         help="Address-space limit of each sandboxed process (RLIMIT_AS), in MiB; 0 = none. "
         "Default: 2048.",
     )
+    session_memory_mb = Int(
+        4096,
+        config=True,
+        help="Memory limit of all of a session's sandboxed processes together, in MiB; 0 = none. "
+        "Enforced with a cgroup (v2 memory.max, else v1 memory.limit_in_bytes) where the kernel "
+        "can create one; otherwise only memory_mb per process holds (see %think_status). "
+        "Default: 4096.",
+    )
     max_processes = Int(
         256,
         config=True,
-        help="Process/thread limit for the sandbox user (RLIMIT_NPROC), a count; holds because "
-        "code never runs as root (see sandbox_uid). Default: 256.",
+        help="Processes and threads of one session, a count: the session cgroup's pids.max, and "
+        "RLIMIT_NPROC of the session's own uid when the kernel runs as root. Default: 256.",
+    )
+    cpu_weight = Int(
+        min=0,
+        max=10000,
+        config=True,
+        help="CPU share of one session against other sessions and the rest of the machine when "
+        "the CPU is contended, as a cgroup v2 cpu.weight (100 = one ordinary process; v1: "
+        "cpu.shares = weight * 1024 / 100); 0 = no CPU cgroup. Default: 100 per CPU of the "
+        "machine, so a session alone can still use every core while a fork bomb in another "
+        "gets no more than its share.",
+    )
+    scratch_mb = Int(
+        1024,
+        config=True,
+        help="Size of the session's scratch space ($HOME and $TMPDIR inside), in MiB: a "
+        "size-limited tmpfs on tier 1 (its pages count as session memory); on tiers 2 and 3 "
+        "scratch is a host directory whose writes count against max_write_mb instead. "
+        "0 = no size limit. Default: 1024.",
+    )
+    max_write_mb = Int(
+        1024,
+        config=True,
+        help="Bytes one run may write to disk (the workspace, and scratch on tiers 2 and 3), in "
+        "MiB, counted from /proc/PID/io write_bytes over the session's processes while the run "
+        "is active; past it the run is stopped with error category 'disk'. 0 = no limit. "
+        "Default: 1024 (1 GiB).",
+    )
+    write_check_interval = Float(
+        0.2,
+        config=True,
+        help="How often the write budget (max_write_mb) is checked during a run, in seconds. "
+        "Default: 0.2.",
+    )
+    launcher_timeout = Float(
+        5.0,
+        config=True,
+        help="How long the session's launcher (the zygote) may take to acknowledge a run, in "
+        "seconds, before it counts as wedged and is replaced (the run then carries a warning); "
+        "capped at a quarter of the run's timeout. Default: 5.",
     )
     file_size_mb = Int(
         1024,
@@ -65,17 +114,47 @@ class SandboxConfig(Configurable):
         help="stdout+stderr kept per run, in bytes; the rest is dropped with a note. "
         "Default: 200000.",
     )
+    session_uids = Bool(
+        True,
+        config=True,
+        help="Root only: run each session's sandboxed processes under a uid of its own, taken "
+        "from uid_range_start .. uid_range_start + uid_range_size - 1 and held with a lock "
+        "file in uid_lock_dir for the sandbox's life, so sessions cannot signal, trace or "
+        "starve each other. False: every session runs as sandbox_uid. Default: True.",
+    )
+    uid_range_start = Int(
+        1_600_000_000,
+        min=1,
+        config=True,
+        help="Root only: first uid of the per-session range (see session_uids); pick a range "
+        "no account, subuid map or container uses. Default: 1600000000.",
+    )
+    uid_range_size = Int(
+        4096,
+        min=1,
+        config=True,
+        help="Root only: how many uids the per-session range holds, i.e. how many sandboxes "
+        "can run at once on this machine. Default: 4096.",
+    )
+    uid_lock_dir = Unicode(
+        "",
+        config=True,
+        help="Root only: root-owned directory (created 0700) holding one lock file per uid in "
+        "use, shared by every kernel on the machine; empty = /run/think-sandbox, or a folder "
+        "in the system temp dir where /run is missing. Default: ''.",
+    )
     sandbox_uid = Int(
         65534,
         config=True,
-        help="When the kernel runs as root, sandboxed code runs as this uid (root ignores "
-        "RLIMIT_NPROC); the workspace and scratch dir get a POSIX ACL granting it rwX. "
-        "Ignored when not root. Default: 65534 (nobody).",
+        help="Root only, with session_uids False: the uid every session's sandboxed code runs "
+        "as (root ignores RLIMIT_NPROC, so code never runs as root). Default: 65534 (nobody).",
     )
     sandbox_gid = Int(
-        65534,
+        1_599_999_999,
         config=True,
-        help="Group id that goes with sandbox_uid (root only). Default: 65534.",
+        help="Root only: group of every sandboxed process, shared by all sessions; the "
+        "workspace gets a POSIX ACL granting this group rwX (scratch dirs stay private to "
+        "each session's uid, 0700). Default: 1599999999.",
     )
     preload_modules = List(
         Unicode(),
@@ -130,6 +209,28 @@ class SandboxConfig(Configurable):
         help="Tier 1: extra paths covered by an empty tmpfs (besides $HOME, /tmp, the Jupyter "
         "runtime and config dirs). Default: /run, /var/run.",
     )
+    private_paths = List(
+        Unicode(),
+        [],
+        config=True,
+        help="Paths sandboxed code can neither read nor write on any tier (hidden on tier 1, "
+        "left out of Landlock's rules on tier 2, made 0700 by a root kernel for tier 3), "
+        "besides the Jupyter runtime dir, config dir and the store folder <jupyter data "
+        "dir>/think, which are always private. Default: [].",
+    )
+    cgroups = Bool(
+        True,
+        config=True,
+        help="Give each session a cgroup (memory, pids, cpu) where the kernel can create one; "
+        "False = per-process rlimits only. Default: True.",
+    )
+    cgroup_parent = Unicode(
+        "",
+        config=True,
+        help="Cgroup under which session cgroups are created, as a path from the hierarchy's "
+        "root (e.g. /think); empty = the kernel's own cgroup. On cgroup v2 it must be a "
+        "delegated cgroup with no processes of its own. Default: ''.",
+    )
     env_passthrough = List(
         Unicode(),
         ["LANG", "LC_ALL", "TZ"],
@@ -164,11 +265,15 @@ class SandboxConfig(Configurable):
     grant_acl = Bool(
         True,
         config=True,
-        help="Root only: grant sandbox_uid access to the workspace with POSIX ACLs (and "
+        help="Root only: grant sandbox_gid access to the workspace with POSIX ACLs (and "
         "search-only access to directories on the way to the workspace and the Python "
-        "install). If False, the workspace must already be writable by sandbox_uid. "
+        "install). If False, the workspace must already be writable by sandbox_gid. "
         "Default: True.",
     )
+
+    @default("cpu_weight")
+    def _cpu_weight_default(self) -> int:
+        return min(10000, 100 * (os.cpu_count() or 1))
 
     def limits(self) -> dict[str, int]:
         """The rlimits handed to each sandboxed child."""
@@ -179,3 +284,13 @@ class SandboxConfig(Configurable):
             "max_processes": self.max_processes,
             "file_size_bytes": self.file_size_mb * mib,
         }
+
+    def hardening_off(self) -> None:
+        """Switch off the cross-process hardening of issue 9 (session uids, cgroups, write
+        budget, scratch size): the baseline ``bench/sandbox.py`` compares against."""
+        self.session_uids = False
+        self.session_memory_mb = 0
+        self.cgroups = False
+        self.cpu_weight = 0
+        self.scratch_mb = 0
+        self.max_write_mb = 0

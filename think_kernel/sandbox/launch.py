@@ -1,14 +1,17 @@
-"""How the zygote is started on each tier: scrubbed environment, bwrap arguments, ACLs."""
+"""How the zygote is started on each tier: scrubbed environment, bwrap arguments, Landlock
+paths, private paths, workspace ACLs."""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
 import site
+import stat
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .config import SandboxConfig
@@ -36,15 +39,78 @@ def python_paths() -> list[str]:
 
 
 def jupyter_private_paths() -> list[str]:
-    """The Jupyter runtime dir (connection files, server token) and config dir."""
-    out = []
+    """The Jupyter runtime dir (connection files, server token), config dir, and the folder of
+    Think's store (``<jupyter data dir>/think``, issue 9)."""
     try:
-        from jupyter_core.paths import jupyter_config_dir, jupyter_runtime_dir
+        from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir, jupyter_runtime_dir
 
-        out += [jupyter_runtime_dir(), jupyter_config_dir()]
+        return [jupyter_runtime_dir(), jupyter_config_dir(),
+                str(Path(jupyter_data_dir()) / "think")]  # fmt: skip
     except ImportError:
         home = Path.home()
-        out += [str(home / ".local/share/jupyter/runtime"), str(home / ".jupyter")]
+        return [str(home / ".local/share/jupyter/runtime"), str(home / ".jupyter"),
+                str(home / ".local/share/jupyter/think")]  # fmt: skip
+
+
+def private_paths(config: SandboxConfig) -> list[str]:
+    """Every path sandboxed code may neither read nor write, absolute and normalised."""
+    out = []
+    for p in [*jupyter_private_paths(), *config.private_paths]:
+        p = os.path.abspath(os.path.expanduser(p))
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def store_root() -> Path:
+    """``<jupyter data dir>/think``, where the store lives (one folder per workspace)."""
+    return Path(jupyter_private_paths()[2])
+
+
+def ensure_private(config: SandboxConfig) -> None:
+    """Create the store folder (so tier 1 has a mount point to hide) and make it, and the
+    configured private paths, 0700: on tier 3 a root kernel's file modes are all that stands
+    between a session uid and the store."""
+    root = store_root()
+    with contextlib.suppress(OSError):
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for p in [str(root), *config.private_paths]:
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
+            os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+
+
+def exclude(paths: Iterable[str], private: Iterable[str]) -> list[str]:
+    """``paths`` with every ``private`` path carved out: a path that contains a private one is
+    replaced by its entries minus the branch leading there (recursively); a path inside a
+    private one is dropped. Landlock only adds access, so this is how tier 2 hides a folder
+    that lies under an allowed one (e.g. a Jupyter data dir inside the Python prefix)."""
+    private = [p.rstrip("/") or "/" for p in private]
+    out: list[str] = []
+
+    def visit(path: str) -> None:
+        if _under(path, private):
+            return
+        inner = [p for p in private if p != path and _under(p, [path])]
+        if not inner:
+            out.append(path)
+            return
+        try:
+            entries = os.listdir(path)
+        except OSError:
+            return
+        for name in entries:
+            child = os.path.join(path, name)
+            if os.path.isdir(child) and not os.path.islink(child):
+                visit(child)
+            elif not _under(child, private):
+                out.append(child)
+
+    for p in paths:
+        visit(os.path.abspath(p))
     return out
 
 
@@ -91,20 +157,28 @@ def bwrap_argv(
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if as_root:
         # Root: no user namespace (uid 0 inside would still be root for RLIMIT_NPROC). The
-        # zygote keeps only what it needs to drop to sandbox_uid before running anything.
+        # zygote keeps only what it needs to give its children the session uid and to kill
+        # them (issue 9: a launcher its children cannot signal).
         argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                 "--unshare-cgroup-try", "--cap-drop", "ALL",
-                 "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # fmt: skip
+                 "--unshare-cgroup-try", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
+                 "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]  # fmt: skip
     else:
         argv += ["--unshare-all"]
     argv += ["--die-with-parent", "--new-session"]
+    # Hiding tmpfs get a small size: in a user namespace they would be writable.
+    small = ["--size", str(1 << 20)]
     covered = ["/tmp", home]
-    for p in [*jupyter_private_paths(), *config.hidden_paths]:
+    private = private_paths(config)
+    for p in [*private, *config.hidden_paths]:
         if os.path.exists(p) and not os.path.islink(p) and not _under(p, covered):
             covered.append(p)
+    # /tmp is the session's own, writable like a real one (some code ignores $TMPDIR).
+    scratch_size = str((config.scratch_mb or 1024) << 20)
     for p in covered:
-        if os.path.isdir(p):
-            argv += ["--tmpfs", p]
+        if p == "/tmp":
+            argv += ["--perms", "01777", "--size", scratch_size, "--tmpfs", p]
+        elif os.path.isdir(p):
+            argv += [*small, "--tmpfs", p]
         elif os.path.exists(p):
             argv += ["--ro-bind", "/dev/null", p]
     made: set[str] = set()
@@ -122,17 +196,33 @@ def bwrap_argv(
                 argv.extend(["--perms", "0755", "--dir", sp])
 
     # Re-expose what lives under a hidden path and is needed: the interpreter and our code.
+    rebound = [str(workspace), str(scratch)]
     for p in [*python_paths(), str(INSIDE_DIR)]:
         if _under(p, covered):
             parents_0755(p)
             argv += ["--ro-bind", p, p]
-    for p in (str(workspace), str(scratch)):
-        parents_0755(p)
-        argv += ["--bind", p, p]
+            rebound.append(p)
+    # POSIX semaphores (multiprocessing locks and queues, joblib) live in /dev/shm: a
+    # private, size-limited one, writable by the session uid.
+    argv += ["--perms", "01777", "--size", scratch_size, "--tmpfs", "/dev/shm"]
+    parents_0755(str(workspace))
+    argv += ["--bind", str(workspace), str(workspace)]
+    parents_0755(str(scratch))
+    if config.scratch_mb > 0:
+        # A size-limited tmpfs, private to this session's mount namespace (its pages count
+        # in the session's memory cgroup); the zygote makes home/ and tmp/ in it as the
+        # session uid.
+        argv += ["--perms", "01777", "--size", str(config.scratch_mb << 20), "--tmpfs",
+                 str(scratch)]  # fmt: skip
+    else:
+        argv += ["--bind", str(scratch), str(scratch)]
     for name in PROTECTED_DIRS:  # after the workspace bind, so it wins
         protected = workspace / name
         if protected.is_dir():
             argv += ["--ro-bind", str(protected), str(protected)]
+    for p in private:  # again after the binds: a private folder inside a re-exposed one
+        if _under(p, rebound) and os.path.isdir(p):
+            argv += [*small, "--tmpfs", p]
     argv += ["--chdir", str(workspace), "--"]
     return argv
 
@@ -143,9 +233,11 @@ def zygote_config(
     workspace: Path,
     scratch: Path,
     ctl_fd: int,
-    drop: tuple[int, int] | None,
+    identity: tuple[int, int] | None,
+    cgroup_fds: Sequence[int] = (),
 ) -> str:
-    """The JSON handed to the zygote in argv[1]."""
+    """The JSON handed to the zygote in argv[1]. ``identity`` is the (uid, gid) its children
+    take (root kernels); ``cgroup_fds`` are the session's cgroup.procs files to join."""
     cfg: dict = {
         "ctl_fd": ctl_fd,
         "cwd": str(workspace),
@@ -154,14 +246,24 @@ def zygote_config(
         "preload": list(config.preload_modules),
         "preload_code": config.preload_code if config.preload_modules else "",
         "seccomp": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
-        "drop_uid": drop[0] if drop else None,
-        "drop_gid": drop[1] if drop else None,
+        # No socket() at all, only socketpairs and the inherited channels (issue 9, item 5):
+        # tier 2 has no network namespace, and even tier 1's read-only view of the host
+        # file system shows sockets (connect() ignores read-only mounts).
+        "no_sockets": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
+        "drop_uid": identity[0] if identity else None,
+        "drop_gid": identity[1] if identity else None,
+        "cgroup_fds": list(cgroup_fds),
+        "make_dirs": [str(scratch / "home"), str(scratch / "tmp")],
     }
     if tier == Tier.LANDLOCK:
-        devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+        # /dev/shm holds POSIX semaphores (multiprocessing); on tier 2 it is the host's,
+        # shared with other processes and guarded by file modes only (README, Security).
+        devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                   "/dev/shm"]  # fmt: skip
+        private = private_paths(config)
         cfg["landlock"] = {
-            "read": [*config.readable_paths, *python_paths(), str(INSIDE_DIR)],
-            "write": [str(workspace), str(scratch), *devices],
+            "read": exclude([*config.readable_paths, *python_paths(), str(INSIDE_DIR)], private),
+            "write": exclude([str(workspace), str(scratch), *devices], private),
         }
     return json.dumps(cfg)
 
@@ -194,8 +296,9 @@ def _write_acl(path: str, name: str, entries: dict[tuple[int, int], int]) -> Non
     os.setxattr(path, name, struct.pack("<I", 2) + body, follow_symlinks=False)
 
 
-def grant_uid(path: str, uid: int, perm: int, default: bool) -> None:
-    """Add ``user:uid:perm`` to the access ACL of ``path`` (and its default ACL)."""
+def grant_gid(path: str, gid: int, perm: int, default: bool) -> None:
+    """Add ``group:gid:perm`` to the access ACL of ``path`` (and its default ACL). A group,
+    not a user: every session has its own uid but all share the sandbox group."""
     st = os.lstat(path)
     names = ["system.posix_acl_access"]
     if default and os.path.isdir(path):
@@ -204,16 +307,15 @@ def grant_uid(path: str, uid: int, perm: int, default: bool) -> None:
         entries = _read_acl(path, name, st.st_mode)
         u = _ACL_UNDEFINED_ID
         mask = entries.get((_ACL_MASK, u), 7)  # a chmod since our last grant may lower it
-        if entries.get((_ACL_USER, uid), 0) & mask & perm == perm:
+        if entries.get((_ACL_GROUP, gid), 0) & mask & perm == perm:
             continue
-        entries[(_ACL_USER, uid)] = entries.get((_ACL_USER, uid), 0) | perm
+        entries[(_ACL_GROUP, gid)] = entries.get((_ACL_GROUP, gid), 0) | perm
         entries[(_ACL_MASK, u)] = entries.get((_ACL_MASK, u), 0) | perm
         _write_acl(path, name, entries)
 
 
-def _can_search(st: os.stat_result, uid: int, gid: int) -> bool:
-    if st.st_uid == uid:
-        return bool(st.st_mode & 0o100)
+def _can_search(st: os.stat_result, gid: int) -> bool:
+    # The sandbox uid never owns these directories: group or other bits decide.
     if st.st_gid == gid:
         return bool(st.st_mode & 0o010)
     return bool(st.st_mode & 0o001)
@@ -242,26 +344,26 @@ def protect(root: Path) -> list[Path]:
     return out
 
 
-def grant_tree(root: Path, uid: int, gid: int) -> None:
-    """Make ``root`` writable by ``uid``: rwX ACLs on everything below (and defaults on dirs),
-    search permission on each ancestor that ``uid`` could not traverse. The protected folders
+def grant_tree(root: Path, gid: int) -> None:
+    """Make ``root`` writable by group ``gid``: rwX ACLs on everything below (and defaults on
+    dirs), search permission on each ancestor it could not traverse. The protected folders
     (``.think``) are left out."""
-    ensure_search(root, uid, gid)
+    ensure_search(root, gid)
     for dirpath, dirnames, filenames in os.walk(root):
         if dirpath == str(root):
             dirnames[:] = [d for d in dirnames if d not in PROTECTED_DIRS]
-        grant_uid(dirpath, uid, 7, default=True)
+        grant_gid(dirpath, gid, 7, default=True)
         for f in filenames:
             p = os.path.join(dirpath, f)
             if not os.path.islink(p):
                 st = os.lstat(p)
-                grant_uid(p, uid, 7 if st.st_mode & 0o111 else 6, default=False)
+                grant_gid(p, gid, 7 if st.st_mode & 0o111 else 6, default=False)
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
 
 
-def ensure_search(path: Path, uid: int, gid: int) -> None:
-    """Grant ``uid`` search (x) on every ancestor of ``path`` it could not traverse."""
+def ensure_search(path: Path, gid: int) -> None:
+    """Grant group ``gid`` search (x) on every ancestor of ``path`` it could not traverse."""
     for parent in reversed(Path(path).resolve().parents):
         st = os.stat(parent)
-        if not _can_search(st, uid, gid):
-            grant_uid(str(parent), uid, 1, default=False)
+        if not _can_search(st, gid):
+            grant_gid(str(parent), gid, 1, default=False)

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The closed set of error categories (issue 3).
-ERROR_CATEGORIES = ("syntax", "runtime", "timeout", "memory", "killed")
+#: The closed set of error categories (issue 3; ``disk``: the per-run write budget, issue 9).
+ERROR_CATEGORIES = ("syntax", "runtime", "timeout", "memory", "killed", "disk")
 
 
 @dataclass
@@ -88,6 +88,7 @@ def classify(
     kind: str,
     exit: dict[str, Any] | None,
     kill_reason: str | None,
+    kill_detail: str = "",
     report: dict[str, Any] | None,
     out: OutputBuffer,
     outputs: list[dict[str, Any]],
@@ -96,8 +97,9 @@ def classify(
 ) -> ExecResult:
     """Turn what we saw of a run into an :class:`ExecResult` with its error category.
 
-    ``exit`` is the zygote's exit report (code or signal; ``lost`` if the zygote died),
-    ``kill_reason`` is why we killed it (``timeout``, ``interrupted``), ``report`` is the
+    ``exit`` is the zygote's exit report (code or signal; ``lost`` if the zygote died;
+    ``error`` if it could not start the process), ``kill_reason`` is why we killed it
+    (``timeout``, ``interrupted``, ``disk``) and ``kill_detail`` says more, ``report`` is the
     result message a Python run sent over its channel.
     """
     res = ExecResult(
@@ -114,6 +116,9 @@ def classify(
         what = f"{limit:g} s wall clock" if sig != signal.SIGXCPU else "CPU time limit"
         res.ok, res.error_category = False, "timeout"
         res.error = f"timed out after {what}; the process group was killed"
+    elif kill_reason == "disk":
+        res.ok, res.error_category = False, "disk"
+        res.error = kill_detail or "the run wrote more than its disk budget (max_write_mb)"
     elif kill_reason == "interrupted":
         res.ok, res.error_category, res.error = False, "killed", "interrupted by the user"
     elif report is not None and report.get("category"):
@@ -123,6 +128,8 @@ def classify(
             res.exit_code = report["exit_code"]
         elif res.exit_code == 0:
             res.exit_code = 1
+    elif ex.get("error"):
+        res.ok, res.error_category, res.error = False, "killed", str(ex["error"])
     elif ex.get("lost"):
         res.ok, res.error_category = False, "killed"
         res.error = f"the sandbox process died unexpectedly; {diag()}"

@@ -1,53 +1,41 @@
-"""The per-session sandbox: one zygote, one warm worker, any number of fresh runs."""
+"""The per-session sandbox: one launcher (zygote), one warm worker, any number of fresh runs,
+and the session's share of the machine (its uid, its cgroup, the per-run write budget)."""
 
 from __future__ import annotations
 
-import array
 import asyncio
-import collections
 import contextlib
+import functools
 import inspect
-import itertools
-import json
 import os
 import shutil
-import signal
 import socket
-import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from . import launch
+from .cgroups import SessionCgroup
 from .config import SandboxConfig
+from .launcher import Launcher, LauncherError, LaunchSpec
+from .limits import LimitRow
 from .loopback import LoopbackHandler, LoopbackServer
+from .meter import WriteWatch
 from .result import ExecResult, OutputBuffer, classify
-from .tiers import TIER3_WARNING, Tier, available_tiers, find_bwrap
+from .runs import Run, open_pipes, send_line, serve_channel
+from .session import ResourceError, SessionResources
+from .tiers import TIER3_WARNING, Tier, available_tiers
 
 OutputCallback = Callable[[str, str], Awaitable[None] | None]
 
 _EXIT_GRACE = 1.0  # seconds to wait for pipes to close after the process is gone
 _KILL_GRACE = 3.0  # seconds to wait for the zygote to report a killed run
+_PING_DEADLINE = 1.0  # seconds a launcher has to answer a ping before it counts as wedged
 
 
 class SandboxError(RuntimeError):
     """The sandbox cannot run code (tier below ``required_tier``, zygote failed, closed)."""
-
-
-@dataclass(eq=False)
-class _Run:
-    id: int
-    kind: str
-    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
-    pid: int | None = None
-    exit: dict | None = None
-    kill_reason: str | None = None
-    chan: socket.socket | None = None
-    chan_closed: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Sandbox:
@@ -62,22 +50,29 @@ class Sandbox:
         self.scratch = Path(
             tempfile.mkdtemp(prefix=f"think-{session_id[:24]}-", dir=config.scratch_root or None)
         )
-        self._ids = itertools.count(1)
-        self._runs: dict[int, _Run] = {}
-        self._active: set[_Run] = set()
-        self._tasks: set[asyncio.Task] = set()
-        self._warm: _Run | None = None
-        self._warm_lock = asyncio.Lock()
-        self._zygote_lock = asyncio.Lock()
-        self._send_lock = asyncio.Lock()
-        self._proc: asyncio.subprocess.Process | None = None
-        self._ctl: socket.socket | None = None
-        self._ready: asyncio.Future | None = None
-        self._stderr: collections.deque[str] = collections.deque(maxlen=50)
-        self._closed = False
+        #: The session's uid, cgroup and process bookkeeping.
+        self.resources = SessionResources(config, tier, workspace, self.scratch)
+        self.launcher_restarts = 0
         self.preloaded: list[str] = []
-        as_root = os.geteuid() == 0
-        self._drop = (config.sandbox_uid, config.sandbox_gid) if as_root else None
+        self._ids = iter(range(1, 1 << 62))
+        self._runs: dict[int, Run] = {}
+        self._active: set[Run] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._warm: Run | None = None
+        self._warm_lock = asyncio.Lock()
+        self._launcher_lock = asyncio.Lock()
+        self._launcher: Launcher | None = None
+        self._closed = False
+
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        """(uid, gid) of the session's sandboxed processes; None when the kernel is not root."""
+        return self.resources.identity
+
+    @property
+    def cgroup(self) -> SessionCgroup | None:
+        """The session's cgroup, if the kernel could create one."""
+        return self.resources.cgroup
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -85,7 +80,7 @@ class Sandbox:
     async def create(
         cls, workspace_root: Path, session_id: str, config: SandboxConfig | None = None
     ) -> Sandbox:
-        """Pick the tier, prepare workspace access and start the zygote."""
+        """Pick the tier, take a uid and a cgroup, prepare workspace access, start the zygote."""
         config = config or SandboxConfig()
         tiers = await asyncio.to_thread(available_tiers, config.bwrap_path)
         tier = Tier(config.force_tier) if config.force_tier else tiers[0]
@@ -99,82 +94,80 @@ class Sandbox:
         workspace = await asyncio.to_thread(Path(workspace_root).resolve)
         self = cls(workspace, session_id, config, tier)
         try:
-            await asyncio.to_thread(self._prepare_dirs)
-            await self._start_zygote()
+            await asyncio.to_thread(self._prepare)
+            await self._start_launcher()
         except BaseException:
             await self.close()
             raise
         return self
 
-    def _prepare_dirs(self) -> None:
-        for sub in ("home", "tmp"):
-            (self.scratch / sub).mkdir(exist_ok=True)
-        launch.protect(self.workspace)
-        if self._drop is None:
-            return
-        uid, gid = self._drop
-        for p in (self.scratch, self.scratch / "home", self.scratch / "tmp"):
-            os.chown(p, uid, gid)
-        if self.config.grant_acl:
-            launch.ensure_search(self.scratch, uid, gid)
-            launch.grant_tree(self.workspace, uid, gid)
-            if self.tier != Tier.BUBBLEWRAP:  # tier 1 re-binds these under a readable tmpfs
-                for needed in [*launch.python_paths(), str(launch.INSIDE_DIR)]:
-                    launch.ensure_search(Path(needed) / "x", uid, gid)
-
-    async def _start_zygote(self) -> None:
-        loop = asyncio.get_running_loop()
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        child.set_inheritable(True)
-        as_root = os.geteuid() == 0
-        cmd = [sys.executable, "-I", str(launch.ZYGOTE)]
-        kwargs: dict[str, Any] = {}
-        zy_drop = None
-        if self.tier == Tier.BUBBLEWRAP:
-            bwrap = find_bwrap(self.config.bwrap_path)
-            assert bwrap is not None
-            cmd = launch.bwrap_argv(bwrap, self.config, self.workspace, self.scratch, as_root)
-            cmd += [sys.executable, "-I", str(launch.ZYGOTE)]
-            zy_drop = self._drop
-        elif self._drop is not None:
-            kwargs = {"user": self._drop[0], "group": self._drop[1], "extra_groups": []}
-        cmd.append(
-            launch.zygote_config(
-                self.config, self.tier, self.workspace, self.scratch, child.fileno(), zy_drop
-            )
-        )
-        env = launch.sandbox_env(self.config, self.session_id, self.scratch, self.tier)
-        self._proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=str(self.workspace),
-            pass_fds=[child.fileno()],
-            start_new_session=True,
-            **kwargs,
-        )
-        child.close()
-        parent.setblocking(False)
-        self._ctl = parent
-        self._ready = loop.create_future()
-        self._spawn_task(self._read_ctl(parent))
-        self._spawn_task(self._read_zygote_stderr(self._proc))
+    def _prepare(self) -> None:
         try:
-            msg = await asyncio.wait_for(asyncio.shield(self._ready), 120)
-        except (TimeoutError, SandboxError) as e:
-            raise SandboxError(f"sandbox failed to start: {e}; {self._diag()}") from None
+            self.resources.prepare()
+        except ResourceError as e:
+            raise SandboxError(str(e)) from None
+
+    async def _start_launcher(self) -> None:
+        cg = self.cgroup
+        spec = LaunchSpec(self.config, self.tier, self.workspace, self.scratch, self.session_id,
+                          self.identity, cg.attach_fds if cg else list)  # fmt: skip
+        launcher = Launcher(spec, lambda msg: None)
+        launcher.on_event = functools.partial(self._on_ctl, launcher)
+        self._launcher = launcher
+        try:
+            msg = await launcher.start()
+        except LauncherError as e:
+            raise SandboxError(str(e)) from None
         self.preloaded = msg.get("preloaded", [])
 
-    async def _ensure_zygote(self) -> None:
+    async def _ensure_launcher(self) -> Launcher:
         if self._closed:
             raise SandboxError("sandbox is closed")
-        async with self._zygote_lock:
-            if self._proc is not None and self._proc.returncode is None and self._ctl:
-                return
-            await self._stop_zygote()
-            await self._start_zygote()
+        async with self._launcher_lock:
+            if self._launcher is not None and self._launcher.alive:
+                return self._launcher
+            if self._launcher is not None:
+                await self._launcher.stop(graceful=False, kill_session=self._kill_session)
+            self._warm = None
+            await self._start_launcher()
+            assert self._launcher is not None
+            return self._launcher
+
+    async def _replace_launcher(self, wedged: Launcher) -> None:
+        """Kill a launcher that stopped answering (and the whole session with it); the next
+        run starts a new one."""
+        async with self._launcher_lock:
+            if self._launcher is not wedged:
+                return  # someone replaced it already
+            self.launcher_restarts += 1
+            self._warm = None
+            await wedged.stop(graceful=False, kill_session=self._kill_session)
+            if not self._closed:
+                await self._start_launcher()
+
+    def _root_pid(self) -> int | None:
+        launcher = self._launcher
+        return launcher.proc.pid if launcher is not None and launcher.proc is not None else None
+
+    def _kill_session(self) -> None:
+        self.resources.kill_all(self._root_pid())
+
+    def session_pids(self) -> list[int]:
+        """Host pids of the session's processes (the cgroup, else the launcher's tree)."""
+        return self.resources.pids(self._root_pid())
+
+    def launcher_pid(self) -> int | None:
+        """The zygote's host pid (for diagnostics and tests)."""
+        return self._launcher.host_pid() if self._launcher is not None else None
+
+    async def ping(self, deadline: float = _PING_DEADLINE) -> bool:
+        """True if the session's launcher answers within ``deadline`` seconds."""
+        launcher = self._launcher
+        return launcher is not None and launcher.alive and await launcher.ping(deadline)
+
+    def limits(self) -> list[LimitRow]:
+        """Every limit in force and the mechanism enforcing it (for ``%think_status``)."""
+        return self.resources.limits()
 
     def _spawn_task(self, coro: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
@@ -183,69 +176,29 @@ class Sandbox:
         return task
 
     def _diag(self) -> str:
-        return "zygote stderr: " + ("".join(self._stderr)[-2000:] or "(empty)")
+        return self._launcher.diag() if self._launcher is not None else "no launcher"
 
-    async def _read_zygote_stderr(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stderr is not None
-        while line := await proc.stderr.readline():
-            self._stderr.append(line.decode(errors="replace"))
-
-    async def _read_ctl(self, sock: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        buf = bytearray()
-        try:
-            while True:
-                chunk = await loop.sock_recv(sock, 65536)
-                if not chunk:
-                    break
-                buf += chunk
-                while b"\n" in buf:
-                    line, _, rest = bytes(buf).partition(b"\n")
-                    buf[:] = rest
-                    self._on_ctl(json.loads(line))
-        except OSError:
-            pass
-        finally:
-            # The zygote is gone: every run it owned is dead too.
-            if self._ready is not None and not self._ready.done():
-                self._ready.set_exception(SandboxError("zygote exited"))
-            if self._ctl is sock:
-                self._ctl = None
-            for run in list(self._runs.values()):
-                self._on_ctl({"ev": "exit", "id": run.id, "code": None, "signal": None,
-                              "lost": True})  # fmt: skip
-            sock.close()
-
-    def _on_ctl(self, msg: dict) -> None:
+    def _on_ctl(self, launcher: Launcher, msg: dict) -> None:
         ev = msg.get("ev")
-        if ev == "ready":
-            if self._ready is not None and not self._ready.done():
-                self._ready.set_result(msg)
+        if ev == "gone":
+            # The zygote is gone: every run it owned is dead too.
+            for lost in [r for r in self._runs.values() if r.launcher is launcher]:
+                self._on_ctl(launcher, {"ev": "exit", "id": lost.id, "code": None,
+                                        "signal": None, "lost": True})  # fmt: skip
             return
         run = self._runs.get(msg.get("id", -1))
-        if run is None:
+        if run is None or run.launcher is not launcher:
             return
         if ev == "spawned":
             run.pid = msg["pid"]
+            run.spawned.set()
         elif ev == "exit":
             self._runs.pop(run.id, None)
             run.exit = msg
+            run.spawned.set()
             run.queue.put_nowait(("exit", msg, b""))
             if run is self._warm:
                 self._warm = None
-
-    async def _send(self, sock: socket.socket, obj: dict, fds: Sequence[int] = ()) -> None:
-        data = json.dumps(obj).encode() + b"\n"
-        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                n = sock.sendmsg([data], anc)
-                break
-            except BlockingIOError:
-                await asyncio.sleep(0.001)
-        if n < len(data):
-            await loop.sock_sendall(sock, data[n:])
 
     # ------------------------------------------------------------------ public API
 
@@ -284,20 +237,28 @@ class Sandbox:
         runs = [r for r in self._active if r.exit is None]
         for run in runs:
             await self._kill(run, "interrupted")
+        for launcher in {r.launcher for r in runs if r.launcher is not None}:
+            if not await launcher.ping(_PING_DEADLINE):  # wedged: the kill cannot get through
+                await self._replace_launcher(launcher)
         if runs:
             await asyncio.wait([asyncio.ensure_future(r.done.wait()) for r in runs], timeout=5)
 
     async def close(self) -> None:
-        """Kill everything and remove the scratch dir. Safe to call twice."""
+        """Kill everything, remove the scratch dir and the cgroup, give the uid back. Safe to
+        call twice."""
         if self._closed:
             return
         self._closed = True
-        await self._stop_zygote()
+        async with self._launcher_lock:
+            if self._launcher is not None:
+                await self._launcher.stop(graceful=True, kill_session=self._kill_session)
+            self._warm = None
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
         await asyncio.to_thread(shutil.rmtree, self.scratch, True)
+        await asyncio.to_thread(self.resources.release)
 
     async def __aenter__(self) -> Sandbox:
         return self
@@ -307,138 +268,94 @@ class Sandbox:
 
     # ------------------------------------------------------------------ internals
 
-    async def _stop_zygote(self) -> None:
-        proc, ctl = self._proc, self._ctl
-        self._proc, self._ctl, self._warm = None, None, None
-        if ctl is not None:
-            with contextlib.suppress(OSError):
-                ctl.shutdown(socket.SHUT_RDWR)  # EOF: the zygote kills its runs and exits
-        if proc is None:
-            return
-        try:
-            await asyncio.wait_for(proc.wait(), 2)
-        except TimeoutError:
-            pass
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)  # bwrap or the zygote, and its group
-        await proc.wait()
-
-    async def _kill(self, run: _Run, reason: str) -> None:
+    async def _kill(self, run: Run, reason: str) -> None:
         if run.kill_reason is None:
             run.kill_reason = reason
-        if self._ctl is not None:
+        if run.launcher is not None:
             with contextlib.suppress(OSError):
-                await self._send(self._ctl, {"op": "kill", "id": run.id})
+                await run.launcher.send({"op": "kill", "id": run.id})
 
     def _timeout(self, timeout: float | None) -> float:
         t = self.config.timeout if timeout is None or timeout <= 0 else timeout
         return min(float(t), float(self.config.max_timeout))
 
-    def _pipes(self, run: _Run, names: tuple[str, ...] = ("stdout", "stderr")) -> list[int]:
-        """Make one pipe per stream read by the event loop; return the write ends."""
-        loop = asyncio.get_running_loop()
-        writers = []
-        # Bind to the queue of *this* cell: a warm worker gets a new queue per cell, and the
-        # EOF of an earlier pipe must not end a later cell early.
-        queue = run.queue
-        for name in names:
-            r, w = os.pipe2(os.O_CLOEXEC)
-            os.set_blocking(r, False)
-
-            def on_readable(fd: int = r, stream: str = name) -> None:
-                try:
-                    while data := os.read(fd, 65536):
-                        queue.put_nowait(("out", stream, data))
-                        if queue.qsize() > 64:
-                            return  # let the consumer catch up; we are called again
-                except BlockingIOError:
-                    return
-                except OSError:
-                    pass
-                loop.remove_reader(fd)
-                os.close(fd)
-                queue.put_nowait(("eof", stream, b""))
-
-            loop.add_reader(r, on_readable)
-            writers.append(w)
-        return writers
-
-    def _serve_channel(self, run: _Run, sock: socket.socket) -> None:
-        async def reader() -> None:
-            loop = asyncio.get_running_loop()
-            sock.setblocking(False)
-            buf = bytearray()
+    async def _spawn(self, kind: str, payload: dict, limit: float) -> Run:
+        """Start a process through the launcher; a launcher that does not acknowledge in
+        time is replaced once (issue 9: a wedged launcher used to stall the session)."""
+        # Capped so a replacement (about a zygote start-up) still fits in the run's timeout.
+        ack = min(self.config.launcher_timeout, max(1.0, limit / 4))
+        notes: list[str] = []
+        for attempt in (1, 2):
+            launcher = await self._ensure_launcher()
+            run = Run(next(self._ids), kind, launcher=launcher)
+            out_w, err_w = open_pipes(run)
+            chan_k, chan_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            loop_k, loop_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._spawn_task(self.loopback.serve(loop_k))
+            self._runs[run.id] = run
+            msg = {"op": "spawn", "id": run.id, "kind": kind, "limits": self.config.limits()}
             try:
-                while chunk := await loop.sock_recv(sock, 1 << 20):
-                    buf += chunk
-                    while b"\n" in buf:
-                        line, _, rest = bytes(buf).partition(b"\n")
-                        buf[:] = rest
-                        run.queue.put_nowait(("msg", json.loads(line), b""))
-            except (OSError, ValueError):
-                pass
+                await launcher.send({**msg, **payload}, [out_w, err_w, chan_c.fileno(),
+                                                         loop_c.fileno()])  # fmt: skip
+                sent = True
+            except OSError:
+                sent = False
             finally:
-                run.chan_closed = True
-                run.queue.put_nowait(("chan_eof", "", b""))
-                sock.close()
-
-        run.chan = sock
-        self._spawn_task(reader())
-
-    async def _spawn(self, kind: str, payload: dict) -> tuple[_Run, list[int]]:
-        await self._ensure_zygote()
-        run = _Run(next(self._ids), kind)
-        out_w, err_w = self._pipes(run)
-        chan_k, chan_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        loop_k, loop_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._spawn_task(self.loopback.serve(loop_k))
-        fds = [out_w, err_w, chan_c.fileno(), loop_c.fileno()]
-        self._runs[run.id] = run
-        msg = {"op": "spawn", "id": run.id, "kind": kind, "limits": self.config.limits()}
-        try:
-            assert self._ctl is not None
-            await self._send(self._ctl, {**msg, **payload}, fds)
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-            chan_c.close()
-            loop_c.close()
-        self._serve_channel(run, chan_k)
-        return run, fds
+                os.close(out_w)
+                os.close(err_w)
+                chan_c.close()
+                loop_c.close()
+            run.chan = chan_k
+            self._spawn_task(serve_channel(run, chan_k))
+            if sent:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(run.spawned.wait(), ack)
+            if run.spawned.is_set():
+                run.warnings += notes
+                return run
+            self._runs.pop(run.id, None)
+            if attempt == 2:
+                break
+            notes.append(f"the sandbox launcher did not answer within {ack:g} s and was "
+                         "replaced; the warm Python worker's variables are gone")  # fmt: skip
+            await self._replace_launcher(launcher)
+        raise SandboxError(f"the sandbox launcher does not answer; {self._diag()}")
 
     async def _run_child(
         self, kind: str, payload: dict, limit: float | None, on_output: OutputCallback | None
     ) -> ExecResult:
         start = time.perf_counter()
-        run, _ = await self._spawn(kind, payload)
+        seconds = self._timeout(limit)
+        run = await self._spawn(kind, payload, seconds)
         self._active.add(run)
         try:
-            res = await self._collect(run, self._timeout(limit), on_output, need_exit=True)
+            res = await self._collect(run, seconds, on_output, need_exit=True)
         finally:
             self._active.discard(run)
             run.done.set()
-        return self._finish(res, start)
+        return self._finish(res, run, start)
 
     async def _run_warm(
         self, code: str, limit: float | None, on_output: OutputCallback | None
     ) -> ExecResult:
         start = time.perf_counter()
+        seconds = self._timeout(limit)
         warm = self._warm
+        notes: list[str] = []
         if warm is None or warm.exit is not None or warm.chan is None or warm.chan_closed:
             if warm is not None and warm.exit is None:
                 await self._kill(warm, "stale")
-            warm, _ = await self._spawn("warm", {})
+            warm = await self._spawn("warm", {}, seconds)
+            notes, warm.warnings = warm.warnings, []
             self._warm = warm
         cell = warm
         cell.queue = asyncio.Queue()
         cell.done = asyncio.Event()
-        # Drop stale channel events (there are none unless the worker misbehaved).
-        out_w, err_w = self._pipes(cell)
+        cell.warnings = notes
+        out_w, err_w = open_pipes(cell)
         try:
             assert cell.chan is not None
-            await self._send(
-                cell.chan, {"code": code, "cpu_seconds": self.config.cpu_seconds}, [out_w, err_w]
-            )
+            await self._send_cell(cell.chan, code, [out_w, err_w])
         except OSError:
             cell.queue.put_nowait(("chan_eof", "", b""))
         finally:
@@ -446,7 +363,7 @@ class Sandbox:
             os.close(err_w)
         self._active.add(cell)
         try:
-            res = await self._collect(cell, self._timeout(limit), on_output, need_exit=False)
+            res = await self._collect(cell, seconds, on_output, need_exit=False)
         finally:
             self._active.discard(cell)
             cell.done.set()
@@ -455,16 +372,44 @@ class Sandbox:
                 await self._kill(cell, "stale")
             self._warm = None
             res.warnings.append("the warm Python worker was restarted: earlier variables are gone")
-        return self._finish(res, start)
+        return self._finish(res, cell, start)
 
-    def _finish(self, res: ExecResult, start: float) -> ExecResult:
+    async def _send_cell(self, chan: socket.socket, code: str, fds: list[int]) -> None:
+        await send_line(chan, {"code": code, "cpu_seconds": self.config.cpu_seconds}, fds)
+
+    def _finish(self, res: ExecResult, run: Run, start: float) -> ExecResult:
         res.duration_ms = (time.perf_counter() - start) * 1000
+        res.warnings[:0] = run.warnings
         if self.tier == Tier.RLIMITS:
             res.warnings.insert(0, TIER3_WARNING)
         return res
 
+    def _watch(self, run: Run) -> asyncio.Task | None:
+        """Start the write-budget watch of one run (None when there is no budget)."""
+        budget = self.config.max_write_mb << 20
+        if budget <= 0:
+            return None
+        watch = WriteWatch(
+            self.session_pids,
+            lambda: self.resources.known_pids(self._root_pid()),
+            budget,
+            self.config.write_check_interval,
+            in_thread=self.cgroup is None,
+        )
+
+        async def exceeded(written: int) -> None:
+            run.kill_detail = (
+                f"the run wrote {written / 2**20:.0f} MiB to disk, over the "
+                f"{self.config.max_write_mb} MiB allowed per run (max_write_mb); its process "
+                "group was killed"
+            )
+            await self._kill(run, "disk")
+            run.queue.put_nowait(("wake", "", b""))
+
+        return self._spawn_task(watch.run(exceeded))
+
     async def _collect(
-        self, run: _Run, limit: float, on_output: OutputCallback | None, need_exit: bool
+        self, run: Run, limit: float, on_output: OutputCallback | None, need_exit: bool
     ) -> ExecResult:
         loop = asyncio.get_running_loop()
         out = OutputBuffer(self.config.max_output_bytes)
@@ -475,6 +420,8 @@ class Sandbox:
         deadline = loop.time() + limit
         grace_set = False
         noted = False
+        ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0
+        watch = self._watch(run)
 
         async def emit(stream: str, text: str) -> None:
             if on_output is not None and text:
@@ -482,53 +429,78 @@ class Sandbox:
                 if inspect.isawaitable(r):
                     await r
 
-        while True:
-            # A warm cell ends with its result; anything else ends when the process is reaped.
-            ended = run.exit is not None or (not need_exit and result is not None)
-            # A fresh Python run reports on its channel: wait for that too (it may trail exit).
-            # (Count the queued "chan_eof" event, not run.chan_closed: the result message sits
-            # before it in the queue.)
-            reported = run.kind != "python" or chan_eof
-            if ended and len(eofs) == 2 and reported:
-                break
-            if ended and not grace_set:
-                deadline = min(deadline, loop.time() + _EXIT_GRACE) if run.exit else deadline
-                grace_set = True
-            try:
-                kind, a, b = await asyncio.wait_for(run.queue.get(), max(0, deadline - loop.time()))
-            except TimeoutError:
-                if ended:
-                    break  # something kept our pipes open; give up on them
-                if run.kill_reason is None:
-                    await self._kill(run, "timeout")
-                    deadline = loop.time() + _KILL_GRACE
-                    continue
-                break
-            if kind == "out":
-                was = out.truncated
-                await emit(a, out.feed(a, b))
-                if out.truncated and not was and not noted:
-                    noted = True
-                    await emit("stderr", "\n[output truncated: max_output_bytes reached]\n")
-            elif kind == "eof":
-                eofs.add(a)
-            elif kind == "msg":
-                if a.get("ev") == "display":
-                    outputs.append(a["data"])
-                elif a.get("ev") == "result":
-                    result = a
-            elif kind == "chan_eof":
-                chan_eof = True
-            # "exit" only wakes us up: run.exit holds it.
+        try:
+            while True:
+                # A warm cell ends with its result; anything else ends when it is reaped.
+                ended = run.exit is not None or (not need_exit and result is not None)
+                # A fresh Python run reports on its channel: wait for that too (it may trail
+                # exit). Count the queued "chan_eof" event, not run.chan_closed: the result
+                # message sits before it in the queue.
+                reported = run.kind != "python" or chan_eof
+                if ended and len(eofs) == 2 and reported:
+                    break
+                if ended and not grace_set:
+                    deadline = min(deadline, loop.time() + _EXIT_GRACE) if run.exit else deadline
+                    grace_set = True
+                try:
+                    kind, a, b = await asyncio.wait_for(
+                        run.queue.get(), max(0, deadline - loop.time())
+                    )
+                except TimeoutError:
+                    if ended:
+                        break  # something kept our pipes open; give up on them
+                    if run.kill_reason is None:
+                        await self._kill(run, "timeout")
+                        # The kill goes through the launcher: make sure it still answers.
+                        if await self._check_launcher(run):
+                            break
+                        deadline = loop.time() + _KILL_GRACE
+                        continue
+                    await self._check_launcher(run)
+                    break
+                if kind == "out":
+                    was = out.truncated
+                    await emit(a, out.feed(a, b))
+                    if out.truncated and not was and not noted:
+                        noted = True
+                        await emit("stderr", "\n[output truncated: max_output_bytes reached]\n")
+                elif kind == "eof":
+                    eofs.add(a)
+                elif kind == "msg":
+                    if a.get("ev") == "display":
+                        outputs.append(a["data"])
+                    elif a.get("ev") == "result":
+                        result = a
+                elif kind == "chan_eof":
+                    chan_eof = True
+                elif kind == "wake" and run.exit is None:  # killed for its disk writes
+                    if await self._check_launcher(run):
+                        break
+                    deadline = min(deadline, loop.time() + _KILL_GRACE)
+                # "exit" only wakes us up: run.exit holds it.
+        finally:
+            if watch is not None:
+                watch.cancel()
         for stream in ("stdout", "stderr"):
             await emit(stream, out.feed(stream, b"", final=True))
-        return classify(
-            kind=run.kind,
-            exit=run.exit,
-            kill_reason=run.kill_reason,
-            report=result,
-            out=out,
-            outputs=outputs,
-            limit=limit,
-            diag=self._diag,
-        )
+        res = classify(kind=run.kind, exit=run.exit, kill_reason=run.kill_reason,
+                       kill_detail=run.kill_detail, report=result, out=out, outputs=outputs,
+                       limit=limit, diag=self._diag)  # fmt: skip
+        if (res.error_category == "killed" and run.kill_reason is None and self.cgroup
+                and self.cgroup.oom_kills() > ooms):  # fmt: skip
+            res.error_category = "memory"
+            res.error = (f"killed: the session reached its memory limit "
+                         f"({self.config.session_memory_mb} MiB, session_memory_mb)")  # fmt: skip
+        return res
+
+    async def _check_launcher(self, run: Run) -> bool:
+        """After asking the launcher to kill a run: if it does not answer a ping either, it
+        is wedged; replace it (which kills the whole session, this run included) and say so
+        in the run's result. True when it was replaced."""
+        launcher = run.launcher
+        if launcher is None or await launcher.ping(_PING_DEADLINE):
+            return False
+        await self._replace_launcher(launcher)
+        run.warnings.append("the sandbox launcher stopped answering and was replaced; the "
+                            "warm Python worker's variables are gone")  # fmt: skip
+        return True

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from .inside import _think_confine as confine
+from .inside import _think_seccomp as seccomp
 
 
 class Tier(enum.IntEnum):
@@ -33,10 +34,11 @@ class Tier(enum.IntEnum):
 
 
 _DESCRIPTIONS = {
-    Tier.BUBBLEWRAP: "tier 1 (bubblewrap): no network, own pid namespace, read-only system, "
-    "writable workspace and scratch only, rlimits + seccomp",
-    Tier.LANDLOCK: "tier 2 (Landlock + seccomp): no sockets but AF_UNIX, no TCP, reads limited "
-    "to system paths, writes to workspace and scratch only, rlimits",
+    Tier.BUBBLEWRAP: "tier 1 (bubblewrap): no network or sockets, own pid namespace, read-only "
+    "system, writable workspace and scratch only, rlimits + seccomp",
+    Tier.LANDLOCK: "tier 2 (Landlock + seccomp): no sockets (socketpairs only), reads limited "
+    "to system paths, writes to workspace and scratch only, rlimits; other processes' command "
+    "lines stay visible",
     Tier.RLIMITS: "tier 3 (rlimits only): NO file or network isolation, only resource limits "
     "and timeouts",
 }
@@ -87,12 +89,13 @@ def _bwrap_works(bwrap: str, as_root: bool) -> bool:
 
 @functools.cache
 def _landlock_seccomp_work() -> bool:
-    if not confine.seccomp_supported() or confine.landlock_abi() < 1:
+    if not seccomp.seccomp_supported() or confine.landlock_abi() < 1:
         return False
     # Apply both in a throwaway child to be sure the kernel accepts our program.
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import _think_confine as c; "
-        "c.apply_landlock(['/usr'], []); c.install_seccomp(c.build_seccomp_filter())"
+        "import _think_seccomp as s; c.apply_landlock(['/usr'], []); "
+        "s.install_seccomp(s.build_seccomp_filter([1], no_sockets=True))"
     )
     inside = str(Path(confine.__file__).parent)
     try:

@@ -1,8 +1,8 @@
-"""Confinement applied inside the sandbox: uid drop, rlimits, Landlock and seccomp.
+"""Confinement applied inside the sandbox: identity, capabilities, rlimits and Landlock
+(the seccomp filter lives in ``_think_seccomp``).
 
 Stdlib only (ctypes + prctl), because this file runs in the sandboxed interpreter before any
-user code. No PyPI seccomp binding is used: the maintained ones wrap libseccomp, which is not a
-Python dependency we can rely on, and the filter we need is ~40 BPF instructions.
+user code.
 """
 
 from __future__ import annotations
@@ -18,120 +18,25 @@ _libc.syscall.restype = ctypes.c_long
 _libc.prctl.restype = ctypes.c_int
 
 PR_SET_PDEATHSIG = 1
-PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
-SECCOMP_MODE_FILTER = 2
 
 # Landlock syscalls share their numbers on every architecture.
 SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
 
-EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
-AF_UNIX = 1
-# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
-CLONE_NS_FLAGS = 0x7E020000
-
-_ARCHES: dict[str, tuple[int, dict[str, int]]] = {
-    "x86_64": (
-        0xC000003E,
-        {
-            "socket": 41,
-            "socketpair": 53,
-            "clone": 56,
-            "clone3": 435,
-            "ptrace": 101,
-            "setpgid": 109,
-            "setsid": 112,
-            "pivot_root": 155,
-            "chroot": 161,
-            "mount": 165,
-            "umount2": 166,
-            "swapon": 167,
-            "swapoff": 168,
-            "reboot": 169,
-            "init_module": 175,
-            "delete_module": 176,
-            "kexec_load": 246,
-            "add_key": 248,
-            "request_key": 249,
-            "keyctl": 250,
-            "unshare": 272,
-            "perf_event_open": 298,
-            "open_by_handle_at": 304,
-            "setns": 308,
-            "process_vm_readv": 310,
-            "process_vm_writev": 311,
-            "finit_module": 313,
-            "kexec_file_load": 320,
-            "bpf": 321,
-            "userfaultfd": 323,
-            "io_uring_setup": 425,
-            "io_uring_enter": 426,
-            "io_uring_register": 427,
-            "open_tree": 428,
-            "move_mount": 429,
-            "fsopen": 430,
-            "fsmount": 432,
-            "pidfd_getfd": 438,
-        },
-    ),
-    "aarch64": (
-        0xC00000B7,
-        {
-            "socket": 198,
-            "socketpair": 199,
-            "clone": 220,
-            "clone3": 435,
-            "ptrace": 117,
-            "setpgid": 154,
-            "setsid": 157,
-            "pivot_root": 41,
-            "chroot": 51,
-            "mount": 40,
-            "umount2": 39,
-            "swapon": 224,
-            "swapoff": 225,
-            "reboot": 142,
-            "init_module": 105,
-            "delete_module": 106,
-            "kexec_load": 104,
-            "add_key": 217,
-            "request_key": 218,
-            "keyctl": 219,
-            "unshare": 97,
-            "perf_event_open": 241,
-            "open_by_handle_at": 265,
-            "setns": 268,
-            "process_vm_readv": 270,
-            "process_vm_writev": 271,
-            "finit_module": 273,
-            "kexec_file_load": 294,
-            "bpf": 280,
-            "userfaultfd": 282,
-            "io_uring_setup": 425,
-            "io_uring_enter": 426,
-            "io_uring_register": 427,
-            "open_tree": 428,
-            "move_mount": 429,
-            "fsopen": 430,
-            "fsmount": 432,
-            "pidfd_getfd": 438,
-        },
-    ),
-}
-
-# Denied with EPERM: escaping the process group (so killpg reaches everything), tracing,
-# namespaces and mounts, kernel keyrings/modules, io_uring (bypasses seccomp), bpf.
-DENIED = (
-    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "setsid", "setpgid",
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount",
-    "fsopen", "fsmount", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
-    "io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load", "init_module",
-    "finit_module", "delete_module", "swapon", "swapoff", "reboot", "add_key", "request_key",
-    "keyctl", "open_by_handle_at",
-)  # fmt: skip
+ENOSYS = 38
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_READ = 23
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
+#: What a root launcher keeps: switching its children to the session uid, and killing them.
+LAUNCHER_CAPS = (CAP_KILL, CAP_SETGID, CAP_SETUID)
+_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+_CAP_V3 = 0x20080522
 
 
 def _check(ret: int, what: str) -> int:
@@ -139,62 +44,6 @@ def _check(ret: int, what: str) -> int:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
     return ret
-
-
-def seccomp_supported() -> bool:
-    """True when we have a syscall table for this CPU."""
-    return platform.machine() in _ARCHES
-
-
-def build_seccomp_filter() -> bytes:
-    """Assemble the classic-BPF program (struct sock_filter[]) for this architecture."""
-    audit_arch, nr = _ARCHES[platform.machine()]
-    ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
-    allow, kill = 0x7FFF0000, 0x80000000
-
-    def errno(e: int) -> int:
-        return 0x00050000 | e
-
-    prog: list[tuple[int, int, int, int]] = [
-        (ld, 0, 0, 4),  # arch
-        (jeq, 1, 0, audit_arch),
-        (ret, 0, 0, kill),
-        (ld, 0, 0, 0),  # syscall number
-    ]
-    if audit_arch == 0xC000003E:  # x32 ABI numbers would bypass the table
-        prog += [(jge, 0, 1, 0x40000000), (ret, 0, 0, kill)]
-    for name in DENIED:
-        prog += [(jeq, 0, 1, nr[name]), (ret, 0, 0, errno(EPERM))]
-    prog += [
-        (jeq, 0, 4, nr["socket"]),
-        (ld, 0, 0, 16),  # args[0] (domain), low word
-        (jeq, 1, 0, AF_UNIX),
-        (ret, 0, 0, errno(EAFNOSUPPORT)),
-        (ret, 0, 0, allow),
-        (jeq, 0, 4, nr["clone"]),
-        (ld, 0, 0, 16),  # clone flags
-        (jset, 0, 1, CLONE_NS_FLAGS),
-        (ret, 0, 0, errno(EPERM)),
-        (ret, 0, 0, allow),
-        # clone3 passes flags in a struct seccomp cannot read; ENOSYS makes libc fall back
-        # to clone(), which we can inspect (same approach as Docker's default profile).
-        (jeq, 0, 1, nr["clone3"]),
-        (ret, 0, 0, errno(ENOSYS)),
-        (ret, 0, 0, allow),
-    ]
-    return b"".join(struct.pack("<HBBI", *ins) for ins in prog)
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def install_seccomp(program: bytes) -> None:
-    """Load a filter built by :func:`build_seccomp_filter` into this process (inherited)."""
-    buf = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.addressof(buf))
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 def landlock_abi() -> int:
@@ -251,12 +100,63 @@ def apply_landlock(read_paths: list[str], write_paths: list[str]) -> int:
 
 
 def drop_privileges(uid: int, gid: int) -> None:
-    """Become ``uid``/``gid`` for good (no supplementary groups); no-op when already them."""
+    """Become ``uid``/``gid`` for good (no supplementary groups); no-op when already them.
+    Leaving uid 0 this way clears every capability (capabilities(7))."""
     if os.getuid() == uid and os.geteuid() == uid:
         return
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
+
+
+def keep_only_capabilities(keep: tuple[int, ...]) -> None:
+    """Drop every capability but ``keep`` from the bounding, ambient, inheritable, permitted
+    and effective sets (a root launcher needs no more than :data:`LAUNCHER_CAPS`)."""
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        if cap not in keep and _libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1:
+            if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0:
+                # No CAP_SETPCAP (bwrap already dropped it): the bounding set stays, but the
+                # permitted set below is what counts, and children run with no_new_privs.
+                break
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    mask = sum(1 << c for c in keep)
+    header = struct.pack("<Ii", _CAP_V3, 0)
+    data = struct.pack("<6I", mask, mask, 0, 0, 0, 0)  # effective, permitted, inheritable x2
+    _check(_libc.syscall(_SYS_CAPSET[platform.machine()], header, data), "capset")
+
+
+def set_no_new_privs() -> None:
+    """execve can never grant privileges again (setuid binaries, file capabilities)."""
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def set_dumpable(on: bool) -> None:
+    """Non-dumpable: /proc/PID files that expose memory or environment become root's, so
+    same-uid processes (a non-root kernel's sandbox) cannot open the launcher's memory."""
+    _libc.prctl(PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0)
+
+
+class acting_as:  # noqa: N801 (used like a function: ``with acting_as(uid, gid):``)
+    """Switch the effective uid/gid of a root process and back: files the block creates
+    (scratch dirs, caches written while preloading) belong to the session."""
+
+    def __init__(self, uid: int | None, gid: int | None) -> None:
+        self.ids = (uid, gid)
+
+    def __enter__(self) -> None:
+        uid, gid = self.ids
+        if uid is not None and gid is not None:
+            # Real ids too: libraries test writability with access(), which uses them.
+            # The saved uid stays 0, so the way back (and our capabilities) is kept.
+            os.setresgid(gid, gid, -1)
+            os.setresuid(uid, uid, -1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.ids[0] is not None:
+            os.setresuid(0, 0, -1)  # back to uid 0: the permitted capabilities return
+            os.setresgid(0, 0, -1)
 
 
 def set_parent_death_signal(sig: int) -> None:

@@ -1,0 +1,379 @@
+"""Containment probes: the attacks of issue 9, tried for real on this machine, for
+``jupyter think doctor`` and ``%think_doctor``::
+
+    report = await run_probes(Tier.BUBBLEWRAP, SandboxConfig())
+    print(report.markdown())
+
+Each probe starts from what a hostile snippet would do and records whether the sandbox
+contained it. Probes run with small limits of their own (so the memory, process and disk
+probes stay quick and cheap); the limits table shows the user's configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import textwrap
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import launch
+from .config import SandboxConfig
+from .limits import LimitRow, markdown_table
+from .sandbox import Sandbox
+from .tiers import Tier
+
+_CANARY = "THINK_DOCTOR_CANARY_SECRET"
+
+
+@dataclass
+class Probe:
+    """One attack class and its outcome."""
+
+    attack: str
+    contained: bool
+    detail: str
+
+
+@dataclass
+class Report:
+    """Every probe of one tier, and the limits a session would run under."""
+
+    tier: Tier
+    probes: list[Probe] = field(default_factory=list)
+    limits: list[LimitRow] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def all_contained(self) -> bool:
+        """True when every attack was contained."""
+        return all(p.contained for p in self.probes)
+
+    def markdown(self) -> str:
+        """The report as Markdown: a probe table, then the limits table."""
+        lines = [f"**{self.tier.description}**", "", "| attack | contained | detail |",
+                 "|---|---|---|"]  # fmt: skip
+        for p in self.probes:
+            mark = "yes" if p.contained else "**NO**"
+            lines.append(f"| {p.attack} | {mark} | {p.detail.replace('|', '/')} |")
+        lines += ["", markdown_table(self.limits)]
+        return "\n".join(lines)
+
+
+def _probe_config(config: SandboxConfig, tier: Tier) -> SandboxConfig:
+    """The user's configuration with small, quick limits and nothing preloaded."""
+    c = SandboxConfig(config=config.config)
+    c.force_tier = int(tier)
+    c.required_tier = 3
+    c.preload_modules = []
+    c.timeout = 20
+    c.max_processes = 32
+    c.session_memory_mb = 128
+    c.memory_mb = 512
+    c.max_write_mb = 32
+    c.write_check_interval = 0.05
+    c.launcher_timeout = 1.0
+    return c
+
+
+async def run_probes(
+    tier: Tier, config: SandboxConfig, progress: Callable[[str], None] | None = None
+) -> Report:
+    """Try every attack class on ``tier``; ``progress(name)`` is called before each probe."""
+    start = time.perf_counter()
+    report = Report(tier)
+    ws = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="think-doctor-"))
+    outside = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="think-doctor-outside-"))
+    os.environ[_CANARY] = "sk-doctor-canary"
+    try:
+        os.chmod(outside, 0o777)  # only the sandbox, not file modes, may stop the write
+        user = SandboxConfig(config=config.config)
+        user.force_tier, user.preload_modules = int(tier), []
+        async with await Sandbox.create(ws, "doctor-limits", user) as sb:
+            report.limits = sb.limits()
+        cfg = _probe_config(config, tier)
+        async with (
+            await Sandbox.create(ws, "doctor-a", cfg) as a,
+            await Sandbox.create(ws, "doctor-b", cfg) as b,
+        ):
+            probes: list[tuple[str, Callable[[], Awaitable[Probe]]]] = [
+                ("network", lambda: _network(a)),
+                ("host sockets", lambda: _sockets(a, ws)),
+                ("files outside the workspace", lambda: _outside(a, outside)),
+                ("secrets", lambda: _secrets(a)),
+                ("the store", lambda: _store(a)),
+                ("the kernel process", lambda: _kernel(a)),
+                ("its own launcher", lambda: _launcher(a)),
+                ("another session", lambda: _other_session(a, b)),
+                ("fork bomb", lambda: _processes(a, b)),
+                ("memory across processes", lambda: _memory(a)),
+                ("disk writes", lambda: _disk(a)),
+                ("a wedged launcher", lambda: _wedge(b)),
+            ]
+            for name, probe in probes:
+                if progress is not None:
+                    progress(name)
+                try:
+                    report.probes.append(await probe())
+                except Exception as e:  # a probe that breaks is reported, not fatal
+                    report.probes.append(Probe(name, False, f"probe failed: {e}"))
+    finally:
+        os.environ.pop(_CANARY, None)
+        await asyncio.to_thread(shutil.rmtree, ws, True)
+        await asyncio.to_thread(shutil.rmtree, outside, True)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+async def _network(sb: Sandbox) -> Probe:
+    hits: list[int] = []
+
+    async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        hits.append(1)
+        w.close()
+
+    server = await asyncio.start_server(on_conn, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    code = textwrap.dedent(f"""
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=2)
+            print("CONNECTED")
+        except OSError as e:
+            print("BLOCKED", e.strerror)
+    """)
+    try:
+        res = await sb.run_python(code, fresh=True)
+        await asyncio.sleep(0.05)
+    finally:
+        server.close()
+    ok = not hits and "CONNECTED" not in res.stdout
+    return Probe("network: connect to a TCP port on this machine", ok,
+                 "refused: " + res.stdout.strip().removeprefix("BLOCKED ") if ok else
+                 "a connection got through")  # fmt: skip
+
+
+async def _sockets(sb: Sandbox, ws: Path) -> Probe:
+    # A world-writable Unix socket in the workspace, as a forgotten dev server would leave.
+    path = ws / "doctor.sock"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen()
+    srv.setblocking(False)
+    os.chmod(path, 0o777)
+    code = textwrap.dedent(f"""
+        import socket
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect({str(path)!r})
+            print("CONNECTED")
+        except OSError as e:
+            print("BLOCKED", e.strerror)
+    """)
+    try:
+        res = await sb.run_python(code, fresh=True)
+        try:
+            srv.accept()[0].close()
+            reached = True
+        except BlockingIOError:
+            reached = False
+    finally:
+        srv.close()
+        path.unlink(missing_ok=True)
+    ok = not reached
+    return Probe("host sockets: connect to a Unix socket", ok,
+                 "refused: " + res.stdout.strip().removeprefix("BLOCKED ") if ok else
+                 "connected to a socket outside the sandbox")  # fmt: skip
+
+
+async def _outside(sb: Sandbox, outside: Path) -> Probe:
+    target = outside / "escaped.txt"
+    await sb.run_bash(f"echo escaped > {target}")
+    ok = not target.exists()
+    return Probe("files: write outside the workspace", ok, "refused" if ok else f"wrote {target}")
+
+
+async def _secrets(sb: Sandbox) -> Probe:
+    res = await sb.run_bash(f"env; cat /proc/{os.getpid()}/environ 2>/dev/null | tr '\\0' '\\n'")
+    ok = _CANARY not in res.stdout and "sk-doctor-canary" not in res.stdout
+    return Probe(
+        "secrets: the kernel's environment",
+        ok,
+        "not visible" if ok else "a kernel environment variable was visible",
+    )
+
+
+async def _store(sb: Sandbox) -> Probe:
+    root = launch.store_root()
+    probe = root / "doctor-probe.txt"
+    res = await sb.run_bash(f"ls {root} 2>&1 | head -3; echo x > {probe} && echo WROTE")
+    wrote = probe.exists()
+    with contextlib.suppress(OSError):
+        probe.unlink()
+    listed = [n for n in os.listdir(root) if n != probe.name] if root.is_dir() else []
+    seen = any(n in res.stdout for n in listed)
+    ok = not wrote and not seen
+    return Probe(f"the store: {root}", ok, "hidden" if ok else
+                 "its folder was listed or written")  # fmt: skip
+
+
+async def _kernel(sb: Sandbox) -> Probe:
+    me = os.getpid()
+    code = textwrap.dedent(f"""
+        import os
+        for what, act in (("signal", lambda: os.kill({me}, 0)),
+                          ("memory", lambda: open("/proc/{me}/mem", "rb"))):
+            try:
+                act()
+                print("REACHED", what)
+            except OSError as e:
+                print("DENIED", what)
+    """)
+    res = await sb.run_python(code, fresh=True)
+    ok = "REACHED" not in res.stdout
+    return Probe(
+        "the kernel process: signal it, open its memory",
+        ok,
+        "refused" if ok else res.stdout.strip().replace("\n", ", "),
+    )
+
+
+async def _launcher(sb: Sandbox) -> Probe:
+    res = await sb.run_bash("kill -STOP $PPID && echo STOPPED; kill -0 $PPID && echo REACHED")
+    alive = await sb.ping(2.0)
+    ok = "STOPPED" not in res.stdout and "REACHED" not in res.stdout and alive
+    return Probe(
+        "its own launcher: kill -STOP $PPID",
+        ok,
+        "refused, launcher still answers" if ok else "the launcher could be signalled",
+    )
+
+
+async def _other_session(a: Sandbox, b: Sandbox) -> Probe:
+    task = asyncio.ensure_future(b.run_bash("sleep 29.5", timeout=30))
+    try:
+        pid = None
+        for _ in range(250):
+            pid = next((p for p in b.session_pids() if _cmdline(p).startswith("sleep 29.5")),
+                       None)  # fmt: skip
+            if pid:
+                break
+            await asyncio.sleep(0.02)
+        if pid is None:
+            return Probe("another session: signal its processes", False, "probe could not start")
+        res = await a.run_python(
+            f"import os\ntry:\n    os.kill({pid}, 0)\n    print('REACHED')\n"
+            "except OSError:\n    print('DENIED')",
+            fresh=True,
+        )
+    finally:
+        await b.interrupt()
+        await task
+    ok = "REACHED" not in res.stdout
+    return Probe(
+        "another session: signal its processes",
+        ok,
+        "refused (own uid per session)" if ok else "a signal would have reached it",
+    )
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+async def _processes(a: Sandbox, b: Sandbox) -> Probe:
+    code = textwrap.dedent("""
+        import os, time
+        n = 0
+        try:
+            while n < 2000:
+                if os.fork() == 0:
+                    time.sleep(20)
+                    os._exit(0)
+                n += 1
+        except OSError:
+            pass
+        print("STARTED", n, flush=True)
+        time.sleep(20)
+    """)
+    got = asyncio.Event()
+
+    def seen(stream: str, text: str) -> None:
+        if "STARTED" in text:
+            got.set()
+
+    task = asyncio.ensure_future(a.run_python(code, fresh=True, on_output=seen))
+    try:
+        await asyncio.wait_for(got.wait(), 20)
+        other = await b.run_bash("sleep 0.1 & sleep 0.1 & wait; echo calm")
+    finally:
+        await a.interrupt()
+        res = await task
+    n = int(res.stdout.split("STARTED")[1].split()[0]) if "STARTED" in res.stdout else -1
+    limit = a.config.max_processes
+    ok = 0 <= n < limit and other.stdout == "calm\n"
+    return Probe(
+        "fork bomb: processes of one session",
+        ok,
+        f"stopped at {n} processes (limit {limit}); another session still starts its own"
+        if ok
+        else f"started {n}, other session: {other.error or 'ok'}",
+    )
+
+
+async def _memory(sb: Sandbox) -> Probe:
+    code = textwrap.dedent("""
+        import os
+        pids = []
+        for i in range(4):
+            pid = os.fork()
+            if pid == 0:
+                b = bytearray(64 << 20)
+                for j in range(0, len(b), 4096):
+                    b[j] = 1
+                import time; time.sleep(1)
+                os._exit(0)
+            pids.append(pid)
+        print("KILLED", sum(os.waitpid(p, 0)[1] != 0 for p in pids))
+    """)
+    res = await sb.run_python(code, fresh=True)
+    mech = sb.cgroup.mechanisms.get("memory") if sb.cgroup else None
+    killed = res.stdout.split("KILLED")[1].split()[0] if "KILLED" in res.stdout else "?"
+    ok = mech is not None and killed not in ("0", "?")
+    limit = sb.config.session_memory_mb
+    return Probe("memory: 4 processes x 64 MiB", ok,
+                 f"{killed} killed at the {limit} MiB session limit ({mech})" if ok else
+                 "no session-wide memory limit: only RLIMIT_AS per process")  # fmt: skip
+
+
+async def _disk(sb: Sandbox) -> Probe:
+    res = await sb.run_bash("for i in $(seq 1 32); do head -c 4M /dev/zero > doctor-$i.bin; done")
+    for p in sb.workspace.glob("doctor-*.bin"):
+        p.unlink()
+    ok = res.error_category == "disk"
+    return Probe("disk: 128 MiB written in one run", ok,
+                 f"stopped at the {sb.config.max_write_mb} MiB budget" if ok else
+                 "the run was not stopped")  # fmt: skip
+
+
+async def _wedge(sb: Sandbox) -> Probe:
+    pid = sb.launcher_pid()
+    if pid is None:
+        return Probe("a wedged launcher", False, "launcher not found")
+    os.kill(pid, signal.SIGSTOP)
+    res = await sb.run_bash("echo back", timeout=20)
+    ok = res.ok and res.stdout == "back\n" and any("replaced" in w for w in res.warnings)
+    return Probe("a wedged launcher (SIGSTOP from outside)", ok,
+                 f"replaced, the run took {res.duration_ms / 1000:.1f} s" if ok else
+                 f"run result: {res.error or res.stdout!r}")  # fmt: skip

@@ -1,0 +1,102 @@
+"""One run as the kernel sees it, and the plumbing that feeds its event queue: output pipes
+read by the event loop, and the channel on which a Python run reports its result."""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import json
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class Run:
+    """A process started by the launcher (or one cell of the warm worker).
+
+    Its queue carries ``(kind, a, b)`` events: ``("out", stream, bytes)``, ``("eof", stream)``,
+    ``("msg", dict)`` from the channel, ``("chan_eof",)``, ``("exit", report)`` and
+    ``("wake",)`` (a watcher killed it).
+    """
+
+    id: int
+    kind: str
+    launcher: Any = None  # the Launcher that started it
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    pid: int | None = None
+    exit: dict | None = None
+    kill_reason: str | None = None
+    kill_detail: str = ""
+    chan: socket.socket | None = None
+    chan_closed: bool = False
+    spawned: asyncio.Event = field(default_factory=asyncio.Event)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    warnings: list[str] = field(default_factory=list)
+
+
+def open_pipes(run: Run, names: tuple[str, ...] = ("stdout", "stderr")) -> list[int]:
+    """Make one pipe per stream, read by the event loop into the run's queue; return the
+    write ends (the caller passes them on and closes them)."""
+    loop = asyncio.get_running_loop()
+    writers = []
+    # Bind to the queue of *this* cell: a warm worker gets a new queue per cell, and the EOF
+    # of an earlier pipe must not end a later cell early.
+    queue = run.queue
+    for name in names:
+        r, w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(r, False)
+
+        def on_readable(fd: int = r, stream: str = name) -> None:
+            try:
+                while data := os.read(fd, 65536):
+                    queue.put_nowait(("out", stream, data))
+                    if queue.qsize() > 64:
+                        return  # let the consumer catch up; we are called again
+            except BlockingIOError:
+                return
+            except OSError:
+                pass
+            loop.remove_reader(fd)
+            os.close(fd)
+            queue.put_nowait(("eof", stream, b""))
+
+        loop.add_reader(r, on_readable)
+        writers.append(w)
+    return writers
+
+
+async def serve_channel(run: Run, sock: socket.socket) -> None:
+    """Read the run's channel (JSON lines: displays, the result) into its queue."""
+    loop = asyncio.get_running_loop()
+    sock.setblocking(False)
+    buf = bytearray()
+    try:
+        while chunk := await loop.sock_recv(sock, 1 << 20):
+            buf += chunk
+            while b"\n" in buf:
+                line, _, rest = bytes(buf).partition(b"\n")
+                buf[:] = rest
+                run.queue.put_nowait(("msg", json.loads(line), b""))
+    except (OSError, ValueError):
+        pass
+    finally:
+        run.chan_closed = True
+        run.queue.put_nowait(("chan_eof", "", b""))
+        sock.close()
+
+
+async def send_line(sock: socket.socket, obj: dict, fds: Sequence[int] = ()) -> None:
+    """Send one JSON line with ``fds`` attached (non-blocking socket)."""
+    data = json.dumps(obj).encode() + b"\n"
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    while True:
+        try:
+            n = sock.sendmsg([data], anc)
+            break
+        except BlockingIOError:
+            await asyncio.sleep(0.001)
+    if n < len(data):
+        await asyncio.get_running_loop().sock_sendall(sock, data[n:])
