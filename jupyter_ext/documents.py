@@ -1,6 +1,6 @@
 """The agent edits files and notebooks through the collaboration rooms, server side.
 
-    docs = DocumentService(serverapp, history=VersionLog(root / ".think/history.db"))
+    docs = DocumentService(serverapp, history=VersionLog(store_dir / "history.db"))
     await docs.write_text("a.py", "print(1)\\n", action_id="act_1")
     cell_id = (await docs.insert_cell("nb.ipynb", 0, "1 + 1", action_id="act_2"))["cell_id"]
 
@@ -37,21 +37,29 @@ from __future__ import annotations
 import asyncio
 import json
 import posixpath
+import stat
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jupyter_server.utils import ensure_async
 from jupyter_ydoc import YNotebook, YUnicode
 from pycrdt import Text
+from tornado.web import HTTPError
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.history import VersionLog
+from think_kernel.safefs import SafeRoot
+from think_kernel.tools.workspace import MAX_EDIT_BYTES
 
 RpcHandler = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class DocumentError(Exception):
     """A request the agent can correct (missing file, unknown cell, ...)."""
+
+    def __init__(self, message: str, code: str = "DOCUMENT_ERROR") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _kind(path: str) -> str:
@@ -72,13 +80,39 @@ def _check_path(path: str) -> str:
     return norm
 
 
+async def check_loadable(root_dir: str, path: str, max_bytes: int) -> None:
+    """Refuse to load into a room (and the server's memory) what does not belong there:
+    anything but a regular file, or a file over ``max_bytes`` (issue 9)."""
+
+    def check() -> None:
+        try:
+            st = SafeRoot(root_dir).stat(path)
+        except OSError as e:
+            raise DocumentError(str(e), "PATH_NOT_ALLOWED") from None
+        if st is None:
+            return
+        if not stat.S_ISREG(st.st_mode):
+            raise DocumentError(f"{path!r} is not a regular file", "NOT_REGULAR")
+        if st.st_size > max_bytes:
+            raise DocumentError(
+                f"{path} is {st.st_size} bytes; files over {max_bytes} bytes are not loaded "
+                "into a collaboration room",
+                "TOO_LARGE",
+            )
+
+    await asyncio.to_thread(check)
+
+
 class DocumentService:
     """Reads and edits documents through the live collaboration rooms."""
 
-    def __init__(self, serverapp: Any, history: VersionLog, log: Any = None) -> None:
+    def __init__(
+        self, serverapp: Any, history: VersionLog, log: Any = None, max_bytes: int = MAX_EDIT_BYTES
+    ) -> None:
         self.serverapp = serverapp
         self.history = history
         self.log = log or serverapp.log
+        self.max_bytes = max_bytes  # larger files are never loaded into a room
         self._locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ rooms
@@ -102,13 +136,20 @@ class DocumentService:
         if ext is None:
             raise DocumentError("jupyter-collaboration (jupyter_server_ydoc) is not enabled")
         notebook = _kind(path) == "notebook"
-        doc = await ext.get_document(
-            path=path,
-            content_type="notebook" if notebook else "file",
-            file_format="json" if notebook else "text",
-            copy=False,
-            create=True,
-        )
+        await check_loadable(self.serverapp.root_dir, path, self.max_bytes)
+        try:
+            doc = await ext.get_document(
+                path=path,
+                content_type="notebook" if notebook else "file",
+                file_format="json" if notebook else "text",
+                copy=False,
+                create=True,
+            )
+        except HTTPError as e:  # the contents manager refused to load it (issue 9)
+            reason = str(e.log_message or e)
+            raise DocumentError(
+                reason, "NOT_UTF8" if "UTF-8" in reason else "DOCUMENT_ERROR"
+            ) from e
         if doc is None:
             raise DocumentError(f"no collaboration room for {path!r}")
         return doc
@@ -360,7 +401,7 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
 
     serverapp = ext.serverapp
     if service is None:
-        service = DocumentService(serverapp, VersionLog(history_path(serverapp)), ext.log)
+        service = DocumentService(serverapp, VersionLog(history_path(ext)), ext.log)
     executor = CellExecutor(serverapp, service)
 
     def p(params: dict[str, Any], key: str, default: Any = ...) -> Any:
@@ -424,7 +465,7 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
             try:
                 return await fn(kernel_info, params or {})
             except DocumentError as e:
-                return {"error": str(e), "code": "DOCUMENT_ERROR"}
+                return {"error": str(e), "code": e.code}
 
         return handler
 
