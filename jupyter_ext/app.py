@@ -104,6 +104,18 @@ class ThinkExtension(ExtensionApp):
         help="Seconds to wait for the kernel to confirm a cancel before the request is "
         "marked cancelled anyway. Default: 1.",
     )
+    link_hello_timeout = Float(
+        3.0,
+        config=True,
+        help="Seconds a kernel-link connection may take to authenticate before it is closed. "
+        "Default: 3.",
+    )
+    max_pending_links = Int(
+        64,
+        config=True,
+        help="Kernel-link connections allowed at once before they authenticate; more are "
+        "refused with 429. Default: 64.",
+    )
     scheduler_poll = Float(
         5.0,
         config=True,
@@ -127,6 +139,8 @@ class ThinkExtension(ExtensionApp):
             root_dir=os.path.abspath(os.path.expanduser(self.serverapp.root_dir))
             if self.serverapp is not None
             else "",
+            hello_timeout=self.link_hello_timeout,
+            max_pending=self.max_pending_links,
         )
         self._tasks: list[asyncio.Task[Any]] = []
         self._starting: asyncio.Future[None] | None = None
