@@ -229,8 +229,9 @@ class LocalWorkspace:
     # -- writing -------------------------------------------------------------------------
 
     async def write_text(self, path: str, content: str) -> None:
-        """Write atomically (random temp file + rename), never through a link."""
-        rel = self.rel(path)
+        """Write atomically (random temp file + rename), never through a link: a link that
+        stays inside the workspace is resolved first, one that leaves it is refused."""
+        rel = self.relative(self.resolve(path))
         data = _encode(rel, content)
 
         def write() -> None:
