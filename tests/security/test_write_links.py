@@ -1,10 +1,12 @@
-"""Attack class: make a privileged writer (the kernel, root here) write through a link that
-sandboxed code planted in the workspace, to a file outside it (issue 9: a ``.pth`` file of
-the venv ran as uid 0 at the next Python start).
+"""Attack class: make a privileged writer (the kernel or the server, root here) write through
+a link that sandboxed code planted in the workspace, to a file outside it (issue 9: a ``.pth``
+file of the venv ran as uid 0 at the next Python start).
 
 Real sandboxed code plants the links, on every tier; the writes come through the loopback
-(``think.write_file``) and the agent's file tools. Each attack must fail with a clear error,
-change nothing outside the workspace, and leave the legitimate write next to it working.
+(``think.write_file``), the agent's file tools, and in server mode through real room saves
+(jupyter_server's ``.~NAME`` backup and ``.ipynb_checkpoints``). Each attack must fail with a
+clear error, change nothing outside the workspace, and leave the legitimate write next to it
+working.
 """
 
 from __future__ import annotations
@@ -17,12 +19,18 @@ import textwrap
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import nbformat
 import pytest
+from security_server import *  # noqa: F403  (a real server: jp_*, think, peers, until)
+from security_server import InProcessLink, until
 from traitlets.config import Config
 
+from jupyter_ext.contents import ThinkContentsManager
+from tests.collab.peers import wait_change
+from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
-from think_kernel.sandbox import Tier
+from think_kernel.sandbox import Sandbox, SandboxConfig, Tier
 
 PAYLOAD = "import os; os.system('touch /tmp/think-pwned')\n"
 
@@ -141,3 +149,48 @@ async def test_a_folder_swapped_for_a_link_mid_write_is_never_followed(
     assert res.ok and int(res.stdout.split()[-1]) > 10, res
     assert results["written"] > 0 and i > 50, results
     untouched(victim)
+
+
+async def test_room_saves_do_not_follow_planted_backup_or_checkpoint_links(
+    tier: Tier, jp_serverapp, jp_root_dir: Path, think, peers, victim: Path
+) -> None:
+    """A person's tab and the agent edit files through their rooms; jupyter_server would copy
+    to ``.~NAME`` and into ``.ipynb_checkpoints/`` through the planted links."""
+    assert isinstance(jp_serverapp.contents_manager, ThinkContentsManager)
+    root = jp_root_dir
+    (root / "a.txt").write_text("v1\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell("x = 1"))
+    nbformat.write(nb, root / "nb.ipynb")
+    sandbox = await Sandbox.create(root, f"sec-{int(tier)}", SandboxConfig(force_tier=int(tier)))
+    try:
+        code = textwrap.dedent(f"""
+            import os
+            V = {str(victim)!r}
+            os.symlink(V + "/evil.pth", ".~a.txt")          # jupyter_server's backup name
+            os.symlink(V + "/evil.pth", ".~nb.ipynb")
+            os.symlink(V, ".ipynb_checkpoints")             # where checkpoints are copied
+            print("planted")
+        """)
+        res = await sandbox.run_python(code, fresh=True)
+        assert res.ok and "planted" in res.stdout, res
+    finally:
+        await sandbox.close()
+
+    tab = await peers("a.txt")
+    tab.type_at(tab.text(), 0, "# typed by a person\n")
+    await until(lambda: (root / "a.txt").read_text() == "# typed by a person\nv1\n",
+                10, "the room's save")  # fmt: skip
+    book = await peers("nb.ipynb")
+    book.type_at(book.cell_text(book.doc.ycells[0]["id"]), 0, "y = 2\n")
+    await until(lambda: "y = 2" in (root / "nb.ipynb").read_text(), 10, "the notebook save")
+    untouched(victim)
+
+    # The agent, through the same rooms (doc.* RPCs, as a linked kernel calls them).
+    ws = CollabWorkspace(root, InProcessLink(think, root))
+    text = await ws.read_text("a.txt")
+    await ws.write_text("a.txt", text + "# the agent\n")
+    await wait_change(tab, lambda: "# the agent" in str(tab.text()))
+    await until(lambda: "# the agent" in (root / "a.txt").read_text(), 10, "the agent's save")
+    untouched(victim)
+    assert (root / ".~a.txt").is_symlink() and (root / ".ipynb_checkpoints").is_symlink()
