@@ -49,6 +49,7 @@ from tornado.web import HTTPError
 from think_kernel.collab import ydocs
 from think_kernel.collab.history import VersionLog
 from think_kernel.safefs import SafeRoot
+from think_kernel.tools.textpage import NotUtf8, check_utf8
 from think_kernel.tools.workspace import MAX_EDIT_BYTES
 
 RpcHandler = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -80,25 +81,47 @@ def _check_path(path: str) -> str:
     return norm
 
 
-async def check_loadable(root_dir: str, path: str, max_bytes: int) -> None:
+#: Codes of files that are never loaded into a room (see :func:`check_loadable`).
+UNLOADABLE = ("NOT_UTF8", "TOO_LARGE", "NOT_REGULAR")
+
+
+async def check_loadable(
+    root_dir: str, path: str, max_bytes: int, checked: dict[str, tuple[int, int, int]]
+) -> None:
     """Refuse to load into a room (and the server's memory) what does not belong there:
-    anything but a regular file, or a file over ``max_bytes`` (issue 9)."""
+    anything but a regular file, a file over ``max_bytes``, or one that is not UTF-8
+    (jupyter-collaboration would fail to load it, and keep a broken empty room that a later
+    save would write over the file). ``checked`` remembers files already found fine, by
+    inode, size and mtime, so a file is read once per change (issue 9)."""
 
     def check() -> None:
+        fs = SafeRoot(root_dir)
         try:
-            st = SafeRoot(root_dir).stat(path)
+            st = fs.stat(path)
+            if st is None:
+                return
+            if not stat.S_ISREG(st.st_mode):
+                raise DocumentError(f"{path!r} is not a regular file", "NOT_REGULAR")
+            if st.st_size > max_bytes:
+                raise DocumentError(
+                    f"{path} is {st.st_size} bytes; files over {max_bytes} bytes are not "
+                    "loaded into a collaboration room",
+                    "TOO_LARGE",
+                )
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if checked.get(path) == key:
+                return
+            with fs.open_read(path) as f:
+                check_utf8(f)
+            checked[path] = key
+        except NotUtf8 as e:
+            raise DocumentError(
+                f"{path} is not UTF-8 text (byte {e.offset}); it is not loaded into a "
+                "collaboration room",
+                "NOT_UTF8",
+            ) from None
         except OSError as e:
             raise DocumentError(str(e), "PATH_NOT_ALLOWED") from None
-        if st is None:
-            return
-        if not stat.S_ISREG(st.st_mode):
-            raise DocumentError(f"{path!r} is not a regular file", "NOT_REGULAR")
-        if st.st_size > max_bytes:
-            raise DocumentError(
-                f"{path} is {st.st_size} bytes; files over {max_bytes} bytes are not loaded "
-                "into a collaboration room",
-                "TOO_LARGE",
-            )
 
     await asyncio.to_thread(check)
 
@@ -113,6 +136,7 @@ class DocumentService:
         self.history = history
         self.log = log or serverapp.log
         self.max_bytes = max_bytes  # larger files are never loaded into a room
+        self._loadable: dict[str, tuple[int, int, int]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ rooms
@@ -136,7 +160,7 @@ class DocumentService:
         if ext is None:
             raise DocumentError("jupyter-collaboration (jupyter_server_ydoc) is not enabled")
         notebook = _kind(path) == "notebook"
-        await check_loadable(self.serverapp.root_dir, path, self.max_bytes)
+        await check_loadable(self.serverapp.root_dir, path, self.max_bytes, self._loadable)
         try:
             doc = await ext.get_document(
                 path=path,
@@ -266,9 +290,14 @@ class DocumentService:
             if not await self._exists(path):
                 raise DocumentError(f"{path!r} does not exist")
             # Keep the last state so that the deletion can be reverted.
-            doc = await self.document(path)
-            self._remember_initial(path, doc)
-            self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
+            try:
+                doc = await self.document(path)
+            except DocumentError as e:
+                if e.code not in UNLOADABLE:
+                    raise
+            else:  # a file no room can hold (issue 9) is deleted without a version
+                self._remember_initial(path, doc)
+                self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
             await ensure_async(self.serverapp.contents_manager.delete(path))
             return {}
 

@@ -184,6 +184,10 @@ class LocalDocuments:
             self._apply_stored(entry, newer)
         return entry
 
+    def forget(self, rel: str) -> None:
+        """Drop the in-memory document of ``rel`` (it reloads from the log if used again)."""
+        self._entries.pop(rel, None)
+
     def lock(self, path: str) -> asyncio.Lock:
         """The lock that serialises operations on one document."""
         rel = self.rel(path)

@@ -292,7 +292,14 @@ class LocalCollabWorkspace(LocalWorkspace):
         if full == self.root or full.is_dir():
             raise PathError(f"{path!r} is a directory; only files can be deleted")
         rel = self.relative(full)
-        await self.documents.delete(rel, action_id=self.action_id)
+        try:
+            await self.documents.delete(rel, action_id=self.action_id)
+        except ToolError as e:
+            if e.code not in ("NOT_UTF8", "TOO_LARGE"):
+                raise
+            # Not text the history can hold (issue 9): deleted without a version.
+            self.documents.forget(rel)
+            await LocalWorkspace.delete(self, rel)
         self._seen.pop(rel, None)
 
 
