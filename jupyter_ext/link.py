@@ -331,8 +331,8 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
     def _refuse(self, code: int, reason: str) -> None:
         """Close an unauthenticated link, not waiting for a peer that may never answer."""
         self.links.pending.discard(self)
+        conn = self.ws_connection  # close() forgets it
         self.close(code, reason)
-        conn = self.ws_connection
         stream = getattr(conn, "stream", None)
         if stream is not None:
             # Tornado waits 5 s for the peer's close frame; a hostile one never sends it.
