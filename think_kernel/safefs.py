@@ -209,32 +209,46 @@ class SafeRoot:
         ``follow=False``: no component may be a link (for writes); ``create`` makes missing
         folders. ``follow=True``: links that stay inside the root are followed (for reads).
         """
-        shown = "/".join(parts) or "."
-        rfd = self._root_fd()
         if not parts:
-            return rfd
+            return self._root_fd()
         try:
-            if self.use_openat2:
-                resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
-                if not follow:
-                    resolve |= RESOLVE_NO_SYMLINKS
-                try:
-                    fd = _openat2(rfd, "/".join(parts), _O_DIR, 0, resolve)
-                    if follow:
-                        self._check_private_fd(fd, shown)
-                    return fd
-                except OSError as e:
-                    # EXDEV with follow: maybe an absolute link that points back inside; the
-                    # realpath + no-follow walk below decides.
-                    if not (create and e.errno == errno.ENOENT) and not (
-                        follow and e.errno == errno.EXDEV
-                    ):
-                        raise self._explain(e, parts, follow) from None
-            if follow:
-                return self._walk(rfd, self._resolved_inside(parts), False, shown)
-            return self._walk(rfd, parts, create, shown)
+            fd = self._beneath(parts, _O_DIR, follow)
+        except FileNotFoundError:
+            if not create:
+                raise
+            fd = None
+        if fd is not None:
+            return fd
+        rfd = self._root_fd()
+        try:
+            walk = self._resolved_inside(parts) if follow else parts
+            return self._walk(rfd, walk, create and not follow, "/".join(parts))
         finally:
             os.close(rfd)
+
+    def _beneath(self, parts: Sequence[str], flags: int, follow: bool) -> int | None:
+        """One ``openat2`` from the root, or None where the walk must decide: no openat2 here,
+        or (following links) EXDEV from an absolute link that may point back inside."""
+        if not self.use_openat2:
+            return None
+        shown = "/".join(parts)
+        resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (0 if follow else RESOLVE_NO_SYMLINKS)
+        rfd = self._root_fd()
+        try:
+            fd = _openat2(rfd, shown, flags, 0, resolve)
+        except OSError as e:
+            if follow and e.errno == errno.EXDEV:
+                return None
+            raise self._explain(e, parts, follow) from None
+        finally:
+            os.close(rfd)
+        if follow:
+            try:
+                self._check_private_fd(fd, shown)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
 
     def _walk(self, rfd: int, parts: Sequence[str], create: bool, shown: str) -> int:
         """``openat(O_NOFOLLOW)`` one component at a time from ``rfd`` (not closed here)."""
@@ -326,27 +340,9 @@ class SafeRoot:
 
     def _open_file(self, parts: list[str], follow: bool) -> int:
         shown = "/".join(parts)
-        if self.use_openat2:
-            rfd = self._root_fd()
-            fd = -1
-            try:
-                resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
-                if not follow:
-                    resolve |= RESOLVE_NO_SYMLINKS
-                fd = _openat2(rfd, shown, _O_READ, 0, resolve)
-            except OSError as e:
-                if not (follow and e.errno == errno.EXDEV):  # see open_dir
-                    raise self._explain(e, parts, follow) from None
-            finally:
-                os.close(rfd)
-            if fd >= 0:
-                try:
-                    if follow:
-                        self._check_private_fd(fd, shown)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                return fd
+        fd = self._beneath(parts, _O_READ, follow)
+        if fd is not None:
+            return fd
         if follow:
             parts = self._resolved_inside(parts)
             if not parts:
@@ -396,26 +392,17 @@ class SafeRoot:
     def stat(self, path: str) -> os.stat_result | None:
         """Like :meth:`lstat`, but links that stay inside the root are followed."""
         parts = self.parts(path)
+        if not parts:
+            return os.stat(self.root)
         try:
-            if self.use_openat2 and parts:
-                rfd = self._root_fd()
-                fd = -1
-                try:
-                    fd = _openat2(rfd, "/".join(parts), os.O_PATH | os.O_CLOEXEC, 0,
-                                  RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)  # fmt: skip
-                except OSError as e:
-                    if e.errno != errno.EXDEV:  # EXDEV: see open_dir
-                        raise self._explain(e, parts, True) from None
-                finally:
-                    os.close(rfd)
-                if fd >= 0:
-                    try:
-                        self._check_private_fd(fd, "/".join(parts))
-                        return os.fstat(fd)
-                    finally:
-                        os.close(fd)
-            real = self._resolved_inside(parts)
-            return self.lstat("/".join(real)) if real else os.stat(self.root)
+            fd = self._beneath(parts, os.O_PATH | os.O_CLOEXEC, True)
+            if fd is None:
+                real = self._resolved_inside(parts)
+                return self.lstat("/".join(real)) if real else os.stat(self.root)
+            try:
+                return os.fstat(fd)
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             return None
 
