@@ -450,8 +450,8 @@ class SafeRoot:
                 with f:
                     yield f
                     f.flush()
-                    if old is not None:
-                        os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                    if old is not None:  # never setuid/setgid bits we did not choose
+                        os.fchmod(fd, stat.S_IMODE(old.st_mode) & 0o1777)
                         if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
                             os.fchown(fd, old.st_uid, old.st_gid)
                     os.fsync(fd)
