@@ -1,6 +1,6 @@
 """The agent edits files and notebooks through the collaboration rooms, server side.
 
-    docs = DocumentService(serverapp, history=VersionLog(root / ".think/history.db"))
+    docs = DocumentService(serverapp, history=VersionLog(store_dir / "history.db"))
     await docs.write_text("a.py", "print(1)\\n", action_id="act_1")
     cell_id = (await docs.insert_cell("nb.ipynb", 0, "1 + 1", action_id="act_2"))["cell_id"]
 
@@ -37,21 +37,30 @@ from __future__ import annotations
 import asyncio
 import json
 import posixpath
+import stat
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from jupyter_server.utils import ensure_async
 from jupyter_ydoc import YNotebook, YUnicode
 from pycrdt import Text
+from tornado.web import HTTPError
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.history import VersionLog
+from think_kernel.safefs import SafeRoot
+from think_kernel.tools.textpage import NotUtf8, check_utf8
+from think_kernel.tools.workspace import MAX_EDIT_BYTES
 
 RpcHandler = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class DocumentError(Exception):
     """A request the agent can correct (missing file, unknown cell, ...)."""
+
+    def __init__(self, message: str, code: str = "DOCUMENT_ERROR") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _kind(path: str) -> str:
@@ -72,13 +81,62 @@ def _check_path(path: str) -> str:
     return norm
 
 
+#: Codes of files that are never loaded into a room (see :func:`check_loadable`).
+UNLOADABLE = ("NOT_UTF8", "TOO_LARGE", "NOT_REGULAR")
+
+
+async def check_loadable(
+    root_dir: str, path: str, max_bytes: int, checked: dict[str, tuple[int, int, int]]
+) -> None:
+    """Refuse to load into a room (and the server's memory) what does not belong there:
+    anything but a regular file, a file over ``max_bytes``, or one that is not UTF-8
+    (jupyter-collaboration would fail to load it, and keep a broken empty room that a later
+    save would write over the file). ``checked`` remembers files already found fine, by
+    inode, size and mtime, so a file is read once per change (issue 9)."""
+
+    def check() -> None:
+        fs = SafeRoot(root_dir)
+        try:
+            st = fs.stat(path)
+            if st is None:
+                return
+            if not stat.S_ISREG(st.st_mode):
+                raise DocumentError(f"{path!r} is not a regular file", "NOT_REGULAR")
+            if st.st_size > max_bytes:
+                raise DocumentError(
+                    f"{path} is {st.st_size} bytes; files over {max_bytes} bytes are not "
+                    "loaded into a collaboration room",
+                    "TOO_LARGE",
+                )
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if checked.get(path) == key:
+                return
+            with fs.open_read(path) as f:
+                check_utf8(f)
+            checked[path] = key
+        except NotUtf8 as e:
+            raise DocumentError(
+                f"{path} is not UTF-8 text (byte {e.offset}); it is not loaded into a "
+                "collaboration room",
+                "NOT_UTF8",
+            ) from None
+        except OSError as e:
+            raise DocumentError(str(e), "PATH_NOT_ALLOWED") from None
+
+    await asyncio.to_thread(check)
+
+
 class DocumentService:
     """Reads and edits documents through the live collaboration rooms."""
 
-    def __init__(self, serverapp: Any, history: VersionLog, log: Any = None) -> None:
+    def __init__(
+        self, serverapp: Any, history: VersionLog, log: Any = None, max_bytes: int = MAX_EDIT_BYTES
+    ) -> None:
         self.serverapp = serverapp
         self.history = history
         self.log = log or serverapp.log
+        self.max_bytes = max_bytes  # larger files are never loaded into a room
+        self._loadable: dict[str, tuple[int, int, int]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
     # ------------------------------------------------------------------ rooms
@@ -102,13 +160,20 @@ class DocumentService:
         if ext is None:
             raise DocumentError("jupyter-collaboration (jupyter_server_ydoc) is not enabled")
         notebook = _kind(path) == "notebook"
-        doc = await ext.get_document(
-            path=path,
-            content_type="notebook" if notebook else "file",
-            file_format="json" if notebook else "text",
-            copy=False,
-            create=True,
-        )
+        await check_loadable(self.serverapp.root_dir, path, self.max_bytes, self._loadable)
+        try:
+            doc = await ext.get_document(
+                path=path,
+                content_type="notebook" if notebook else "file",
+                file_format="json" if notebook else "text",
+                copy=False,
+                create=True,
+            )
+        except HTTPError as e:  # the contents manager refused to load it (issue 9)
+            reason = str(e.log_message or e)
+            raise DocumentError(
+                reason, "NOT_UTF8" if "UTF-8" in reason else "DOCUMENT_ERROR"
+            ) from e
         if doc is None:
             raise DocumentError(f"no collaboration room for {path!r}")
         return doc
@@ -225,9 +290,14 @@ class DocumentService:
             if not await self._exists(path):
                 raise DocumentError(f"{path!r} does not exist")
             # Keep the last state so that the deletion can be reverted.
-            doc = await self.document(path)
-            self._remember_initial(path, doc)
-            self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
+            try:
+                doc = await self.document(path)
+            except DocumentError as e:
+                if e.code not in UNLOADABLE:
+                    raise
+            else:  # a file no room can hold (issue 9) is deleted without a version
+                self._remember_initial(path, doc)
+                self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
             await ensure_async(self.serverapp.contents_manager.delete(path))
             return {}
 
@@ -360,7 +430,7 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
 
     serverapp = ext.serverapp
     if service is None:
-        service = DocumentService(serverapp, VersionLog(history_path(serverapp)), ext.log)
+        service = DocumentService(serverapp, VersionLog(history_path(ext)), ext.log)
     executor = CellExecutor(serverapp, service)
 
     def p(params: dict[str, Any], key: str, default: Any = ...) -> Any:
@@ -424,7 +494,7 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
             try:
                 return await fn(kernel_info, params or {})
             except DocumentError as e:
-                return {"error": str(e), "code": "DOCUMENT_ERROR"}
+                return {"error": str(e), "code": e.code}
 
         return handler
 

@@ -141,6 +141,7 @@ OPENAPI: dict[str, Any] = {
         }
     },
     "paths": {
+        "/openapi.json": {"get": _op("This document", _json(_OBJ))},
         "/sessions": {
             "get": _op(
                 "List sessions",

@@ -42,6 +42,7 @@ from .link import start_link
 from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
+from .store.location import store_dir
 
 log = logging.getLogger(__name__)
 
@@ -221,9 +222,9 @@ class ThinkKernel(IPythonKernel):
         async with self._runtime_lock:
             if self.runtime is None:
                 root = Path.cwd()
-                sid = remembered_session(root, self._session_key)
                 config = ThinkConfig(parent=self)
-                linked = await self._linked_setup(root, config)
+                linked = await self._linked_setup(root, config)  # may set the store path
+                sid = remembered_session(store_dir(root, config.store_path), self._session_key)
                 runtime = self.runtime_class(
                     config, root, session_id=sid, workspace=linked.get("workspace")
                 )
@@ -231,7 +232,7 @@ class ThinkKernel(IPythonKernel):
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
                 runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
-                remember_session(root, self._session_key, runtime.session_id)
+                remember_session(runtime.store_dir, self._session_key, runtime.session_id)
                 self.runtime = runtime
             return self.runtime
 
@@ -350,7 +351,7 @@ class ThinkKernel(IPythonKernel):
         except KeyError as e:  # switch_session's "no session" message
             return self._usage_error(str(e.args[0] if e.args else e))
         if reply.session_changed:
-            remember_session(runtime.workspace.root, self._session_key, runtime.session_id)
+            remember_session(runtime.store_dir, self._session_key, runtime.session_id)
         if name == "think_help":  # help goes to the pager, as IPython's ``?`` does
             data = {"text/markdown": reply.markdown, "text/plain": reply.markdown}
             return {"status": "ok", "payload": [{"source": "page", "data": data, "start": 0}]}

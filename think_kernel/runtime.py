@@ -38,7 +38,7 @@ from .agent.tokens import Calibration
 from .collab import local_access
 from .config import NotConfigured, ThinkConfig
 from .sandbox import Sandbox, SandboxConfig, SandboxError
-from .store import Store, new_id
+from .store import Store, location, new_id
 from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
 from .tools.code import CODE_TOOLS
 from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -96,11 +96,13 @@ class Runtime:
     ) -> None:
         self.config = config or ThinkConfig()
         root = Path(workspace_root or os.getcwd()).resolve()
+        # Outside the workspace: sandboxed code can write anywhere in it (issue 9).
+        self.store_dir = location.store_dir(root, self.config.store_path)
         self._notebooks: Any = None
         if workspace is None:
             # Standalone (no server link): local files through a local Yjs document store with
             # versions; the kernel passes a room-backed workspace when it is linked.
-            workspace, self._notebooks = local_access(root)
+            workspace, self._notebooks = local_access(root, self.store_dir)
         self.workspace: Workspace = workspace
         self.session_id = session_id or new_id("s_")
         self.store = store
@@ -136,7 +138,7 @@ class Runtime:
     async def start(self) -> None:
         """Open the store and make sure the session exists."""
         if self.store is None:
-            path = self.config.store_path or str(self.workspace.root / ".think" / "think.db")
+            path = location.store_file(self.workspace.root, self.config.store_path)
             self.store = await Store.open(path)
         await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
 

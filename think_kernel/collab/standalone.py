@@ -7,7 +7,8 @@
 
 Same contracts as the server mode (:class:`~think_kernel.collab.access.NotebookAccess` and the
 ``Workspace`` protocol), same granular operations (:mod:`think_kernel.collab.ydocs`), with the
-history kept by :class:`~think_kernel.collab.ystore.YStore` in ``<workspace>/.think/ydocs.db``.
+history kept by :class:`~think_kernel.collab.ystore.YStore` in ``ydocs.db`` of the workspace's
+store folder (outside the workspace, see :mod:`think_kernel.store.location`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from typing import Any
 from jupyter_ydoc import YNotebook
 from pycrdt import Text
 
+from ..store.location import store_dir as default_store_dir
 from ..tools.base import ToolError
+from ..tools.textpage import TextPage
 from ..tools.workspace import LocalWorkspace, PathError
 from . import ydocs
 from .kernels import LocalKernels
 from .local import LocalDocuments, content_of, is_notebook, set_notebook
+from .workspace import read_page_remembered
 from .ystore import YStore
 
 # Seconds between writes of a running cell's outputs to the file (each write also validates).
@@ -245,6 +249,10 @@ class LocalCollabWorkspace(LocalWorkspace):
         self._seen[self.relative(self.resolve(path))] = text
         return text
 
+    async def read_page(self, path: str, offset: int = 1, limit: int = 2000) -> TextPage:
+        """A page; a file small enough to edit is read whole, as the base of the next write."""
+        return await read_page_remembered(self, path, offset, limit, super().read_page)
+
     async def write_text(self, path: str, content: str) -> None:
         """Write by a minimal diff, merged with changes made on disk since the read."""
         rel = self.relative(self.resolve(path))
@@ -284,7 +292,14 @@ class LocalCollabWorkspace(LocalWorkspace):
         if full == self.root or full.is_dir():
             raise PathError(f"{path!r} is a directory; only files can be deleted")
         rel = self.relative(full)
-        await self.documents.delete(rel, action_id=self.action_id)
+        try:
+            await self.documents.delete(rel, action_id=self.action_id)
+        except ToolError as e:
+            if e.code not in ("NOT_UTF8", "TOO_LARGE"):
+                raise
+            # Not text the history can hold (issue 9): deleted without a version.
+            self.documents.forget(rel)
+            await LocalWorkspace.delete(self, rel)
         self._seen.pop(rel, None)
 
 
@@ -296,9 +311,10 @@ def local_access(
     Call once per runtime when there is no server link; set ``workspace.action_id`` per tool
     call, put ``notebooks`` at ``ctx.extras["notebooks"]``, and ``await notebooks.aclose()``
     when the runtime closes (it shuts the cell kernels down and closes the store). History
-    lives in ``<store_dir>/ydocs.db``, ``store_dir`` defaulting to ``<workspace_root>/.think``.
+    lives in ``<store_dir>/ydocs.db``, ``store_dir`` defaulting to the workspace's store
+    folder in the Jupyter data directory.
     """
     root = Path(workspace_root).resolve()
-    store = YStore(Path(store_dir or root / ".think") / "ydocs.db")
+    store = YStore(Path(store_dir or default_store_dir(root)) / "ydocs.db")
     documents = LocalDocuments(root, store)
     return LocalCollabWorkspace(root, documents), LocalNotebookAccess(documents, LocalKernels(root))
