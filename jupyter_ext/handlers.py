@@ -44,6 +44,9 @@ class SessionHandler(ThinkHandler):
         """The session, with its active run."""
         session = await self.session_or_404(session_id)
         session["run"] = await self.svc.store.active_run(session_id)
+        session["queued"] = [
+            r for r in await self.svc.store.queued_runs(session_id) if r != session["run"]
+        ]
         self.send(session)
 
     @authorized
@@ -72,9 +75,12 @@ class SessionHandler(ThinkHandler):
 
 
 class MessagesHandler(ThinkHandler):
-    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?, "options"?}``
-    starts a run. ``options`` (``model``, ``base_url``) become the session's props, as
-    ``%think_model`` does in a notebook, so the sidebar's settings apply to this and later runs.
+    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?, "options"?,
+    "interrupt"?}`` starts a run, or queues it behind the session's active run (the message
+    is then stored with status ``queued``); ``"interrupt": true`` ("stop and send") cancels the
+    active and queued runs first. ``options`` (``model``, ``base_url``) become the session's
+    props, as ``%think_model`` does in a notebook, so the sidebar's settings apply to this and
+    later runs.
     """
 
     @authorized
@@ -94,6 +100,7 @@ class MessagesHandler(ThinkHandler):
         content = field(body, "content", str, required=True)
         context = field(body, "context", dict)
         options = field(body, "options", dict) or {}
+        interrupt = bool(field(body, "interrupt", bool))
         if not content.strip():
             raise web.HTTPError(400, "'content' is empty")
         session = await self.session_or_404(session_id)
@@ -101,7 +108,9 @@ class MessagesHandler(ThinkHandler):
         if props is not None:
             await self.svc.store.update_session(session_id, options=props)
         try:
-            message, run = await self.svc.chats.send(session_id, content, context)
+            message, run = await self.svc.chats.send(
+                session_id, content, context, interrupt=interrupt
+            )
         except SessionNotFound:
             raise web.HTTPError(404, f"no session {session_id!r}") from None
         self.send({"message": message, "run_id": run["id"], "run": run}, 201)
@@ -161,8 +170,8 @@ class TruncateHandler(ThinkHandler):
         body = self.body()
         message_id = field(body, "message_id", str, required=True)
         await self.session_or_404(session_id)
-        if self.svc.chats.active(session_id) is not None:
-            raise web.HTTPError(409, "a run is in progress; cancel it first")
+        if self.svc.chats.busy(session_id):
+            raise web.HTTPError(409, "a run is in progress or queued; cancel it first")
         try:
             deleted = await self.svc.store.truncate(session_id, message_id)
         except KeyError:

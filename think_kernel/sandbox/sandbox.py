@@ -330,6 +330,17 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 await self._send(self._ctl, {"op": "kill", "id": run.id})
 
+    async def _kill_cancelled(self, run: _Run) -> None:
+        """The awaiting task was cancelled (Stop): kill the run's process group, wait for it."""
+        await self._kill(run, "interrupted")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _KILL_GRACE
+        while run.exit is None and loop.time() < deadline:
+            try:
+                await asyncio.wait_for(run.queue.get(), deadline - loop.time())
+            except TimeoutError:
+                break
+
     def _timeout(self, timeout: float | None) -> float:
         t = self.config.timeout if timeout is None or timeout <= 0 else timeout
         return min(float(t), float(self.config.max_timeout))
@@ -414,6 +425,9 @@ class Sandbox:
         self._active.add(run)
         try:
             res = await self._collect(run, self._timeout(limit), on_output, need_exit=True)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._kill_cancelled(run))
+            raise
         finally:
             self._active.discard(run)
             run.done.set()
@@ -447,6 +461,11 @@ class Sandbox:
         self._active.add(cell)
         try:
             res = await self._collect(cell, self._timeout(limit), on_output, need_exit=False)
+        except asyncio.CancelledError:
+            if self._warm is cell:
+                self._warm = None  # the next cell gets a fresh worker
+            await asyncio.shield(self._kill_cancelled(cell))
+            raise
         finally:
             self._active.discard(cell)
             cell.done.set()

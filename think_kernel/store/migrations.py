@@ -166,6 +166,16 @@ migration(
 )
 
 
+migration(
+    "m004_run_attempts",
+    """
+    ALTER TABLE runs ADD COLUMN epoch TEXT;
+    ALTER TABLE runs ADD COLUMN ended_at REAL;
+    CREATE INDEX runs_session_status ON runs(session_id, status, created_at);
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""
