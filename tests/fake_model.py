@@ -12,7 +12,8 @@ async or sync tests can all use it.
     fm.stop()
 
 A reply can also be an HTTP error (``error=429``), a stream cut mid-way (``cut=True``), a slow
-stream (``delay`` seconds between chunks) or one that hangs until released (``hang=True``).
+stream (``delay`` seconds between chunks), a slow first byte (``first_delay``) or one that
+hangs until released (``hang=True``).
 When the script is empty the ``default`` reply is used.
 """
 
@@ -44,6 +45,7 @@ class Reply:
     cut: bool = False
     delay: float = 0.0
     hang: bool = False
+    first_delay: float = 0.0  # seconds before the response starts (a slow first byte)
     chunk_size: int = 4
     tokens: list[str] | None = None
 
@@ -165,6 +167,8 @@ class _Handler(tornado.web.RequestHandler):
         if self.fm.models is not None and model not in self.fm.models:
             return self._error(404, f"The model `{model}` does not exist", "model_not_found")
         r = self.fm.next_reply()
+        if r.first_delay:
+            await asyncio.sleep(r.first_delay)
         if r.error:
             return self._error(r.error, r.error_message or f"scripted error {r.error}", "scripted")
         self.set_header("Content-Type", "text/event-stream")
