@@ -133,7 +133,7 @@ class ThinkFileLoader(FileLoader):
         if room is not None and room.file_type != "notebook":
             state = room.ydoc.get_state()
         if self.files.held(self.path):
-            self.files.deferred.add(room_id)
+            self.files.defer(room_id)
             return None
         return await self.save(model, state)
 
@@ -229,6 +229,8 @@ class RoomFiles:
         self.deferred: set[str] = set()  # rooms whose autosave waited for a hold
         self.merged_at: dict[str, float] = {}
         self.mapping: ThinkFileLoaderMapping | None = None
+        self._waiter: asyncio.Task[None] | None = None
+        self._holds_changed = asyncio.Event()
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -308,6 +310,29 @@ class RoomFiles:
                 return True
         return False
 
+    def defer(self, room_id: str) -> None:
+        """A room's autosave met a hold: save it when the hold is released or expires."""
+        self.deferred.add(room_id)
+        self._holds_changed.set()
+        if self._waiter is None or self._waiter.done():
+            self._waiter = asyncio.ensure_future(self._resave_after_holds())
+
+    async def _resave_after_holds(self) -> None:
+        # A kernel that died mid-run never releases its lease; the expiry is the backstop.
+        while self.deferred:
+            self.held("")  # drops the expired leases
+            if not self.holds:
+                break
+            soonest = min(expiry for _, expiry in self.holds.values())
+            self._holds_changed.clear()
+            try:
+                wait = max(0.01, soonest - time.monotonic() + 0.01)
+                await asyncio.wait_for(self._holds_changed.wait(), wait)
+            except TimeoutError:
+                pass
+        if self.deferred:
+            await self._resave("")
+
     # -- the two operations ------------------------------------------------------------------
 
     def dirty(self, room: DocumentRoom, loader: ThinkFileLoader, room_id: str) -> bool:
@@ -344,6 +369,7 @@ class RoomFiles:
         if hold > 0:
             lease = uuid.uuid4().hex
             self.holds[lease] = (folder, time.monotonic() + hold)
+            self._holds_changed.set()
         return saved, lease
 
     async def sync(self, paths: list[str], lease: str | None = None) -> list[str]:
@@ -368,6 +394,7 @@ class RoomFiles:
                 merged.append(path)
         if lease is not None:
             folder, _ = self.holds.pop(lease, ("", 0.0))
+            self._holds_changed.set()
             await self._resave(folder)
         return merged
 
