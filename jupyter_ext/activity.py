@@ -1,6 +1,6 @@
 """Where people are typing in a room, so the agent leaves that cell or those lines alone.
 
-    activity = RoomActivity(doc)        # the room's live YUnicode / YNotebook
+    activity = RoomActivity(room.ydoc, room.awareness, notebook=True, ready=lambda: room.ready)
     hit = activity.busy(2.0, cell_id="c1")              # or lines=(10, 14) for a file
     if hit:
         hit.detail      # "waiting for you to finish typing in cell 3"
@@ -24,8 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_ydoc import YNotebook
-from pycrdt import Assoc, StickyIndex, Text
+from pycrdt import Array, Assoc, Awareness, Doc, StickyIndex, Text
 
 
 @dataclass
@@ -69,25 +68,36 @@ def _resolve(position: Any, text: Text) -> int | None:
 class RoomActivity:
     """Recent edits and cursor moves of the people in one document."""
 
-    def __init__(self, doc: Any, clock: Callable[[], float] = time.monotonic) -> None:
-        self.doc = doc
+    def __init__(
+        self,
+        ydoc: Doc,
+        awareness: Awareness | None,
+        notebook: bool,
+        *,
+        ready: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ydoc = ydoc
+        self.awareness = awareness
+        self.notebook = notebook
+        self.ready = ready  # updates before the room is ready are its content loading
         self.clock = clock
-        self.notebook = isinstance(doc, YNotebook)
         # (time, cell id or None, line) of edits by people, newest last
         self.edits: deque[tuple[float, str | None, int]] = deque(maxlen=256)
         self.moved: dict[int, float] = {}  # awareness client -> last cursor change
-        if self.notebook:
-            doc.ycells.observe_deep(self._on_cells)
+        self.cells: Array[Any] = ydoc.get("cells", type=Array) if notebook else Array()
+        self.source: Text = ydoc.get("source", type=Text) if not notebook else Text()
+        if notebook:
+            self.cells.observe_deep(self._on_cells)
         else:
-            doc.ydoc.get("source", type=Text).observe(self._on_text)
-        self.awareness = getattr(doc, "awareness", None)
-        if self.awareness is not None:
-            self.awareness.observe(self._on_awareness)
+            self.source.observe(self._on_text)
+        if awareness is not None:
+            awareness.observe(self._on_awareness)
 
     # -- observers ---------------------------------------------------------------------------
 
     def _on_text(self, event: Any) -> None:
-        if not _is_person(event.transaction.origin):
+        if not _is_person(event.transaction.origin) or not self.ready():
             return
         retain = event.delta[0].get("retain", 0) if event.delta else 0
         self.edits.append((self.clock(), None, _line_at(str(event.target), retain)))
@@ -97,19 +107,24 @@ class RoomActivity:
             path = getattr(event, "path", None) or []
             if len(path) != 2 or path[1] != "source" or not _is_person(event.transaction.origin):
                 continue
+            if not self.ready():
+                return
             try:
-                cell_id = str(self.doc.ycells[path[0]].get("id"))
+                cell_id = str(self.cells[path[0]].get("id"))
             except (IndexError, KeyError):
                 continue
             retain = event.delta[0].get("retain", 0) if event.delta else 0
             self.edits.append((self.clock(), cell_id, _line_at(str(event.target), retain)))
 
     def _on_awareness(self, topic: str, changes: tuple[dict[str, Any], Any]) -> None:
-        if topic != "change":
-            return
-        own = self.doc.ydoc.client_id
+        # "change": a state changed (a cursor moved); "update" also fires on the periodic
+        # renewals of unchanged states, so only its newly added clients count.
+        moved = changes[0].get("added", [])
+        if topic == "change":
+            moved = [*moved, *changes[0].get("updated", [])]
+        own = self.ydoc.client_id
         now = self.clock()
-        for client in [*changes[0].get("added", []), *changes[0].get("updated", [])]:
+        for client in moved:
             if client != own:
                 self.moved[client] = now
 
@@ -171,15 +186,15 @@ class RoomActivity:
 
     def _text(self, cell_id: str | None) -> Text | None:
         if not self.notebook:
-            return self.doc.ydoc.get("source", type=Text)
-        for cell in self.doc.ycells:
+            return self.source
+        for cell in self.cells:
             if str(cell.get("id")) == cell_id:
                 source = cell.get("source")
                 return source if isinstance(source, Text) else None
         return None
 
     def _cell_name(self, cell_id: str | None) -> str:
-        for i, cell in enumerate(self.doc.ycells):
+        for i, cell in enumerate(self.cells):
             if str(cell.get("id")) == cell_id:
                 return f"cell {i + 1}"
         return "the cell"

@@ -121,11 +121,27 @@ class DocumentService:
         self._locks: dict[str, asyncio.Lock] = {}
         self._activity: weakref.WeakKeyDictionary[Any, RoomActivity] = weakref.WeakKeyDictionary()
 
+    def activity_for(self, path: str) -> RoomActivity | None:
+        """The activity tracker of an open room, by path (None if the room is not open)."""
+        for doc in list(self._activity):
+            if getattr(doc, "path", None) == path:
+                return self._activity[doc]
+        if self.files is not None:
+            for _, room, loader in self.files.rooms():
+                if loader.path == path:
+                    return self.files.tracker(room.ydoc)
+        return None
+
     def activity(self, doc: Any) -> RoomActivity:
-        """What people do in this room lately (tracked from the agent's first access on)."""
-        found = self._activity.get(doc)
+        """What people do in this room lately (tracked since the room opened, when the room
+        files are installed; else since the agent's first access)."""
+        found = self.files.tracker(doc.ydoc) if self.files is not None else None
         if found is None:
-            found = self._activity[doc] = RoomActivity(doc)
+            found = self._activity.get(doc)
+        if found is None:
+            found = self._activity[doc] = RoomActivity(
+                doc.ydoc, getattr(doc, "awareness", None), isinstance(doc, YNotebook)
+            )
         return found
 
     # ------------------------------------------------------------------ rooms
@@ -239,15 +255,16 @@ class DocumentService:
                 return await self._set_notebook(path, doc, target_nb, action_id, "write")
             text = _source(doc)
             current = str(text)
+            if quiet > 0:
+                # First wait for the person to finish typing there; then merge with it.
+                span = changed_lines(current if base is None else base, content)
+                hit = span and self.activity(doc).busy(quiet, lines=span)
+                if hit:
+                    return {"busy": f"{hit.detail} of {path}", "retry_after": hit.quiet_in}
             try:
                 target = content if base is None else merge_edit(base, content, current)
             except MergeConflict as e:
                 raise _conflict(path, e, current) from None
-            if quiet > 0:
-                span = changed_lines(current, target)
-                hit = span and self.activity(doc).busy(quiet, lines=span)
-                if hit:
-                    return {"busy": f"{hit.detail} of {path}", "retry_after": hit.quiet_in}
             self._remember_initial(path, doc)
             self._show(doc, path, "write")
             origin = ydocs.origin_for(action_id)
@@ -351,14 +368,15 @@ class DocumentService:
             except KeyError as e:
                 raise DocumentError(str(e.args[0])) from e
             current = str(text)
+            if quiet > 0 and source != current:
+                # First wait for the person to finish typing there; then merge with it.
+                hit = self.activity(doc).busy(quiet, cell_id=cell_id)
+                if hit:
+                    return {"busy": f"{hit.detail} of {path}", "retry_after": hit.quiet_in}
             try:
                 target = source if base is None else merge_edit(base, source, current)
             except MergeConflict as e:
                 raise _conflict(f"cell {cell_id} of {path}", e, current) from None
-            if quiet > 0 and target != current:
-                hit = self.activity(doc).busy(quiet, cell_id=cell_id)
-                if hit:
-                    return {"busy": f"{hit.detail} of {path}", "retry_after": hit.quiet_in}
             self._remember_initial(path, doc)
             self._show(doc, path, "edit_cell", cell_id)
             origin = ydocs.origin_for(action_id)

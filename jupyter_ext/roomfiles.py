@@ -33,7 +33,8 @@ import logging
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,8 @@ from pycrdt import Text
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.merge import merge_disk, merge_notebook
+
+from .activity import RoomActivity
 
 log = logging.getLogger(__name__)
 DISK_ORIGIN = "disk"
@@ -111,6 +114,18 @@ class ThinkFileLoader(FileLoader):
         loader.files = files
         loader.bases = {}
         return loader
+
+    def observe(
+        self,
+        id: str,
+        callback: Callable[[], Coroutine[Any, Any, None]],
+        filepath_callback: Callable[[], Coroutine[Any, Any, None] | None] | None = None,
+    ) -> None:
+        """A room subscribes (from its constructor): track what people do in it from now on."""
+        super().observe(id, callback, filepath_callback)
+        room = getattr(callback, "__self__", None)  # the room's bound _on_outofband_change
+        if isinstance(room, DocumentRoom):
+            self.files.track(room)
 
     def _room_id(self, fmt: str, ftype: str) -> str:
         return f"{fmt}:{ftype}:{self.file_id}"
@@ -230,6 +245,7 @@ class RoomFiles:
         self.merged_at: dict[str, float] = {}
         self.mapping: ThinkFileLoaderMapping | None = None
         self._waiter: asyncio.Task[None] | None = None
+        self.trackers: weakref.WeakKeyDictionary[Any, RoomActivity] = weakref.WeakKeyDictionary()
         self._holds_changed = asyncio.Event()
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -269,6 +285,20 @@ class RoomFiles:
     def _loaders(mapping: Any) -> Iterator[Any]:
         # FileLoaderMapping keeps them in a name-mangled dict; only used to warn.
         yield from getattr(mapping, "_FileLoaderMapping__dict", {}).values()
+
+    def track(self, room: DocumentRoom) -> RoomActivity:
+        """Follow people's edits and cursors in a room (from its creation on)."""
+        found = self.trackers.get(room.ydoc)
+        if found is None:
+            found = RoomActivity(
+                room.ydoc, room.awareness, room.file_type == "notebook", ready=lambda: room.ready
+            )
+            self.trackers[room.ydoc] = found
+        return found
+
+    def tracker(self, ydoc: Any) -> RoomActivity | None:
+        """The activity tracker of the room whose document is ``ydoc``, if it has one."""
+        return self.trackers.get(ydoc)
 
     def room(self, room_id: str) -> DocumentRoom | None:
         """The live room of that id, if any."""

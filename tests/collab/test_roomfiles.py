@@ -178,3 +178,39 @@ async def test_a_notebook_changed_on_disk_merges_cell_by_cell(docs, files, peers
         return [c.source for c in on_disk.cells] == ["a = 1  # mine", "b = 3", "# added"]
 
     await until(saved, 10, "the merged notebook saved")
+
+
+async def test_a_cursor_moving_in_a_cell_or_on_lines_keeps_the_agent_out(docs, peers, jp_root_dir):
+    """Yjs awareness alone (no typing): the agent waits where the cursor is, not elsewhere."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("a = 1\nb = 2", id="c1"),
+        nbformat.v4.new_code_cell("c = 3", id="c2"),
+    ]
+    nbformat.write(nb, jp_root_dir / "cur.ipynb")
+    (jp_root_dir / "cur.py").write_text("".join(f"line {i}\n" for i in range(30)))
+    nb_tab, py_tab = await peers("cur.ipynb"), await peers("cur.py")
+    await docs.read_notebook("cur.ipynb")
+    await nb_tab.move_cursor(nb_tab.cell_text("c1"), 2)
+    tracker = docs.activity_for("cur.ipynb")
+    assert tracker is not None
+    await until(lambda: tracker.moved, 5, "the cursor reached the room")
+    busy = await docs.edit_cell("cur.ipynb", "c1", "a = 10\nb = 2", base="a = 1\nb = 2", quiet=2)
+    assert busy["busy"] == "waiting for you to finish typing in cell 1 of cur.ipynb"
+    assert 0 < busy["retry_after"] <= 2
+    assert "c2" not in str(busy)
+    done = await docs.edit_cell("cur.ipynb", "c2", "c = 30", base="c = 3", quiet=2)
+    assert "busy" not in done and done["source"] == "c = 30"
+    # in a file: the cursor's line is resolved; an edit elsewhere goes ahead
+    text = (await docs.read_text("cur.py"))["content"]
+    py_tracker = docs.activity_for("cur.py")
+    assert py_tracker is not None
+    await py_tab.move_cursor(py_tab.text(), text.index("line 5"))
+    await until(lambda: py_tracker.moved, 5, "the cursor reached the room")
+    near = text.replace("line 5\n", "line five\n")
+    busy = await docs.write_text("cur.py", near, base=text, quiet=2)
+    assert busy.get("busy") == "waiting for you to finish typing at line 6 of cur.py", busy
+    far = text.replace("line 25\n", "line twenty-five\n")
+    done = await docs.write_text("cur.py", far, base=text, quiet=2)
+    assert "busy" not in done
+    await wait_change(py_tab, lambda: "line twenty-five" in str(py_tab.text()))
