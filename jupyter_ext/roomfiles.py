@@ -113,7 +113,18 @@ class ThinkFileLoader(FileLoader):
         assert isinstance(loader, ThinkFileLoader)
         loader.files = files
         loader.bases = {}
+        files.loaders[loader.file_id] = loader
         return loader
+
+    @property
+    def known_path(self) -> str:
+        """The path as last resolved (``path`` asks the file id database every time)."""
+        return self._current_path
+
+    async def clean(self) -> None:
+        """Stop watching (the room closed)."""
+        self.files.loaders.pop(self.file_id, None)
+        await super().clean()
 
     def observe(
         self,
@@ -246,6 +257,8 @@ class RoomFiles:
         self.mapping: ThinkFileLoaderMapping | None = None
         self._waiter: asyncio.Task[None] | None = None
         self.trackers: weakref.WeakKeyDictionary[Any, RoomActivity] = weakref.WeakKeyDictionary()
+        # file id -> our loader; the mapping's own lookup queries the file id database
+        self.loaders: dict[str, ThinkFileLoader] = {}
         self._holds_changed = asyncio.Event()
 
     # -- plumbing ----------------------------------------------------------------------------
@@ -263,7 +276,7 @@ class RoomFiles:
         if isinstance(mapping, ThinkFileLoaderMapping):
             self.mapping = mapping
             return True
-        if len(list(self._loaders(mapping))):
+        if getattr(mapping, "_FileLoaderMapping__dict", None):  # only to warn
             log.warning("Think: rooms opened before the merge of disk changes was installed")
         # The same object is referenced by the extension and by the room handler's kwargs:
         # changing its class keeps every reference (no handler is rebuilt).
@@ -280,11 +293,6 @@ class RoomFiles:
         except RuntimeError:
             return
         loop.call_soon(self.install)
-
-    @staticmethod
-    def _loaders(mapping: Any) -> Iterator[Any]:
-        # FileLoaderMapping keeps them in a name-mangled dict; only used to warn.
-        yield from getattr(mapping, "_FileLoaderMapping__dict", {}).values()
 
     def track(self, room: DocumentRoom) -> RoomActivity:
         """Follow people's edits and cursors in a room (from its creation on)."""
@@ -311,18 +319,14 @@ class RoomFiles:
         """Every ready document room with our loader: ``(room_id, room, loader)``."""
         if self.mapping is None and not self.install():
             return
-        mapping = self.mapping
         server = getattr(self._ydoc_ext, "ywebsocket_server", None)
-        if server is None or mapping is None:
+        if server is None:
             return
         for room_id, room in list(server.rooms.items()):
             if not isinstance(room, DocumentRoom) or not room.ready:
                 continue
-            file_id = room_id.split(":", 2)[-1]
-            if file_id not in mapping:
-                continue
-            loader = mapping[file_id]
-            if isinstance(loader, ThinkFileLoader):
+            loader = self.loaders.get(room_id.split(":", 2)[-1])
+            if loader is not None:
                 yield room_id, room, loader
 
     # -- holds -------------------------------------------------------------------------------
@@ -385,8 +389,10 @@ class RoomFiles:
         saved: list[str] = []
         jobs = []
         for room_id, room, loader in self.rooms():
-            path = loader.path
-            if not _under(path, folder) or not self.dirty(room, loader, room_id):
+            if not self.dirty(room, loader, room_id):
+                continue
+            path = loader.known_path
+            if not _under(path, folder):
                 continue
             fmt, ftype, _ = room_id.split(":", 2)
             model = {"format": fmt, "type": ftype, "content": room_content(room)}
@@ -411,9 +417,9 @@ class RoomFiles:
             self.install()
         for path in paths:
             file_id = fileids.get_id(path) if fileids is not None else None
-            if file_id is None or self.mapping is None or file_id not in self.mapping:
-                continue
-            loader = self.mapping[file_id]
+            loader = self.loaders.get(file_id) if file_id is not None else None
+            if loader is None:
+                continue  # no room has it open: the disk is the truth
             before = self.files_merged(path)
             try:
                 await loader.maybe_notify()
@@ -439,7 +445,7 @@ class RoomFiles:
         for room_id, room, loader in self.rooms():
             if room_id not in waiting:
                 continue
-            if self.held(loader.path):
+            if self.held(loader.known_path):
                 self.deferred.add(room_id)
                 continue
             if self.dirty(room, loader, room_id):
