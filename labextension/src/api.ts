@@ -26,6 +26,8 @@ export interface ISendOptions {
   context?: IMessageContext;
   model?: string;
   endpoint?: string;
+  /** "Stop and send": cancel the run in flight (and queued ones) first. */
+  interrupt?: boolean;
 }
 
 /** An HTTP error with the server's message. */
@@ -97,6 +99,9 @@ export class ThinkApi {
     const body: Record<string, unknown> = { content };
     if (opts.context) {
       body.context = opts.context;
+    }
+    if (opts.interrupt) {
+      body.interrupt = true;
     }
     if (opts.model || opts.endpoint) {
       body.options = {

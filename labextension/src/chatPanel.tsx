@@ -136,7 +136,7 @@ function ChatApp(
   const report = (what: string) => (e: unknown) =>
     void showErrorMessage(`Think: ${what} failed`, String(e));
 
-  const onSend = async (text: string): Promise<void> => {
+  const onSend = async (text: string, interrupt = false): Promise<void> => {
     let id = store.sessionId;
     if (!id) {
       try {
@@ -154,7 +154,7 @@ function ChatApp(
     if (session && session.title === NEW_TITLE && !store.state.order.length) {
       void onRename(session.id, text.trim().slice(0, 60));
     }
-    store.send(text, sendOptions()).catch(() => {
+    store.send(text, { ...sendOptions(), interrupt }).catch(() => {
       /* shown on the message itself */
     });
   };
@@ -287,6 +287,7 @@ function ChatApp(
         contextLabel={contextLabel}
         onAttachChange={setAttach}
         onSend={text => void onSend(text)}
+        onStopAndSend={text => void onSend(text, true)}
         onStop={() => void store.stop().catch(report('stopping'))}
         onRetry={() => void store.retry(sendOptions()).catch(report('retry'))}
       />

@@ -1,5 +1,8 @@
 /**
  * The input box: Enter sends, Shift+Enter adds a line; stop and retry; attach context.
+ *
+ * While a run is in flight a message can still be sent: it is queued behind the run
+ * ("Queue", or Enter), or sent at once after stopping the run ("Stop & send").
  */
 
 import { refreshIcon } from '@jupyterlab/ui-components';
@@ -13,6 +16,7 @@ export interface IComposerProps {
   contextLabel: string | null;
   onAttachChange: (attach: boolean) => void;
   onSend: (text: string) => void;
+  onStopAndSend: (text: string) => void;
   onStop: () => void;
   onRetry: () => void;
 }
@@ -22,10 +26,17 @@ export function Composer(props: IComposerProps): JSX.Element {
   const { running, canRetry, attach, contextLabel } = props;
   const [text, setText] = useState('');
   const send = (): void => {
-    if (!text.trim() || running) {
+    if (!text.trim()) {
       return;
     }
-    props.onSend(text);
+    props.onSend(text); // queued behind the run in flight, if there is one
+    setText('');
+  };
+  const stopAndSend = (): void => {
+    if (!text.trim()) {
+      return;
+    }
+    props.onStopAndSend(text);
     setText('');
   };
   return (
@@ -83,7 +94,27 @@ export function Composer(props: IComposerProps): JSX.Element {
           >
             Stop
           </button>
-        ) : (
+        ) : null}
+        {running && text.trim() ? (
+          <>
+            <button
+              className="jp-Button jp-mod-styled jp-mod-warn jp-ThinkComposer-stopSend"
+              aria-label="Stop and send"
+              title="Stop the current request and send this message now"
+              onClick={stopAndSend}
+            >
+              Stop &amp; send
+            </button>
+            <button
+              className="jp-Button jp-mod-styled jp-mod-accept jp-ThinkComposer-queue"
+              aria-label="Queue"
+              title="Send when the current request ends (Enter)"
+              onClick={send}
+            >
+              Queue
+            </button>
+          </>
+        ) : running ? null : (
           <button
             className="jp-Button jp-mod-styled jp-mod-accept jp-ThinkComposer-send"
             aria-label="Send"
