@@ -42,7 +42,7 @@ from jupyter_server.utils import ensure_async
 from jupyter_server_ydoc.loaders import FileLoader, FileLoaderMapping
 from jupyter_server_ydoc.rooms import DocumentRoom
 from jupyter_ydoc import YNotebook
-from pycrdt import Text
+from pycrdt import Map, Text
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.merge import merge_disk, merge_notebook
@@ -72,6 +72,26 @@ def room_content(room: DocumentRoom) -> Any:
     if room.file_type == "notebook":
         return YNotebook(room.ydoc).get()
     return str(room.ydoc.get("source", type=Text))
+
+
+def mark_clean(room: DocumentRoom | None, saved: dict[str, Any] | None = None) -> None:
+    """Tell the tabs the document is saved (the room does this after its own saves).
+
+    JupyterLab shows a tab as unsaved while the document's ``state.dirty`` is true; a save
+    done here, or an autosave skipped because the file already holds the content, must clear
+    it. Only changed keys are written (a write is an update, which would schedule a save).
+    """
+    if room is None:
+        return
+    state = room.ydoc.get("state", type=Map)
+    digest = (saved or {}).get("hash")
+    if state.get("dirty") is False and (not digest or state.get("hash") == digest):
+        return
+    with room.ydoc.transaction(origin=DISK_ORIGIN):
+        if state.get("dirty") is not False:
+            state["dirty"] = False
+        if digest and state.get("hash") != digest:
+            state["hash"] = digest
 
 
 def merge_into_room(room: DocumentRoom, base: Any, disk: Any) -> bool:
@@ -182,6 +202,7 @@ class ThinkFileLoader(FileLoader):
             base = self.bases.get(room_id)
             if base is not None and _same(base.content, model["content"]):
                 base.state = state
+                mark_clean(self.files.room(room_id))
                 return None  # nothing new (the autosave after a flush)
             done = asyncio.Event()
             task = asyncio.create_task(self._save_content(model, done, path))
@@ -193,6 +214,7 @@ class ThinkFileLoader(FileLoader):
             await done.wait()
             if task.done() and not task.cancelled() and task.exception() is None:
                 self.bases[room_id] = _Base(model["content"], state)
+                mark_clean(self.files.room(room_id), task.result())
             return saved
 
     async def maybe_notify(self) -> None:

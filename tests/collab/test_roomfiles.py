@@ -14,6 +14,7 @@ import nbformat
 import pytest
 from jupyter_server_ydoc.loaders import FileLoader, FileLoaderMapping
 from jupyter_server_ydoc.rooms import DocumentRoom
+from pycrdt import Map
 
 from jupyter_ext.documents import DocumentService
 from jupyter_ext.roomfiles import RoomFiles, ThinkFileLoader
@@ -64,11 +65,14 @@ async def test_flush_writes_the_room_now_and_is_free_when_clean(docs, files, pee
         # no autosave delay: what the room shows is on disk before the flush returns
         assert saved == ["a.txt"] and lease is None
         assert disk_text(jp_root_dir, "a.txt") == f"agent {i}\n"
-    # a person's unsaved typing is flushed too
+    # a person's unsaved typing is flushed too, and their tab is told it is saved
+    state = tab.doc.ydoc.get("state", type=Map)
     tab.type_at(tab.text(), 0, "typed ")
+    state["dirty"] = True  # as JupyterLab marks a tab with unsaved changes
     await until_room_has(docs, "a.txt", "typed agent 19\n")
     saved, _ = await files.flush()
     assert saved == ["a.txt"] and disk_text(jp_root_dir, "a.txt") == "typed agent 19\n"
+    await wait_change(tab, lambda: state.get("dirty") is False)
     # nothing dirty: nothing written
     saved, _ = await files.flush()
     assert saved == []
