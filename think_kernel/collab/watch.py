@@ -49,6 +49,10 @@ IGNORED_DIRS = frozenset(
     }
 )
 MAX_REPORTED = 50
+# Folders one watch covers at most: a kernel started in a home folder must not take every
+# inotify watch of the user (max_user_watches is 8192 on many systems). Past it, changes
+# below unwatched folders are not reported (the rooms' own poll still merges open files).
+MAX_WATCHED_DIRS = 5000
 
 
 @dataclass
@@ -136,7 +140,8 @@ class Watcher(Protocol):
 
 
 def _ignored(name: str) -> bool:
-    return name in IGNORED_DIRS or name.endswith(".egg-info")
+    # Hidden folders are tool state (.git, .config, .local in a home folder), not work.
+    return name in IGNORED_DIRS or name.startswith(".") or name.endswith(".egg-info")
 
 
 class InotifyWatcher:
@@ -152,6 +157,7 @@ class InotifyWatcher:
         self._marks: dict[int, int] = {}
         self._mark_ids = itertools.count(1)
         self._overflow_at = -1
+        self._capped = False
         self._lock = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -194,6 +200,13 @@ class InotifyWatcher:
         while stack:
             cur = stack.pop()
             full = self.root / cur if cur else self.root
+            if len(self._dirs) >= MAX_WATCHED_DIRS:
+                if not self._capped:
+                    self._capped = True
+                    log.warning(
+                        "watching %d folders at most; %s and others are not", len(self._dirs), cur
+                    )
+                continue
             try:
                 wd = inotify.add_watch(str(full), mask)
             except OSError as e:  # ENOSPC (max_user_watches), or the folder went away
