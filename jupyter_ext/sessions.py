@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from think_kernel.agent.events import TaskEvent
 from think_kernel.store import new_id
+
+from .chatkernels import ChatKernels
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -103,19 +104,15 @@ class ChatSessions:
         cancel_timeout: float = 1.0,
     ) -> None:
         self.store = store
-        self.kernel_manager = kernel_manager
+        self.pool = ChatKernels(kernel_manager, kernel_name, kernel_env)
         self.links = links
         self.pipeline = pipeline
         self.hub = hub
         self.owner = owner
         self.policy = policy
-        self.kernel_name = kernel_name
-        self.kernel_env = kernel_env
         self.start_timeout = start_timeout
         self.cancel_timeout = cancel_timeout
-        self.kernels: dict[str, str] = {}  # session id -> kernel id
         self.runs: dict[str, _Run] = {}  # every unfinished run this server drives
-        self._locks: dict[str, asyncio.Lock] = {}
         self._send_locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._next_ping = 1
@@ -129,10 +126,7 @@ class ChatSessions:
 
     def session_of(self, kernel_id: str) -> str | None:
         """The chat session a kernel serves, if any."""
-        for sid, kid in self.kernels.items():
-            if kid == kernel_id:
-                return sid
-        return None
+        return self.pool.session_of(kernel_id)
 
     def active(self, session_id: str) -> _Run | None:
         """The run a session is busy with (running or retrying), in this server's view."""
@@ -237,6 +231,9 @@ class ChatSessions:
             run.content = await self.store.message_content(message)
         run.attempt = int(row["attempt"])
         run.state, run.epoch, run.delivered = "running", None, False
+        # Not the dead kernel's id: until _deliver has a live kernel, recovery must see a
+        # run that is starting, not one whose kernel died (that would interrupt it again).
+        run.kernel_id = None
         self.runs[run_id] = run
         await self.store.update_run(
             run_id, status="running", owner=self.owner, heartbeat_at=time.time(), epoch=None
@@ -327,12 +324,7 @@ class ChatSessions:
         """Cancel the session's runs and shut its kernel down (the session is being deleted)."""
         if self.busy(session_id):
             await self.cancel(session_id)
-        kid = self.kernels.pop(session_id, None)
-        if kid is not None:
-            try:
-                await self.kernel_manager.shutdown_kernel(kid, now=True)
-            except Exception:  # already gone
-                log.debug("kernel %s did not shut down cleanly", kid, exc_info=True)
+        await self.pool.forget(session_id)
 
     async def close(self) -> None:
         """Stop background deliveries."""
@@ -341,41 +333,18 @@ class ChatSessions:
 
     # -- kernels -----------------------------------------------------------------------------
 
+    @property
+    def kernels(self) -> dict[str, str]:
+        """Session id -> the id of its think kernel."""
+        return self.pool.kernels
+
     async def ensure_kernel(self, session_id: str) -> str:
         """The session's live think kernel, started (or restarted) if needed."""
-        lock = self._locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
-            kid = self.kernels.get(session_id)
-            if kid is not None and await self._alive(kid):
-                return kid
-            if kid is not None:
-                self.kernels.pop(session_id, None)
-                try:
-                    await self.kernel_manager.shutdown_kernel(kid, now=True)
-                except Exception:  # already gone
-                    log.debug("dead kernel %s did not shut down cleanly", kid, exc_info=True)
-            # Chat kernels start at the server root: workspace paths and the default store
-            # location (<root>/.think/think.db) then agree with the server's.
-            env = {**os.environ, **self.kernel_env(session_id)}
-            kid = await self.kernel_manager.start_kernel(
-                kernel_name=self.kernel_name, path="", env=env
-            )
-            self.kernels[session_id] = kid
-            return str(kid)
-
-    async def _alive(self, kernel_id: str) -> bool:
-        try:
-            kernel = self.kernel_manager.get_kernel(kernel_id)
-        except Exception:  # KeyError, or jupyter_server's HTTPError(404)
-            return False
-        try:
-            return bool(await kernel.is_alive())
-        except Exception:
-            return False
+        return await self.pool.ensure(session_id)
 
     async def kernel_alive(self, kernel_id: str) -> bool:
         """Whether the kernel process is still running."""
-        return await self._alive(kernel_id)
+        return await self.pool.alive(kernel_id)
 
     # -- starting and delivering ------------------------------------------------------------
 
