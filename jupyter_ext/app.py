@@ -152,7 +152,7 @@ class ThinkExtension(ExtensionApp):
         # The agent's file and notebook edits go through the collaboration rooms, served to
         # kernels as doc.* RPC methods (jupyter_ext/documents.py).
         try:
-            from .documents import register_document_rpcs
+            from .docrpc import register_document_rpcs
         except ImportError as e:  # jupyter-collaboration missing: files fall back to disk
             self.log.warning("Think: document RPCs unavailable (%s)", e)
             return

@@ -21,7 +21,9 @@ After that, frames (JSON objects with a ``type``):
   "result"}`` or ``rpc_error`` ``{"id", "error": {"code", "message"}}``; handlers come from
   :meth:`KernelLinks.register_rpc`. A repeated id (resent after a reconnect) gets the cached
   answer instead of running twice.
-- server -> kernel: ``chat``, ``cancel``, ``approval`` (see ``sessions.py``), ``ping``/``pong``.
+- server -> kernel: ``chat`` (with the run's ``attempt``), ``cancel``, ``approval`` (see
+  ``sessions.py``), ``ping`` ``{"id"}``; the kernel's ``pong`` ``{"id", "runs": [[run_id,
+  attempt], ...]}`` lists the attempts it owns (recovery uses it to find orphaned runs).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class KernelInfo:
 RpcHandler = Callable[[KernelInfo, dict[str, Any]], Awaitable[dict[str, Any]]]
 ItemListener = Callable[[KernelInfo, dict[str, Any]], None]
 ConnectListener = Callable[[KernelInfo, bool], None]
+PongListener = Callable[[KernelInfo, dict[str, Any]], None]
 
 
 @dataclass
@@ -110,6 +113,7 @@ class KernelLinks:
         self._waiters: dict[str, list[asyncio.Future[LinkHandler]]] = {}
         self.item_listeners: list[ItemListener] = []
         self.connect_listeners: list[ConnectListener] = []
+        self.pong_listeners: list[PongListener] = []
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- public API --------------------------------------------------------------------------
@@ -194,7 +198,10 @@ class KernelLinks:
             self._call(info, frame)
         elif kind == "ping":
             conn.send_frame({"type": "pong"})
-        elif kind != "pong":
+        elif kind == "pong":
+            for listener in self.pong_listeners:
+                listener(info, frame)
+        else:
             conn.send_frame({"type": "error", "message": f"unknown frame type {kind!r}"})
 
     def _items(self, info: KernelInfo, items: Any) -> None:

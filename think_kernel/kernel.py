@@ -159,6 +159,7 @@ class ThinkKernel(IPythonKernel):
         self._runtime_lock = asyncio.Lock()
         self._run_task: asyncio.Future[Any] | None = None
         self._run_loop: asyncio.AbstractEventLoop | None = None
+        self._main_loop: asyncio.AbstractEventLoop | None = None
         self._session_key = notebook_key()
         self._cell_count = 0
         self._background: set[asyncio.Future[Any]] = set()
@@ -198,6 +199,13 @@ class ThinkKernel(IPythonKernel):
         self.io_loop.add_callback(self._start_link)
 
     def _start_link(self) -> None:
+        self._main_loop = asyncio.get_running_loop()
+        try:
+            # ipykernel ignores SIGINT between cells; a chat run (no cell) must still stop
+            # on a kernel interrupt, so SIGINT cancels runs at any time.
+            signal.signal(signal.SIGINT, self._on_sigint)
+        except ValueError:  # not the main thread: interrupt_request still works
+            log.debug("SIGINT handler not installed", exc_info=True)
         self.think_link = start_link(self.ensure_runtime)
 
     async def _linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
@@ -250,11 +258,20 @@ class ThinkKernel(IPythonKernel):
         self.cancel_run()
 
     def cancel_run(self) -> None:
-        """Cancel the running cell from any thread (or a signal handler)."""
-        task, loop = self._run_task, self._run_loop
-        if task is None or loop is None or task.done():
+        """Cancel the running cell and any chat run, from any thread (or a signal handler).
+
+        A cancelled tool call kills its sandboxed process tree (``Sandbox`` does that when
+        the awaiting task is cancelled); the interrupt below also reaches code that runs
+        outside a cancelled task.
+        """
+        loop = self._run_loop or self._main_loop
+        if loop is None or loop.is_closed():
             return
-        loop.call_soon_threadsafe(task.cancel)
+        task = self._run_task
+        if task is not None and not task.done():
+            loop.call_soon_threadsafe(task.cancel)
+        if self.think_link is not None:
+            loop.call_soon_threadsafe(self.think_link.cancel_runs)
         sandbox = getattr(self.runtime, "sandbox", None)
         if sandbox is not None:
             loop.call_soon_threadsafe(self._interrupt_sandbox, sandbox)

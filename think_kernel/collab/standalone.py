@@ -29,8 +29,10 @@ from ..tools.base import ToolError
 from ..tools.textpage import TextPage
 from ..tools.workspace import LocalWorkspace, PathError
 from . import ydocs
+from .access import ConflictError, OnWait, conflict_error
 from .kernels import LocalKernels
 from .local import LocalDocuments, content_of, is_notebook, set_notebook
+from .merge import MergeConflict, merge_edit
 from .workspace import read_page_remembered
 from .ystore import YStore
 
@@ -90,9 +92,15 @@ class LocalNotebookAccess:
         return {"cell_id": cell_id, "index": at, "version": version}
 
     async def edit_cell(
-        self, path: str, cell_id: str, source: str, action_id: str = ""
+        self,
+        path: str,
+        cell_id: str,
+        source: str,
+        action_id: str = "",
+        on_wait: OnWait | None = None,
     ) -> dict[str, Any]:
-        """Set a cell's source by a granular diff, merged with changes made since it was read."""
+        """Set a cell's source by a granular diff, merged with changes made since it was read
+        (an overlapping change is refused with :class:`ConflictError`)."""
         rel = self._notebook_path(path)
         base = self._seen.get((rel, cell_id))
 
@@ -101,12 +109,21 @@ class LocalNotebookAccess:
                 text = ynb.ycells[ydocs.find_cell(ynb, cell_id)]["source"]
             except KeyError as e:
                 raise _cell_error(e) from None
-            target = source if base is None else ydocs.merge3(base, source, str(text))
+            current = str(text)
+            try:
+                target = source if base is None else merge_edit(base, source, current)
+            except MergeConflict as e:
+                result = {"error": f"cell {cell_id} of {rel} {e}", "current": current}
+                raise conflict_error(result, f"the cell (read_notebook {rel})") from None
             return ydocs.apply_text(text, target)
 
-        ops, version = await self.documents.edit(
-            rel, edit, action_id=action_id, summary=f"edit cell {cell_id}"
-        )
+        try:
+            ops, version = await self.documents.edit(
+                rel, edit, action_id=action_id, summary=f"edit cell {cell_id}"
+            )
+        except ConflictError as e:
+            self._seen[(rel, cell_id)] = e.current
+            raise
         self._seen[(rel, cell_id)] = source
         return {"ops": ops, "version": version}
 
@@ -265,13 +282,26 @@ class LocalCollabWorkspace(LocalWorkspace):
 
             def write(doc: Any) -> int:
                 text = doc.ydoc.get("source", type=Text)
-                target = content if base is None else ydocs.merge3(base, content, str(text))
+                current = str(text)
+                try:
+                    target = content if base is None else merge_edit(base, content, current)
+                except MergeConflict as e:
+                    result = {"error": f"{rel} {e}", "current": current}
+                    raise conflict_error(result, f"{rel} (read_file)") from None
                 return ydocs.apply_text(text, target)
 
-            await self.documents.edit(
-                rel, write, action_id=self.action_id, summary="write", create=True
-            )
+            try:
+                await self.documents.edit(
+                    rel, write, action_id=self.action_id, summary="write", create=True
+                )
+            except ConflictError as e:
+                self._seen[rel] = e.current
+                raise
         self._seen[rel] = content
+
+    def seen(self, path: str) -> str | None:
+        """The file's text as the agent last read or wrote it (None: not read yet)."""
+        return self._seen.get(self.relative(self.resolve(path)))
 
     async def _write_notebook(self, rel: str, content: str) -> None:
         try:

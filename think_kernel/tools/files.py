@@ -119,7 +119,12 @@ async def edit_file(
         raise ToolError("old_string and new_string are the same; nothing to change")
     if not old_string:
         raise ToolError("old_string is empty; use write_file to create a file")
-    text = await ctx.workspace.read_text(rel)
+    # The edit applies to the text the model read (a room-backed workspace keeps it), so the
+    # write can merge what others changed since and refuse what clashes; else the current text.
+    seen = getattr(ctx.workspace, "seen", None)
+    text = seen(rel) if seen is not None else None
+    if text is None or old_string not in text:
+        text = await ctx.workspace.read_text(rel)
     count = text.count(old_string)
     if count == 0:
         raise ToolError(
