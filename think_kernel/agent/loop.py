@@ -282,6 +282,9 @@ class Agent:
                     compacted = True
                     ratio = caller.calibration.ratio(caller.model(role))
                     caller.learn_window(role, e.limit, int(ctx.tokens() * ratio))
+                    # The learned window may be small enough that the tool specs must shrink.
+                    specs[:] = fit_specs(specs, caller.window(role))
+                    ctx.tools_tokens = estimate_tools(specs)
                     yield StatusEvent("thinking", "the context was too long: compacting")
                     async for event in compact_if_needed(
                         ctx,
