@@ -98,6 +98,20 @@ class ThinkExtension(ExtensionApp):
         config=True,
         help="Seconds to wait for a new kernel's link before the request is retried. Default: 60.",
     )
+    kernel_pool_size = Int(
+        1,
+        config=True,
+        help="Think kernels kept started ahead of need, so a new chat answers at once; each "
+        "costs the memory of an idle kernel (about 100 MB) and holds no session, sandbox or "
+        "uid until a chat takes it. 0 starts a kernel per new chat on demand. Default: 1.",
+    )
+    kernel_idle_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds a chat session's kernel may stay idle (no run) before it is shut down; "
+        "the session's next message starts it again. Spares of the pool are not counted. "
+        "0 never culls. Default: 1800 (30 minutes).",
+    )
     cancel_timeout = Float(
         1.0,
         config=True,
@@ -237,13 +251,14 @@ class ThinkExtension(ExtensionApp):
         chats = self.services.chats
         return chats.session_of(kernel_id) if chats is not None else None
 
-    def _kernel_env(self, session_id: str) -> dict[str, str]:
-        # Only where to find the server and which session to serve: never a credential.
-        # The kernel authenticates with its own connection key (see link.py).
+    def _kernel_env(self) -> dict[str, str]:
+        # Only where to find the server: never a credential, and no session (a kernel of the
+        # pool learns its session from its first chat frame). The kernel authenticates with
+        # its own connection key (see link.py).
         return {
             "THINK_SERVER_URL": self.server_url(),
-            "THINK_SESSION_ID": session_id,
             "THINK_STORE_PATH": self.resolved_store_path(),
+            "THINK_CHAT_KERNEL": "1",
         }
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
@@ -284,6 +299,9 @@ class ThinkExtension(ExtensionApp):
             kernel_env=self._kernel_env,
             start_timeout=self.kernel_start_timeout,
             cancel_timeout=self.cancel_timeout,
+            pool_size=self.kernel_pool_size,
+            idle_timeout=self.kernel_idle_timeout,
+            session_manager=getattr(serverapp, "session_manager", None),
         )
         svc.chats.wake_scheduler = svc.scheduler.wake
         svc.scheduler.register("run_retry", self._retry)
@@ -298,6 +316,7 @@ class ThinkExtension(ExtensionApp):
         )
         for coro in (svc.pipeline.run(), svc.scheduler.run(), recovery.run()):
             self._tasks.append(asyncio.create_task(coro))
+        svc.chats.pool.start()
         svc.ready.set()
         self.log.info("Think store: %s", self.resolved_store_path())
 

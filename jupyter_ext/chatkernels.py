@@ -1,35 +1,98 @@
-"""The think kernels of chat sessions: one per session, started on demand, restarted if dead.
+"""The think kernels of chat sessions: one per session, taken from a pool of pre-started
+spares, culled when idle, restarted on demand.
 
-pool = ChatKernels(kernel_manager, "think", kernel_env=lambda sid: {...})
-kernel_id = await pool.ensure(session_id)
-await pool.forget(session_id)          # the session is deleted
+    pool = ChatKernels(kernel_manager, "think", kernel_env=lambda: {...}, pool_size=1)
+    pool.start()                           # fill the pool in the background
+    kernel_id = await pool.ensure(session_id)
+    pool.touch(session_id)                 # the session did something (delays culling)
+    await pool.forget(session_id)          # the session is deleted
+    await pool.close()
+
+A spare is a think kernel that has started, answered ``kernel_info`` and connected its link,
+but serves no session yet: it holds no session id, no sandbox and no uid. ``ensure`` hands a
+ready spare to exactly one session (it leaves the pool at once, so two sessions can never get
+the same kernel); the kernel binds to the session on its first ``chat`` frame, and only then
+starts its sandbox under a uid of its own. A spare that died is dropped and replaced.
+
+A claimed kernel gets a jupyter_server session named after the chat (so JupyterLab's Running
+panel shows "Think: <title>", not "No sessions connected"). A session's kernel that has done
+nothing for ``idle_timeout`` seconds (and has no run) is shut down; the next message starts
+or claims another. Spares are not user kernels: they are never culled here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
+JUPYTER_SESSION_TYPE = "think-chat"
 
 
 class ChatKernels:
-    """Session id -> think kernel, through jupyter_server's kernel manager."""
+    """Session id -> think kernel, through jupyter_server's kernel and session managers."""
 
     def __init__(
         self,
         kernel_manager: Any,
         kernel_name: str = "think",
-        kernel_env: Callable[[str], dict[str, str]] = lambda session_id: {},
+        kernel_env: Callable[[], dict[str, str]] = dict,
+        *,
+        pool_size: int = 1,
+        idle_timeout: float = 1800.0,
+        start_timeout: float = 60.0,
+        session_manager: Any = None,
+        title_of: Callable[[str], Awaitable[str]] | None = None,
+        linked: Callable[[str], Awaitable[Any]] | None = None,
+        busy: Callable[[str], bool] = lambda session_id: False,
     ) -> None:
         self.kernel_manager = kernel_manager
         self.kernel_name = kernel_name
         self.kernel_env = kernel_env
+        self.pool_size = max(0, pool_size)
+        self.idle_timeout = idle_timeout
+        self.start_timeout = start_timeout
+        self.session_manager = session_manager
+        self.title_of = title_of
+        self.linked = linked
+        self.busy = busy
         self.kernels: dict[str, str] = {}  # session id -> kernel id
+        self.last_used: dict[str, float] = {}  # session id -> time.monotonic()
+        self.culled = 0  # kernels shut down for idleness (shown in the API)
+        self._jupyter_sessions: dict[str, str] = {}  # session id -> jupyter_server session id
+        self._spares: list[asyncio.Task[str]] = []  # starting or ready, oldest first
         self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+        self._failures = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Fill the pool and start the idle culler (both in the background)."""
+        self.refill()
+        if self.idle_timeout > 0:
+            self._spawn(self._cull_loop())
+
+    async def close(self) -> None:
+        """Stop refilling and culling; shut the spares down (sessions' kernels stay)."""
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        spares, self._spares = self._spares, []
+        for task in spares:
+            if task.done() and not task.cancelled() and task.exception() is None:
+                await self._shutdown_kernel(task.result())
+            else:
+                task.cancel()
+        await asyncio.gather(*self._tasks, *spares, return_exceptions=True)
+
+    # -- API ---------------------------------------------------------------------------------
 
     def session_of(self, kernel_id: str) -> str | None:
         """The chat session a kernel serves, if any."""
@@ -38,23 +101,41 @@ class ChatKernels:
                 return sid
         return None
 
+    def touch(self, session_id: str) -> None:
+        """The session did something now: its kernel's idle time starts again."""
+        if session_id in self.kernels:
+            self.last_used[session_id] = time.monotonic()
+
+    @property
+    def spares_ready(self) -> int:
+        """Spares that a session could take at once."""
+        return sum(1 for t in self._spares if t.done() and not t.cancelled() and not t.exception())
+
+    def spare_ids(self) -> list[str]:
+        """Kernel ids of the ready spares."""
+        return [
+            t.result()
+            for t in self._spares
+            if t.done() and not t.cancelled() and t.exception() is None
+        ]
+
     async def ensure(self, session_id: str) -> str:
-        """The session's live think kernel, started (or restarted) if needed."""
+        """The session's live think kernel: its own, else a spare, else a new one."""
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             kid = self.kernels.get(session_id)
             if kid is not None and await self.alive(kid):
+                self.touch(session_id)
+                await self._name(session_id, kid)
                 return kid
             if kid is not None:
                 await self._shutdown(session_id)
-            # Chat kernels start at the server root: workspace paths and the default store
-            # location then agree with the server's.
-            env = {**os.environ, **self.kernel_env(session_id)}
-            kid = await self.kernel_manager.start_kernel(
-                kernel_name=self.kernel_name, path="", env=env
-            )
+            kid = await self._claim()
             self.kernels[session_id] = kid
-            return str(kid)
+            self.touch(session_id)
+            self.refill()
+            await self._name(session_id, kid)
+            return kid
 
     async def alive(self, kernel_id: str) -> bool:
         """Whether the kernel process is still running."""
@@ -70,12 +151,173 @@ class ChatKernels:
     async def forget(self, session_id: str) -> None:
         """Shut the session's kernel down (the session is being deleted)."""
         await self._shutdown(session_id)
+        self._locks.pop(session_id, None)
+
+    async def cull(self) -> list[str]:
+        """Shut down the kernels of sessions idle for ``idle_timeout`` s; returns those ids."""
+        now = time.monotonic()
+        culled = []
+        for sid in list(self.kernels):
+            if self.busy(sid) or now - self.last_used.get(sid, now) < self.idle_timeout:
+                continue
+            lock = self._locks.setdefault(sid, asyncio.Lock())
+            if lock.locked():
+                continue  # being claimed or restarted right now
+            async with lock:
+                log.info("Think: culling the idle kernel of chat session %s", sid)
+                await self._shutdown(sid)
+                self.culled += 1
+                culled.append(sid)
+        return culled
+
+    # -- the pool ----------------------------------------------------------------------------
+
+    def refill(self) -> None:
+        """Start spares until ``pool_size`` are ready or starting."""
+        self._spares = [t for t in self._spares if not (t.done() and self._failed(t))]
+        while not self._closed and len(self._spares) < self.pool_size:
+            task = asyncio.ensure_future(self._start_spare())
+            task.add_done_callback(self._spare_done)
+            self._spares.append(task)
+
+    def _spare_done(self, task: asyncio.Task[str]) -> None:
+        if self._failed(task) and task in self._spares and not self._closed:
+            self.refill()  # replace it (after a backoff: see _start_spare)
+
+    @staticmethod
+    def _failed(task: asyncio.Task[str]) -> bool:
+        return task.cancelled() or task.exception() is not None
+
+    async def _start_spare(self) -> str:
+        # After a failed start, wait before the next one (a broken kernelspec must not spin).
+        if self._failures:
+            await asyncio.sleep(min(60.0, 2.0 ** min(self._failures, 6)))
+        try:
+            kid = await self._start_kernel()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._failures += 1
+            log.warning("Think: a spare chat kernel failed to start", exc_info=True)
+            raise
+        self._failures = 0
+        return kid
+
+    async def _claim(self) -> str:
+        """A kernel no session has: the oldest ready spare, else the oldest starting one,
+        else a new kernel. It leaves the pool before anyone else can see it."""
+        while True:
+            ready = [t for t in self._spares if t.done()]
+            task = ready[0] if ready else (self._spares[0] if self._spares else None)
+            if task is None:
+                return await self._start_kernel()
+            self._spares.remove(task)
+            try:
+                kid = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    # Our caller was cancelled, not the start: put it back in the pool.
+                    self._spares.insert(0, task)
+                raise
+            except Exception:
+                continue  # that spare failed: try the next (or start one)
+            if await self.alive(kid):
+                return kid
+            await self._shutdown_kernel(kid)  # died while waiting: drop it
+
+    async def _start_kernel(self) -> str:
+        """Start a kernel and wait until it answers and its link is up."""
+        env = {**os.environ, **self.kernel_env()}
+        # Chat kernels start at the server root: workspace paths and the default store
+        # location then agree with the server's.
+        kid = str(
+            await self.kernel_manager.start_kernel(kernel_name=self.kernel_name, path="", env=env)
+        )
+        try:
+            await asyncio.wait_for(self._ready(kid), self.start_timeout)
+        except BaseException:
+            await self._shutdown_kernel(kid)
+            raise
+        return kid
+
+    async def _ready(self, kid: str) -> None:
+        # A kernel_info round trip: the kernel answers on shell, and its status messages on
+        # iopub move jupyter_server's execution_state from "starting" to "idle".
+        kernel = self.kernel_manager.get_kernel(kid)
+        client = kernel.client()
+        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        try:
+            msg_id = client.kernel_info()
+            while True:
+                reply = await client.get_shell_msg()
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    break
+        finally:
+            client.stop_channels()
+        if self.linked is not None:
+            await self.linked(kid)
+
+    # -- names in JupyterLab -----------------------------------------------------------------
+
+    async def _name(self, session_id: str, kid: str) -> None:
+        """Keep a jupyter_server session named after the chat on its kernel."""
+        sm = self.session_manager
+        if sm is None:
+            return
+        title = ""
+        if self.title_of is not None:
+            with contextlib.suppress(Exception):
+                title = await self.title_of(session_id)
+        name = f"Think: {title or 'chat ' + session_id}"[:200]
+        jsid = self._jupyter_sessions.get(session_id)
+        try:
+            if jsid is not None:
+                model = await sm.get_session(session_id=jsid)
+                if model["kernel"]["id"] == kid:
+                    if model.get("name") != name:
+                        await sm.update_session(jsid, name=name)
+                    return
+            model = await sm.create_session(
+                path=f"think-chats/{session_id}",
+                name=name,
+                type=JUPYTER_SESSION_TYPE,
+                kernel_name=self.kernel_name,
+                kernel_id=kid,
+            )
+            self._jupyter_sessions[session_id] = model["id"]
+        except Exception:  # a name is a nicety: never fail a run for it
+            log.debug("could not name the kernel of %s", session_id, exc_info=True)
+
+    # -- shutting down -----------------------------------------------------------------------
 
     async def _shutdown(self, session_id: str) -> None:
         kid = self.kernels.pop(session_id, None)
-        if kid is None:
-            return
+        self.last_used.pop(session_id, None)
+        jsid = self._jupyter_sessions.pop(session_id, None)
+        if kid is not None:
+            await self._shutdown_kernel(kid)
+        if jsid is not None and self.session_manager is not None:
+            # The kernel is gone: jupyter_server drops a session row whose kernel is missing
+            # when it next reads it.
+            with contextlib.suppress(Exception):
+                await self.session_manager.get_session(session_id=jsid)
+
+    async def _shutdown_kernel(self, kid: str) -> None:
         try:
             await self.kernel_manager.shutdown_kernel(kid, now=True)
         except Exception:  # already gone
             log.debug("kernel %s did not shut down cleanly", kid, exc_info=True)
+
+    async def _cull_loop(self) -> None:
+        interval = max(0.05, min(60.0, self.idle_timeout / 4))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.cull()
+            except Exception:
+                log.exception("Think: culling idle chat kernels failed")
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -320,6 +320,41 @@ class ApprovalHandler(ThinkHandler):
         self.send(dict(row, delivered=delivered))
 
 
+class KernelsHandler(ThinkHandler):
+    """``GET``: the chat kernels: each session's, and the pool's spares."""
+
+    @authorized
+    async def get(self) -> None:
+        """Pool settings and every chat kernel with its state and process id."""
+        pool = self.svc.chats.pool
+        km = pool.kernel_manager
+        rows: list[tuple[str, str | None]] = [(kid, sid) for sid, kid in pool.kernels.items()]
+        rows += [(kid, None) for kid in pool.spare_ids()]
+        kernels = []
+        for kid, sid in rows:
+            try:
+                kernel = km.get_kernel(kid)
+            except Exception:  # gone since
+                continue
+            kernels.append(
+                {
+                    "id": kid,
+                    "session_id": sid,
+                    "pid": getattr(getattr(kernel, "provisioner", None), "pid", None),
+                    "execution_state": getattr(kernel, "execution_state", None),
+                }
+            )
+        self.send(
+            {
+                "pool_size": pool.pool_size,
+                "spares_ready": pool.spares_ready,
+                "idle_timeout": pool.idle_timeout,
+                "culled": pool.culled,
+                "kernels": kernels,
+            }
+        )
+
+
 class OpenAPIHandler(ThinkHandler):
     """``GET``: the OpenAPI document of these routes."""
 
@@ -335,6 +370,7 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
     return [
         (f"{base}/openapi.json", OpenAPIHandler),
         (f"{base}/sessions", SessionsHandler),
+        (f"{base}/kernels", KernelsHandler),
         (s, SessionHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),

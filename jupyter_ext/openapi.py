@@ -160,6 +160,34 @@ OPENAPI: dict[str, Any] = {
                 "Create a session", _json(_ref("Session")), body=_SESSION_BODY, status="201"
             ),
         },
+        "/kernels": {
+            "get": _op(
+                "Chat kernels: each session's and the pool's spares",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "pool_size": {"type": "integer"},
+                            "spares_ready": {"type": "integer"},
+                            "idle_timeout": {"type": "number"},
+                            "culled": {"type": "integer"},
+                            "kernels": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "id": {"type": "string"},
+                                        "session_id": {"type": "string", "nullable": True},
+                                        "pid": {"type": "integer", "nullable": True},
+                                        "execution_state": {"type": "string", "nullable": True},
+                                    },
+                                },
+                            },
+                        },
+                    }
+                ),
+            ),
+        },
         "/sessions/{session_id}": {
             "get": _op("Get a session (with its active run)", _json(_ref("Session")), params=[SID]),
             "patch": _op(

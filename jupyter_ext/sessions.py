@@ -99,12 +99,26 @@ class ChatSessions:
         owner: str,
         policy: RetryPolicy,
         kernel_name: str = "think",
-        kernel_env: Callable[[str], dict[str, str]] = lambda session_id: {},
+        kernel_env: Callable[[], dict[str, str]] = dict,
         start_timeout: float = 60.0,
         cancel_timeout: float = 1.0,
+        pool_size: int = 0,
+        idle_timeout: float = 0.0,
+        session_manager: Any = None,
     ) -> None:
         self.store = store
-        self.pool = ChatKernels(kernel_manager, kernel_name, kernel_env)
+        self.pool = ChatKernels(
+            kernel_manager,
+            kernel_name,
+            kernel_env,
+            pool_size=pool_size,
+            idle_timeout=idle_timeout,
+            start_timeout=start_timeout,
+            session_manager=session_manager,
+            title_of=self._title_of,
+            linked=links.wait,
+            busy=self.busy,
+        )
         self.links = links
         self.pipeline = pipeline
         self.hub = hub
@@ -332,9 +346,14 @@ class ChatSessions:
         await self.pool.forget(session_id)
 
     async def close(self) -> None:
-        """Stop background deliveries."""
+        """Stop background deliveries and the kernel pool."""
         for task in list(self._tasks):
             task.cancel()
+        await self.pool.close()
+
+    async def _title_of(self, session_id: str) -> str:
+        session = await self.store.get_session(session_id)
+        return str((session or {}).get("title") or "")
 
     # -- kernels -----------------------------------------------------------------------------
 
@@ -491,6 +510,7 @@ class ChatSessions:
         detail = final if final != "failed" else error
         await self._task_event(run, kind, detail, run.attempt)
         run.done.set()
+        self.pool.touch(run.session_id)  # idle time counts from the end of the last run
         await self._start_next(run.session_id)
 
     async def _task_event(self, run: _Run, kind: str, detail: str, attempt: int = 0) -> None:

@@ -164,6 +164,7 @@ class ThinkKernel(IPythonKernel):
         self._cell_count = 0
         self._background: set[asyncio.Future[Any]] = set()
         self.think_link: Any = None
+        self._prepared: Runtime | None = None  # a chat kernel's runtime before its session
 
     @property
     def banner(self) -> str:  # type: ignore[override]
@@ -207,6 +208,34 @@ class ThinkKernel(IPythonKernel):
         except ValueError:  # not the main thread: interrupt_request still works
             log.debug("SIGINT handler not installed", exc_info=True)
         self.think_link = start_link(self.ensure_runtime)
+        if self.think_link is not None and os.environ.get("THINK_CHAT_KERNEL"):
+            task = asyncio.ensure_future(self._prepare_chat_runtime())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _prepare_chat_runtime(self) -> None:
+        """A chat kernel (maybe a spare of the server's pool): build the runtime, open the
+        store, start the sandbox and the model client before any chat arrives, so the first
+        message and the first tool call do not wait for them. No session row is written and
+        nothing runs for a session until the first chat frame binds one (``ensure_runtime``).
+        The sandbox takes a uid lease of its own here: no other session ever held it, and it
+        goes with this kernel to the one session that claims it."""
+        try:
+            async with self._runtime_lock:
+                if self.runtime is not None or self._prepared is not None:
+                    return
+                root = Path.cwd()
+                config = ThinkConfig(parent=self)
+                linked = await self._linked_setup(root, config)
+                runtime = self.runtime_class(config, root, workspace=linked.get("workspace"))
+                if "notebooks" in linked:
+                    runtime.extras["notebooks"] = linked["notebooks"]
+                await runtime.open_store()
+                runtime.prewarm_sandbox()
+                runtime.prewarm_model()
+                self._prepared = runtime
+        except Exception:  # the first chat then builds it the ordinary way
+            log.warning("preparing the chat runtime failed", exc_info=True)
 
     async def _linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
         """With a server: its store, and edits through its collaboration rooms."""
@@ -228,6 +257,13 @@ class ThinkKernel(IPythonKernel):
     async def ensure_runtime(self) -> Runtime:
         """Create and start the runtime on first use, resuming the remembered session."""
         async with self._runtime_lock:
+            if self.runtime is None and self._prepared is not None:
+                runtime, self._prepared = self._prepared, None
+                # The session comes with the first chat frame (the server claimed us for it).
+                link = self.think_link
+                runtime.session_id = (link.session_id if link else None) or runtime.session_id
+                await runtime.start()
+                self.runtime = runtime
             if self.runtime is None:
                 root = Path.cwd()
                 config = ThinkConfig(parent=self)
@@ -501,12 +537,13 @@ class ThinkKernel(IPythonKernel):
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         """Close the runtime (store, sandbox) before the process exits."""
-        if self.runtime is not None:
-            try:
-                await self.runtime.close()
-            except Exception:
-                log.exception("closing the runtime failed")
-            self.runtime = None
+        for runtime in (self.runtime, self._prepared):
+            if runtime is not None:
+                try:
+                    await runtime.close()
+                except Exception:
+                    log.exception("closing the runtime failed")
+        self.runtime = self._prepared = None
         return super().do_shutdown(restart)
 
 

@@ -367,6 +367,9 @@ class KernelLink:
         if not run_id or self._attempts.get(run_id, -1) >= attempt:
             return  # a resend of an attempt this process already has (or an older one)
         self._attempts[run_id] = attempt
+        if not self.session_id and frame.get("session_id"):
+            # A kernel of the server's pool learns the session it serves from its first chat.
+            self.session_id = str(frame["session_id"])
         old = self._runs.get(run_id)
         if old is not None:
             old.cancel()  # superseded: the server gave up on that attempt

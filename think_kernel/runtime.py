@@ -140,11 +140,23 @@ class Runtime:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Open the store and make sure the session exists."""
+    async def open_store(self) -> None:
+        """Open the store (``start`` does it too; a chat kernel does it ahead of a session)."""
         if self.store is None:
             path = location.store_file(self.workspace.root, self.config.store_path)
             self.store = await Store.open(path)
+
+    def prewarm_model(self) -> None:
+        """Build the default model client now (its SDK import is the slow part)."""
+        try:
+            self._model_client({})
+        except Exception:  # no key yet: the first run says so
+            log.debug("model client not built ahead", exc_info=True)
+
+    async def start(self) -> None:
+        """Open the store and make sure the session exists."""
+        await self.open_store()
+        assert self.store is not None
         await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
 
     async def close(self) -> None:

@@ -1,0 +1,314 @@
+"""The cold paths of chat sessions, through a real Jupyter server, kernels and sandbox.
+
+    python bench/coldpaths.py [--quick] [--pool N]
+
+With an instant scripted model (tests/fake_model.py), medians of the trials:
+
+1. first message after server start: POST /messages -> the request at the model
+2. first message of a new chat, warm server (the pool has had time to refill)
+3. message in a warm chat (the baseline, same run)
+4. first one-``bash`` turn in a new chat, outside the model: the first model reply (a ``bash``
+   call of ``echo``) is complete -> the second model request arrives
+5. a 200-token burst: WebSocket frames carrying it, and stream end -> the whole text at a
+   second (WebSocket) client; first token -> first text at the client
+6. resident memory (RSS, kernel + its sandbox processes) of an idle chat and of a spare kernel
+
+``--pool 0`` measures without pre-started kernels (the baseline of 1 and 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import tests.fake_model as fake  # noqa: E402
+
+TOKEN = "bench-token"
+
+
+class TimedModel(fake.FakeModel):
+    """The scripted model, noting when each main-loop request arrived (``time.time()``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived: list[float] = []
+        self.ended: list[float] = []
+
+    def record(self, body: dict[str, Any], internal: bool = False) -> None:
+        """Note the arrival time of main-loop requests."""
+        if not internal:
+            self.arrived.append(time.time())
+        super().record(body, internal)
+
+
+_orig_stream = fake._Handler._stream
+
+
+async def _timed_stream(self: Any, model: str, r: Any, prompt: int | None) -> None:
+    await _orig_stream(self, model, r, prompt)
+    if isinstance(self.fm, TimedModel):
+        self.fm.ended.append(time.time())
+
+
+fake._Handler._stream = _timed_stream  # type: ignore[method-assign]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A jupyter_server subprocess with the extension, its kernels on the scripted model."""
+
+    def __init__(self, tmp: Path, model_url: str, pool: int) -> None:
+        self.tmp = tmp
+        self.root = tmp / "root"
+        self.root.mkdir(exist_ok=True)
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "THINK_"))}
+        env.update(
+            JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+            JUPYTER_DATA_DIR=str(tmp / "data"),
+            PYTHONPATH=str(REPO),
+            OPENAI_BASE_URL=model_url,
+            OPENAI_API_KEY="k",
+            THINK_MODEL="fake",
+        )
+        self.log = open(tmp / f"server-{self.port}.log", "wb")  # noqa: SIM115
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyter_server", "--allow-root", "--no-browser",
+                f"--port={self.port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={self.root}",
+                "--ServerApp.jpserver_extensions", "jupyter_ext=True",
+                f"--ThinkExtension.kernel_pool_size={pool}",
+            ],
+            env=env, stdout=subprocess.DEVNULL, stderr=self.log,
+        )  # fmt: skip
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {TOKEN}"},
+        )
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            text = resp.read().decode()
+        return json.loads(text) if text else None
+
+    def wait_up(self, timeout: float = 60) -> None:
+        while time.perf_counter() - self.t0 < timeout:
+            try:
+                self.call("GET", "api/think/sessions")
+                return
+            except OSError:
+                time.sleep(0.01)
+        raise TimeoutError("server did not start")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def wait_for(cond: Any, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise TimeoutError("condition not met")
+        time.sleep(0.002)
+
+
+def post_to_model(srv: Server, fm: TimedModel, sid: str, text: str) -> float:
+    """ms from POST to the model request's arrival; waits for the run to end."""
+    n = len(fm.arrived)
+    t0 = time.time()
+    srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": text})
+    wait_for(lambda: len(fm.arrived) > n)
+    ms = (fm.arrived[n] - t0) * 1000
+    wait_idle(srv, sid)
+    return ms
+
+
+def wait_idle(srv: Server, sid: str) -> None:
+    wait_for(lambda: srv.call("GET", f"api/think/sessions/{sid}")["status"] == "idle", 60)
+
+
+def spares(srv: Server) -> int:
+    return int(srv.call("GET", "api/think/kernels").get("spares_ready", 0))
+
+
+def rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+def tree(pid: int) -> list[int]:
+    """pid and every descendant (through /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+async def burst(srv: Server, fm: TimedModel, sid: str, tokens: int) -> dict[str, float]:
+    """Frames and timings of a ``tokens``-token answer at a WebSocket client."""
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    req = HTTPRequest(
+        f"ws://127.0.0.1:{srv.port}/api/think/sessions/{sid}/ws",
+        headers={"Authorization": f"token {TOKEN}"},
+    )
+    ws = await websocket_connect(req)
+    words = [f"w{i} " for i in range(tokens)]
+    fm.reply(tokens=words)
+    expected = "".join(words)
+    got, frames, first_at, last_at = "", 0, 0.0, 0.0
+    ends = len(fm.ended)
+    await asyncio.to_thread(
+        srv.call, "POST", f"api/think/sessions/{sid}/messages", {"content": "x"}
+    )
+    while True:
+        raw = await asyncio.wait_for(ws.read_message(), 30)
+        assert isinstance(raw, str)
+        frame = json.loads(raw)
+        if frame.get("type") == "text_delta":
+            frames += 1
+            got += frame.get("text", "") or frame.get("delta", "")
+            first_at = first_at or time.time()
+            if got == expected:
+                last_at = time.time()
+                break
+    ws.close()
+    wait_for(lambda: len(fm.ended) > ends, 10)
+    return {
+        "frames": frames,
+        "end_ms": (last_at - fm.ended[ends]) * 1000,
+        "first_ms": (first_at - fm.first_token_at[-1]) * 1000,
+    }
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
+    """Every measure with ``pool`` spare kernels."""
+    fm = TimedModel().start()
+    out: dict[str, Any] = {"pool": pool}
+    starts: list[float] = []
+    srv = None
+    try:
+        for i in range(max(3, trials // 2)):  # server start -> first message
+            d = tmp / f"start{pool}-{i}"
+            d.mkdir()
+            srv = Server(d, fm.url, pool)
+            srv.wait_up()
+            sid = srv.call("POST", "api/think/sessions", {"title": "b"})["id"]
+            fm.reply(text="hi")
+            starts.append(post_to_model(srv, fm, sid, "hello"))
+            srv.stop()
+            srv = None
+        out["after_start_ms"] = median(starts)
+        d = tmp / f"warm{pool}"
+        d.mkdir()
+        srv = Server(d, fm.url, pool)
+        srv.wait_up()
+        new_chat, warm, bash_turn = [], [], []
+        sids = []
+        for i in range(trials):
+            if pool:
+                wait_for(lambda: spares(srv) >= 1, 60)  # type: ignore[union-attr]
+            sid = srv.call("POST", "api/think/sessions", {"title": f"c{i}"})["id"]
+            sids.append(sid)
+            fm.reply(text="hi")
+            new_chat.append(post_to_model(srv, fm, sid, "hello"))
+            fm.reply(text="again")
+            warm.append(post_to_model(srv, fm, sid, "again"))
+        out["new_chat_ms"], out["warm_ms"] = median(new_chat), median(warm)
+        for _ in range(trials):
+            if pool:
+                wait_for(lambda: spares(srv) >= 1, 60)  # type: ignore[union-attr]
+            sid = srv.call("POST", "api/think/sessions", {"title": "bash"})["id"]
+            sids.append(sid)
+            fm.reply(tool_calls=[("bash", {"command": "echo hi"})])
+            fm.reply(text="done")
+            n = len(fm.arrived)
+            ends = len(fm.ended)
+            srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": "run"})
+            wait_for(lambda: len(fm.arrived) >= n + 2)  # noqa: B023
+            bash_turn.append((fm.arrived[n + 1] - fm.ended[ends]) * 1000)
+            wait_idle(srv, sid)
+        out["first_bash_ms"] = median(bash_turn)
+        bursts = [asyncio.run(burst(srv, fm, sids[0], 200)) for _ in range(trials)]
+        out["burst_frames"] = median([b["frames"] for b in bursts])
+        out["burst_end_ms"] = median([b["end_ms"] for b in bursts])
+        out["first_token_ms"] = median([b["first_ms"] for b in bursts])
+        kernels = srv.call("GET", "api/think/kernels")
+        out["chat_rss_mb"] = median(
+            [rss_mb(tree(k["pid"])) for k in kernels["kernels"] if k.get("session_id")]
+        )
+        spare_pids = [k["pid"] for k in kernels["kernels"] if not k.get("session_id")]
+        out["spare_rss_mb"] = median([rss_mb(tree(p)) for p in spare_pids])
+    finally:
+        if srv is not None:
+            srv.stop()
+        fm.stop()
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run and print; returns the figures (bench/all.py uses them)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--pool", type=int, default=1)
+    ap.add_argument("--trials", type=int, default=0)
+    args = ap.parse_args(argv)
+    trials = args.trials or (5 if args.quick else 9)
+    with tempfile.TemporaryDirectory() as tmp:
+        res = run(args.pool, trials, Path(tmp))
+    print(json.dumps(res, indent=1))
+    return res
+
+
+if __name__ == "__main__":
+    main()
