@@ -36,8 +36,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from .coalesce import DeltaCoalescer
+
 log = logging.getLogger(__name__)
 MAX_ITEMS_PER_FRAME = 500
+# Text deltas are sent at most this often (s): a 200-token burst is ~15 frames, not 200;
+# the first token of a quiet stream still goes at once.
+COALESCE_INTERVAL = 0.02
 RuntimeSource = Any  # a Runtime, or an async callable returning one
 
 
@@ -116,7 +121,14 @@ def start_link(
 class KernelLink:
     """One kernel's reliable, authenticated connection to the server extension."""
 
-    def __init__(self, runtime: RuntimeSource, server_url: str, kernel_id: str, key: bytes):
+    def __init__(
+        self,
+        runtime: RuntimeSource,
+        server_url: str,
+        kernel_id: str,
+        key: bytes,
+        coalesce_interval: float = COALESCE_INTERVAL,
+    ):
         self._source = runtime
         base = server_url if server_url.endswith("/") else server_url + "/"
         self.url = base.replace("http", "ws", 1) + "api/think/link"
@@ -144,6 +156,7 @@ class KernelLink:
         self._runtime: Any = None
         self._task: asyncio.Task[None] | None = None
         self.refused = False
+        self._coalescer = DeltaCoalescer(self._enqueue, interval=coalesce_interval)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -155,6 +168,7 @@ class KernelLink:
 
     async def close(self) -> None:
         """Stop the link (unsent events are lost with the process anyway)."""
+        self._coalescer.flush()
         for task in list(self._runs.values()):
             task.cancel()
         if self._task is not None:
@@ -198,7 +212,11 @@ class KernelLink:
         )
 
     def push(self, item: dict[str, Any]) -> None:
-        """Queue an item for the server (numbered; resent until acknowledged)."""
+        """Queue an item for the server (numbered; resent until acknowledged). Text deltas
+        may be joined with the next ones of the same message first (think_kernel/coalesce)."""
+        self._coalescer.add(item)
+
+    def _enqueue(self, item: dict[str, Any]) -> None:
         self._n += 1
         item["n"] = self._n
         self._outbox.append(item)
