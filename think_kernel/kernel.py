@@ -208,10 +208,18 @@ class ThinkKernel(IPythonKernel):
         except ValueError:  # not the main thread: interrupt_request still works
             log.debug("SIGINT handler not installed", exc_info=True)
         self.think_link = start_link(self.ensure_runtime)
+        if self.think_link is not None:
+            self.think_link.on_run = self._chat_status
         if self.think_link is not None and os.environ.get("THINK_CHAT_KERNEL"):
             task = asyncio.ensure_future(self._prepare_chat_runtime())
             self._background.add(task)
             task.add_done_callback(self._background.discard)
+
+    def _chat_status(self, busy: bool) -> None:
+        # A chat run has no execute_request: publish busy / idle ourselves so that the
+        # server's kernel API (and its culler) see a working kernel as busy.
+        state = "busy" if busy else "idle"
+        self.send_iopub("status", {"execution_state": state}, {})
 
     async def _prepare_chat_runtime(self) -> None:
         """A chat kernel (maybe a spare of the server's pool): build the runtime, open the

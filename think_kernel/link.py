@@ -157,6 +157,9 @@ class KernelLink:
         self._task: asyncio.Task[None] | None = None
         self.refused = False
         self._coalescer = DeltaCoalescer(self._enqueue, interval=coalesce_interval)
+        #: Called with True when a chat run starts and False when it ends (the kernel
+        #: publishes busy / idle, so jupyter_server reports the kernel's real state).
+        self.on_run: Callable[[bool], None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -411,6 +414,7 @@ class KernelLink:
         async with self._run_lock:
             self.push({"kind": "run_started", **ids})
             self._current_run = run_id
+            self._run_state(True)
             try:
                 rt = await self.runtime()
                 if session_id and rt.session_id != session_id:
@@ -431,8 +435,16 @@ class KernelLink:
                 status, error = "error", f"{type(e).__name__}: {e}"
             finally:
                 self._current_run = None
+                self._run_state(False)
                 end = {"status": status, "error": error, "retryable": retryable}
                 self.push({"kind": "run_end", **ids, **end})
+
+    def _run_state(self, busy: bool) -> None:
+        if self.on_run is not None:
+            try:
+                self.on_run(busy)
+            except Exception:
+                log.debug("run state callback failed", exc_info=True)
 
     async def _approval(self, frame: dict[str, Any]) -> None:
         rt = await self.runtime()

@@ -41,7 +41,14 @@ def model_env(fake_model, monkeypatch):
 @pytest.fixture
 def think_config() -> dict[str, Any]:
     """ThinkExtension settings for a test (override in a module to change them)."""
-    return {"heartbeat_interval": 0.2, "stale_timeout": 3.0, "retry_delays": [0.2, 0.4]}
+    # No spare kernels unless a test asks (tests/server/test_kernel_pool.py): each would be
+    # one more kernel starting on 2 shared cores in every test.
+    return {
+        "heartbeat_interval": 0.2,
+        "stale_timeout": 3.0,
+        "retry_delays": [0.2, 0.4],
+        "kernel_pool_size": 0,
+    }
 
 
 @pytest.fixture

@@ -28,7 +28,12 @@ METHODS = ["GET", "POST", "PATCH", "DELETE", "PUT"]
 @pytest.fixture
 def think_config():
     # Runs started by fuzzed messages fail fast (no such kernel) instead of starting kernels.
-    return {"kernel_name": "no-such-kernel", "retry_delays": [], "heartbeat_interval": 0.5}
+    return {
+        "kernel_name": "no-such-kernel",
+        "retry_delays": [],
+        "heartbeat_interval": 0.5,
+        "kernel_pool_size": 0,
+    }
 
 
 json_leaf = st.one_of(
