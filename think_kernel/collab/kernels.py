@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
@@ -108,6 +107,7 @@ class LocalKernels:
         Past ``timeout`` seconds the kernel is interrupted (status ``timeout``); a cancelled call
         interrupts it too and re-raises.
         """
+        import nbformat  # lazy: its import (jsonschema) is slow
         async with self._locks.setdefault(path, asyncio.Lock()):
             started = time.monotonic()
             km, kc = await self._kernel(path, kernel_name or "python3")
