@@ -156,15 +156,19 @@ def wait_idle(srv: Server, sid: str) -> None:
 
 
 def spares(srv: Server) -> int:
-    return int(srv.call("GET", "api/think/kernels").get("spares_ready", 0))
+    """Spares whose runtime, store, sandbox and model client are ready."""
+    kernels = srv.call("GET", "api/think/kernels")["kernels"]
+    return sum(1 for k in kernels if k["session_id"] is None and k.get("prepared"))
 
 
 def rss_mb(pids: list[int]) -> float:
+    """Proportional set size (MB) of these processes: pages shared between them (the
+    sandbox's forked worker and its zygote) are counted once, not once per process."""
     total = 0
     for pid in pids:
         try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
                     total += int(line.split()[1])
         except OSError:
             pass
@@ -289,6 +293,7 @@ def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
         )
         spare_pids = [k["pid"] for k in kernels["kernels"] if not k.get("session_id")]
         out["spare_rss_mb"] = median([rss_mb(tree(p)) for p in spare_pids])
+        out["spare_kernel_rss_mb"] = median([rss_mb([p]) for p in spare_pids])
     finally:
         if srv is not None:
             srv.stop()

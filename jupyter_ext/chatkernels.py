@@ -64,6 +64,8 @@ class ChatKernels:
         self.kernels: dict[str, str] = {}  # session id -> kernel id
         self.last_used: dict[str, float] = {}  # session id -> time.monotonic()
         self.culled = 0  # kernels shut down for idleness (shown in the API)
+        #: Kernels that said their runtime, store, sandbox and model client are ready.
+        self.prepared: set[str] = set()
         self._jupyter_sessions: dict[str, str] = {}  # session id -> jupyter_server session id
         self._spares: list[asyncio.Task[str]] = []  # starting or ready, oldest first
         self._locks: dict[str, asyncio.Lock] = {}
@@ -207,7 +209,10 @@ class ChatKernels:
         """A kernel no session has: the oldest ready spare, else the oldest starting one,
         else a new kernel. It leaves the pool before anyone else can see it."""
         while True:
-            ready = [t for t in self._spares if t.done()]
+            ready = sorted(
+                (t for t in self._spares if t.done()),
+                key=lambda t: not (not self._failed(t) and t.result() in self.prepared),
+            )
             task = ready[0] if ready else (self._spares[0] if self._spares else None)
             if task is None:
                 return await self._start_kernel()
@@ -303,6 +308,7 @@ class ChatKernels:
                 await self.session_manager.get_session(session_id=jsid)
 
     async def _shutdown_kernel(self, kid: str) -> None:
+        self.prepared.discard(kid)
         try:
             await self.kernel_manager.shutdown_kernel(kid, now=True)
         except Exception:  # already gone

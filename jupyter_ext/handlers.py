@@ -342,6 +342,7 @@ class KernelsHandler(ThinkHandler):
                     "session_id": sid,
                     "pid": getattr(getattr(kernel, "provisioner", None), "pid", None),
                     "execution_state": getattr(kernel, "execution_state", None),
+                    "prepared": kid in pool.prepared,
                 }
             )
         self.send(

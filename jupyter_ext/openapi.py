@@ -180,6 +180,7 @@ OPENAPI: dict[str, Any] = {
                                         "session_id": {"type": "string", "nullable": True},
                                         "pid": {"type": "integer", "nullable": True},
                                         "execution_state": {"type": "string", "nullable": True},
+                                        "prepared": {"type": "boolean"},
                                     },
                                 },
                             },

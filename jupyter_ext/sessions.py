@@ -469,6 +469,9 @@ class ChatSessions:
         self._pongs[info.kernel_id] = (ping_id, keys)
 
     def _on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
+        if item.get("kind") == "prepared":
+            self.pool.prepared.add(info.kernel_id)
+            return
         run = self.runs.get(str(item.get("run_id") or ""))
         if run is None or run.state != "running":
             return

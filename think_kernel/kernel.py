@@ -242,6 +242,8 @@ class ThinkKernel(IPythonKernel):
                 runtime.prewarm_sandbox()
                 runtime.prewarm_model()
                 self._prepared = runtime
+            await runtime.wait_sandbox()
+            self.think_link.push({"kind": "prepared"})
         except Exception:  # the first chat then builds it the ordinary way
             log.warning("preparing the chat runtime failed", exc_info=True)
 

@@ -197,6 +197,11 @@ class Runtime:
         self.sandbox = sandbox
         return sandbox
 
+    async def wait_sandbox(self) -> None:
+        """Wait until the prewarmed sandbox has started (or failed: first use says why)."""
+        if self._sandbox_task is not None:
+            await asyncio.gather(asyncio.shield(self._sandbox_task), return_exceptions=True)
+
     async def ensure_sandbox(self) -> Sandbox:
         """The session sandbox, started on first use; ToolError says why when it cannot run."""
         if self.sandbox is not None:

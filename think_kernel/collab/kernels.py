@@ -108,6 +108,7 @@ class LocalKernels:
         interrupts it too and re-raises.
         """
         import nbformat  # lazy: its import (jsonschema) is slow
+
         async with self._locks.setdefault(path, asyncio.Lock()):
             started = time.monotonic()
             km, kc = await self._kernel(path, kernel_name or "python3")

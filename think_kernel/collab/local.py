@@ -55,6 +55,7 @@ def _stat_of(st: os.stat_result | None) -> Stat | None:
 def parse_notebook(text: str, path: str) -> dict[str, Any]:
     """A notebook file as nbformat 4.5 JSON (cell ids added if it is older)."""
     import nbformat  # lazy: its import (jsonschema) is slow
+
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as e:
@@ -81,6 +82,7 @@ def set_notebook(ynb: YNotebook, nb: dict[str, Any]) -> None:
 def serialise(doc: YNotebook | YUnicode) -> str:
     """The file text of a document; a notebook must validate or ToolError is raised."""
     import nbformat  # lazy: its import (jsonschema) is slow
+
     if isinstance(doc, YUnicode):
         return doc.get()
     nb = nbformat.from_dict(doc.get())

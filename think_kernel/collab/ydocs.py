@@ -170,6 +170,7 @@ def merge3(base: str, mine: str, theirs: str) -> str:
 def new_cell(source: str, cell_type: str = "code") -> dict[str, Any]:
     """A valid nbformat v4 cell (bare dicts autosave invalid notebooks)."""
     import nbformat  # lazy: its import (jsonschema) is slow
+
     if cell_type == "code":
         return dict(nbformat.v4.new_code_cell(source))
     if cell_type == "markdown":
@@ -182,6 +183,7 @@ def new_cell(source: str, cell_type: str = "code") -> dict[str, Any]:
 def new_notebook_json() -> dict[str, Any]:
     """An empty nbformat 4.5 notebook with a python3 kernelspec."""
     import nbformat  # lazy: its import (jsonschema) is slow
+
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {
         "name": "python3",
