@@ -55,6 +55,8 @@ def loop_overhead(steps: int) -> dict[str, float]:
     """Median ms per model call (instant in-process model, trivial tool) by history size."""
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "warmup").mkdir()
+        asyncio.run(long_session.run_steps(10, 3, Path(tmp) / "warmup", primary_model="gpt-4.1"))
         for history in (10, 2000):
             ws = Path(tmp) / f"h{history}"
             ws.mkdir()

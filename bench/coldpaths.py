@@ -287,13 +287,16 @@ def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
         out["burst_frames"] = median([b["frames"] for b in bursts])
         out["burst_end_ms"] = median([b["end_ms"] for b in bursts])
         out["first_token_ms"] = median([b["first_ms"] for b in bursts])
+        if pool:
+            wait_for(lambda: spares(srv) >= 1, 120)  # type: ignore[union-attr]
+            time.sleep(1.0)  # let the spare settle (its first imports fault pages in)
         kernels = srv.call("GET", "api/think/kernels")
         out["chat_rss_mb"] = median(
             [rss_mb(tree(k["pid"])) for k in kernels["kernels"] if k.get("session_id")]
         )
         spare_pids = [k["pid"] for k in kernels["kernels"] if not k.get("session_id")]
-        out["spare_rss_mb"] = median([rss_mb(tree(p)) for p in spare_pids])
-        out["spare_kernel_rss_mb"] = median([rss_mb([p]) for p in spare_pids])
+        out["spare_rss_mb"] = median([rss_mb(tree(p)) for p in spare_pids if p])
+        out["spare_kernel_rss_mb"] = median([rss_mb([p]) for p in spare_pids if p])
     finally:
         if srv is not None:
             srv.stop()
