@@ -81,10 +81,10 @@ def set_notebook(ynb: YNotebook, nb: dict[str, Any]) -> None:
 
 def serialise(doc: YNotebook | YUnicode) -> str:
     """The file text of a document; a notebook must validate or ToolError is raised."""
-    import nbformat  # lazy: its import (jsonschema) is slow
-
     if isinstance(doc, YUnicode):
         return doc.get()
+    import nbformat  # lazy: its import (jsonschema) is slow; only notebooks need it
+
     nb = nbformat.from_dict(doc.get())
     try:
         nbformat.validate(nb)
