@@ -142,7 +142,9 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
              f"--port={port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
              "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
-             "--ServerApp.log_level=DEBUG", f"--ServerApp.root_dir={tmp}"],
+             "--ServerApp.log_level=DEBUG", f"--ServerApp.root_dir={tmp}",
+             # No spare chat kernel: its link connecting mid-test would be a request here.
+             "--ThinkExtension.kernel_pool_size=0"],
             stdout=out, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
     try:
