@@ -114,7 +114,7 @@ class Server:
             text = resp.read().decode()
         return json.loads(text) if text else None
 
-    def wait_up(self, timeout: float = 60) -> None:
+    def wait_up(self, timeout: float = 180) -> None:
         while time.perf_counter() - self.t0 < timeout:
             try:
                 self.call("GET", "api/think/sessions")
