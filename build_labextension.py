@@ -68,7 +68,8 @@ def node_problem() -> str | None:
         return f"`{node} --version` failed: {e}"
     m = re.match(r"v(\d+)\.", out.stdout.strip())
     if m is None:
-        return f"`{node} --version` said {out.stdout.strip()!r}"
+        said = (out.stdout + out.stderr).strip()[-300:]
+        return f"`{node} --version` exited {out.returncode}: {said!r}"
     if int(m.group(1)) < NODE_MIN:
         return f"found Node.js {out.stdout.strip()} at {node}"
     return None
