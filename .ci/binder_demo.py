@@ -49,13 +49,17 @@ def text_of(cell: Any) -> str:
     parts = []
     for out in cell.get("outputs", []):
         if out.get("output_type") == "stream":
-            parts.append(out.get("text", ""))
+            # A stream may come in several outputs that split a line: no separator.
+            if parts and parts[-1][0] == "stream":
+                parts[-1] = ("stream", parts[-1][1] + out.get("text", ""))
+            else:
+                parts.append(("stream", out.get("text", "")))
         elif out.get("output_type") == "error":
-            parts.append("\n".join(out.get("traceback", [])))
+            parts.append(("error", "\n".join(out.get("traceback", []))))
         for mime in ("text/markdown", "text/plain"):
             if mime in out.get("data", {}):
-                parts.append(out["data"][mime])
-    return "\n".join(parts)
+                parts.append((mime, out["data"][mime]))
+    return "\n".join(text for _, text in parts)
 
 
 def run(path: Path, env: dict[str, str]) -> Any:

@@ -8,6 +8,7 @@ One hub per test module: the fixtures are module-scoped.
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import pwd
@@ -108,42 +109,70 @@ def _kill_processes_of(uid: int) -> None:
     psutil.wait_procs(procs, timeout=10)
 
 
+def _grant_search(paths: list[Path], gid: int) -> list[str]:
+    """Let group ``gid`` traverse to this environment's Python (e.g. a pyenv under a 0700
+    /root) with the sandbox's own ACL helper; return the folders changed, to revoke later."""
+    from think_kernel.sandbox.launch import _ACL_GROUP, _read_acl, ensure_search
+
+    before = {}
+    for path in paths:
+        for parent in Path(path).resolve().parents:
+            before[str(parent)] = (_ACL_GROUP, gid) in _read_acl(
+                str(parent), "system.posix_acl_access", os.stat(parent).st_mode
+            )
+        ensure_search(Path(path), gid)
+    return [p for p, had in before.items() if not had]
+
+
+def _revoke_search(dirs: list[str], gid: int) -> None:
+    from think_kernel.sandbox.launch import _ACL_GROUP, _read_acl, _write_acl
+
+    for d in dirs:
+        name = "system.posix_acl_access"
+        entries = _read_acl(d, name, os.stat(d).st_mode)
+        if entries.pop((_ACL_GROUP, gid), None) is not None:
+            _write_acl(d, name, entries)
+
+
 @pytest.fixture(scope="module")
 def system_users() -> Iterator[dict[str, HubUser]]:
-    """Two fresh local users (removed with their homes afterwards)."""
+    """Two fresh local users in a fresh group (removed with their homes afterwards)."""
     _require_root_and_node()
     tag = secrets.token_hex(3)
+    group = f"thkhub{tag}"
     made: dict[str, HubUser] = {}
+    granted: list[str] = []
+    subprocess.run(["groupadd", group], check=True)
+    gid = grp.getgrnam(group).gr_gid
     try:
+        granted = _grant_search([Path(os.path.realpath(sys.executable)), Path(sys.prefix)], gid)
         for who in ("ann", "bob"):
             name = f"thk{who}{tag}"
-            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", name], check=True)
+            subprocess.run(
+                ["useradd", "--create-home", "--shell", "/bin/bash", "-G", group, name],
+                check=True,
+            )
             pw = pwd.getpwnam(name)
             made[who] = HubUser(name, pw.pw_uid, Path(pw.pw_dir))
             # Homes are private, as a multi-user machine should keep them (useradd's mode
             # follows login.defs, which differs between distributions).
             os.chmod(pw.pw_dir, 0o700)
         probe = subprocess.run(
-            [
-                "su",
-                "-s",
-                "/bin/sh",
-                made["ann"].name,
-                "-c",
-                f"{sys.executable} -c 'import think_kernel'",
-            ],
+            ["su", "-s", "/bin/sh", made["ann"].name, "-c",
+             f"{sys.executable} -c 'import think_kernel'"],
             capture_output=True,
             text=True,
-        )
+        )  # fmt: skip
         assert probe.returncode == 0, (
-            "a new system user cannot run this environment's Python (make the virtualenv and "
-            f"its Python readable by other users): {probe.stderr}"
+            f"a new system user cannot run this environment's Python: {probe.stderr}"
         )
         yield made
     finally:
         for user in made.values():
             _kill_processes_of(user.uid)
             subprocess.run(["userdel", "--remove", user.name], capture_output=True)
+        _revoke_search(granted, gid)
+        subprocess.run(["groupdel", group], capture_output=True)
 
 
 @pytest.fixture(scope="module")
