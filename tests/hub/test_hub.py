@@ -21,6 +21,9 @@ from websockets.sync.client import connect
 from ..fake_model import FakeModel
 from .conftest import Hub, HubUser, as_json, session_ids, store_files, wait_for
 
+# The module's hub (proxy, two servers, kernels) starts inside the first test's time.
+pytestmark = pytest.mark.timeout(600)
+
 # What each user's sandboxed bash prints: who it runs as, how many processes it sees (a pid
 # namespace shows a handful), its user-namespace mapping, and whether it can read the other
 # user's store and home.
