@@ -81,8 +81,16 @@ def _type(trait: Any) -> str:
     return name
 
 
+def _code(text: str) -> str:
+    """A table cell's code span: one line, and no pipe (the tables extension splits cells on
+    it, and an escaped one shows its backslash in code): ``A | B`` reads ``A or B``."""
+    return " ".join(str(text).split()).replace(" | ", " or ").replace("|", "/")
+
+
 def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    # One line, pipes escaped, and ``<root_dir>``-style placeholders shown, not taken as HTML.
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def configurables() -> list[type]:
@@ -133,7 +141,7 @@ def configuration_page() -> str:
             if not trait.help:
                 raise ReferenceError_(f"{cls.__name__}.{name} has no help text")
             default = _default(cls, name, trait)
-            shown = default if default.startswith("computed") else f"`{_cell(default)}`"
+            shown = default if default.startswith("computed") else f"`{_code(default)}`"
             out.append(f"| `{name}` | {_type(trait)} | {shown} | {_cell(trait.help)} |")
         out.append("")
     return "\n".join(out)
@@ -266,7 +274,7 @@ def websocket_page() -> str:
         if fields:
             out += ["| field | type |", "|---|---|"]
             for f in fields:
-                out.append(f"| `{f.name}` | `{_cell(_hint(hints.get(f.name, f.type)))}` |")
+                out.append(f"| `{f.name}` | `{_code(_hint(hints.get(f.name, f.type)))}` |")
             out.append("")
     return "\n".join(out)
 
