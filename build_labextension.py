@@ -25,8 +25,8 @@ HOW_TO = f"""\
 Think for Jupyter: building the JupyterLab extension from a source checkout needs Node.js
 >= {NODE_MIN} and npm ({{found}}). Either:
 
-  - install Node.js {NODE_MIN} or newer (your system's package manager, conda-forge's `nodejs`,
-    or nvm), check `node --version`, and run pip again; or
+  - install Node.js {NODE_MIN} or newer (nodejs.org, conda-forge's `nodejs`, nvm; some
+    distributions ship older ones), check `node --version`, and run pip again; or
   - install a built wheel instead (`pip install think_jupyter-*.whl`, or from an index): the
     wheel carries the prebuilt extension and needs no Node.js.
 """
