@@ -41,6 +41,7 @@ from jupyter_ext.documents import DocumentService  # noqa: E402
 from jupyter_ext.rooms import enable_room_nodelay  # noqa: E402
 from tests.collab.peers import Peer  # noqa: E402
 from think_kernel.collab.history import VersionLog  # noqa: E402
+from think_kernel.store.location import store_dir  # noqa: E402
 
 PEER_BURST_MS = 264  # jupyter-ai, PEERS.md
 
@@ -287,7 +288,7 @@ async def bench_standalone(n_big: int) -> None:
     old.apply_update(store.state("big.py", n_big // 2))
     report("standalone: replay to the middle version", (time.perf_counter() - s) * 1000, "ms")
     await notebooks.aclose()
-    size = sum(p.stat().st_size for p in (tmp / ".think").glob("ydocs.db*"))
+    size = sum(p.stat().st_size for p in store_dir(tmp).glob("ydocs.db*"))
     report("standalone: ydocs.db file size (checkpointed)", size / 1024, "KiB")
     s = time.perf_counter()
     ws, notebooks = local_access(tmp)

@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
+from jupyter_server.services.contents.filecheckpoints import FileCheckpoints
+from jupyter_server.services.contents.fileio import FileManagerMixin
 from traitlets import Float, Int, List, Unicode
 
-from think_kernel.store import Store, new_id
+from think_kernel.store import Store, location, new_id
 
+from .contents import ThinkCheckpoints, ThinkContentsManager
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
@@ -43,7 +46,9 @@ class ThinkExtension(ExtensionApp):
     store_path = Unicode(
         "",
         config=True,
-        help="SQLite file of the store (a path). Default: <root_dir>/.think/think.db.",
+        help="SQLite file of the store (a path); blobs and history go next to it. Default: "
+        "<jupyter data dir>/think/<root folder name>-<hash of root_dir>/think.db, outside the "
+        "workspace (sandboxed code can write the workspace).",
     )
     retention_days = Float(
         0.0,
@@ -99,6 +104,18 @@ class ThinkExtension(ExtensionApp):
         help="Seconds to wait for the kernel to confirm a cancel before the request is "
         "marked cancelled anyway. Default: 1.",
     )
+    link_hello_timeout = Float(
+        3.0,
+        config=True,
+        help="Seconds a kernel-link connection may take to authenticate before it is closed. "
+        "Default: 3.",
+    )
+    max_pending_links = Int(
+        64,
+        config=True,
+        help="Kernel-link connections allowed at once before they authenticate; more are "
+        "refused with 429. Default: 64.",
+    )
     scheduler_poll = Float(
         5.0,
         config=True,
@@ -122,17 +139,20 @@ class ThinkExtension(ExtensionApp):
             root_dir=os.path.abspath(os.path.expanduser(self.serverapp.root_dir))
             if self.serverapp is not None
             else "",
+            hello_timeout=self.link_hello_timeout,
+            max_pending=self.max_pending_links,
         )
         self._tasks: list[asyncio.Task[Any]] = []
         self._starting: asyncio.Future[None] | None = None
         self.services.starter = self.ensure_started
         self._register_documents()
+        self._check_contents_manager()
 
     def _register_documents(self) -> None:
         # The agent's file and notebook edits go through the collaboration rooms, served to
         # kernels as doc.* RPC methods (jupyter_ext/documents.py).
         try:
-            from .documents import register_document_rpcs
+            from .docrpc import register_document_rpcs
         except ImportError as e:  # jupyter-collaboration missing: files fall back to disk
             self.log.warning("Think: document RPCs unavailable (%s)", e)
             return
@@ -148,11 +168,55 @@ class ThinkExtension(ExtensionApp):
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.services.links}))
 
     def resolved_store_path(self) -> str:
-        """The store file in use."""
-        if self.store_path:
-            return os.path.abspath(os.path.expanduser(self.store_path))
+        """The store file in use (its folder is created, and a legacy ``.think/`` moved in)."""
+        return str(location.store_file(self._root(), self.store_path))
+
+    def store_dir(self) -> Path:
+        """The folder of the store: think.db, blobs, the agent's edit history."""
+        return location.store_dir(self._root(), self.store_path)
+
+    def _root(self) -> str:
         root = self.serverapp.root_dir if self.serverapp else os.getcwd()  # type: ignore[union-attr]
-        return str(Path(root) / ".think" / "think.db")
+        return os.path.abspath(os.path.expanduser(root))
+
+    def _link_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Install the link-safe contents manager (unless another one is configured) and
+        keep jupyter-collaboration's session file out of the workspace (issue 9)."""
+        super()._link_jupyter_server_extension(serverapp)
+        configured = serverapp.config.get("ServerApp", {})
+        if "contents_manager_class" not in configured:
+            serverapp.contents_manager_class = ThinkContentsManager
+        ydoc = serverapp.config.get("YDocExtension", {})
+        if not ydoc.get("session_store_path"):
+            path = str(self.store_dir() / "collaboration_sessions.json")
+            serverapp.config.YDocExtension.session_store_path = path
+
+    def _check_contents_manager(self) -> None:
+        """Warn when saves may follow links planted by sandboxed code."""
+        assert self.serverapp is not None
+        cm = self.serverapp.contents_manager
+        if isinstance(cm, FileManagerMixin) and not isinstance(cm, ThinkContentsManager):
+            self.log.warning(
+                "Think: the contents manager %s follows symbolic links when it saves; code "
+                "the agent runs can plant links in the workspace and have a save write "
+                "outside it with this server's rights. Use jupyter_ext.contents."
+                "ThinkContentsManager (or a subclass) as ServerApp.contents_manager_class.",
+                type(cm).__name__,
+            )
+        checkpoints = getattr(cm, "checkpoints", None)
+        if isinstance(checkpoints, FileCheckpoints) and not isinstance(
+            checkpoints, ThinkCheckpoints
+        ):
+            self.log.warning(
+                "Think: the checkpoints class %s follows symbolic links; use "
+                "jupyter_ext.contents.ThinkCheckpoints.",
+                type(checkpoints).__name__,
+            )
+        settings = self.serverapp.web_app.settings
+        if not settings.get("collaborative_session_store_path"):
+            settings["collaborative_session_store_path"] = str(
+                self.store_dir() / "collaboration_sessions.json"
+            )
 
     def register_rpc(self, name: str, handler: RpcHandler) -> None:
         """Serve ``await link.request(name, params)`` from kernels: ``handler(info, params)``."""

@@ -13,6 +13,44 @@ from tornado import web
 from .services import Services
 
 AUTH_RESOURCE = "think"
+#: JSON from clients may nest this deep, no deeper (a 5,000-deep body once answered 500).
+MAX_JSON_DEPTH = 64
+
+
+def parse_json(raw: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` for untrusted input: ValueError for bad JSON, NaN/Infinity, lone
+    surrogates SQLite cannot store, and nesting deeper than ``max_depth`` (never a
+    RecursionError)."""
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError(f"JSON nests deeper than {max_depth} levels") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8: {e}") from None
+    todo: list[tuple[Any, int]] = [(data, 1)]
+    while todo:  # iterative, so the check itself cannot recurse too deep
+        value, depth = todo.pop()
+        if isinstance(value, dict):
+            items: Any = value.values()
+        elif isinstance(value, list):
+            items = value
+        else:
+            if isinstance(value, str):
+                _check_unicode(value)
+            continue
+        if depth > max_depth:
+            raise ValueError(f"JSON nests deeper than {max_depth} levels")
+        for key in value if isinstance(value, dict) else ():
+            _check_unicode(key)
+        todo.extend((v, depth + 1) for v in items)
+    return data
+
+
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # "\ud800" parses, but SQLite (UTF-8) cannot store it
+        raise ValueError("invalid unicode (a lone surrogate)") from None
 
 
 class ThinkHandler(ExtensionHandlerMixin, APIHandler):
@@ -50,15 +88,11 @@ class ThinkHandler(ExtensionHandlerMixin, APIHandler):
         if not raw.strip():
             return {}
         try:
-            data = json.loads(raw, parse_constant=_reject_constant)
-        except (ValueError, UnicodeDecodeError) as e:
+            data = parse_json(raw)
+        except ValueError as e:
             raise web.HTTPError(400, f"body is not valid JSON: {e}") from None
         if not isinstance(data, dict):
             raise web.HTTPError(400, "body must be a JSON object")
-        try:  # "\ud800" parses, but SQLite (UTF-8) cannot store a lone surrogate
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise web.HTTPError(400, "body contains invalid unicode (a lone surrogate)") from None
         return data
 
     def send(self, data: Any, status: int = 200) -> None:

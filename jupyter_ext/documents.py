@@ -1,6 +1,6 @@
 """The agent edits files and notebooks through the collaboration rooms, server side.
 
-    docs = DocumentService(serverapp, history=VersionLog(root / ".think/history.db"))
+    docs = DocumentService(serverapp, history=VersionLog(store_dir / "history.db"))
     await docs.write_text("a.py", "print(1)\\n", action_id="act_1")
     cell_id = (await docs.insert_cell("nb.ipynb", 0, "1 + 1", action_id="act_2"))["cell_id"]
 
@@ -13,7 +13,7 @@ then broadcasts it, writes it to its ystore and autosaves it. Nothing is written
 a room: a file that does not exist yet is created empty through the contents manager (no room
 can be open on it) and then filled through its room.
 
-RPC methods (``register_document_rpcs``), params -> result, all JSON:
+RPC methods (:func:`jupyter_ext.docrpc.register_document_rpcs`), params -> result, all JSON:
 
 - ``doc.read`` {path} -> {content, kind}; ``doc.write`` {path, content, base?, action_id?}
   -> {ops, created, version}; ``doc.edit`` {path, old, new, replace_all?, action_id?}
@@ -28,8 +28,18 @@ RPC methods (``register_document_rpcs``), params -> result, all JSON:
 - ``doc.versions`` {path} -> {versions: [...]}; ``doc.revert`` {path, version, action_id?}
   -> {ops, version}
 
-``base`` is the text the agent's edit was computed from: when a human typed since, the edit is
-merged into the current text (:func:`merge3`) instead of overwriting what they typed.
+``base`` is the text the agent's edit was computed from (what it last read): what others
+changed since is merged when it touches other lines; a change to the same lines is refused
+(``code: "CONFLICT"``, with the ``current`` text) so the model reads again
+(:func:`think_kernel.collab.merge.merge_edit`). ``quiet`` (seconds) asks the agent's edit to
+wait while a person types in that cell or on those lines: the answer is then ``{"busy":
+"waiting for you to finish typing in cell 3 of a.ipynb", "retry_after": s}`` and nothing is
+changed (:mod:`jupyter_ext.activity`).
+
+Around sandboxed runs (:mod:`jupyter_ext.roomfiles`): ``doc.flush`` {path, hold?} -> {saved,
+lease} saves every dirty room under the folder ``path`` (and holds autosaves there for
+``hold`` seconds); ``doc.sync`` {paths, lease?} -> {merged} merges what the run changed on disk
+into the open rooms and releases the lease.
 """
 
 from __future__ import annotations
@@ -37,21 +47,43 @@ from __future__ import annotations
 import asyncio
 import json
 import posixpath
-from collections.abc import Awaitable, Callable
+import stat
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from jupyter_server.utils import ensure_async
 from jupyter_ydoc import YNotebook, YUnicode
 from pycrdt import Text
+from tornado.web import HTTPError
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.history import VersionLog
+from think_kernel.collab.merge import MergeConflict, changed_lines, merge_edit
+from think_kernel.safefs import SafeRoot
+from think_kernel.tools.textpage import NotUtf8, check_utf8
+from think_kernel.tools.workspace import MAX_EDIT_BYTES
 
-RpcHandler = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
+from .activity import RoomActivity
+from .roomfiles import RoomFiles
 
 
 class DocumentError(Exception):
-    """A request the agent can correct (missing file, unknown cell, ...)."""
+    """A request the agent can correct (missing file, unknown cell, a conflict, ...)."""
+
+    def __init__(self, message: str, code: str = "DOCUMENT_ERROR", **data: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+def _conflict(what: str, e: MergeConflict, current: str) -> DocumentError:
+    return DocumentError(
+        f"{what} {e}; someone else edited the same lines, so nothing was written",
+        "CONFLICT",
+        current=current,
+        lines=e.lines,
+    )
 
 
 def _kind(path: str) -> str:
@@ -63,6 +95,11 @@ def _source(doc: Any) -> Text:
     return doc.ydoc.get("source", type=Text)
 
 
+def check_path(path: str) -> str:
+    """A normalised server-relative path; DocumentError if it is empty or leaves the root."""
+    return _check_path(path)
+
+
 def _check_path(path: str) -> str:
     if not isinstance(path, str) or not path.strip():
         raise DocumentError("path is empty")
@@ -72,14 +109,93 @@ def _check_path(path: str) -> str:
     return norm
 
 
+#: Codes of files that are never loaded into a room (see :func:`check_loadable`).
+UNLOADABLE = ("NOT_UTF8", "TOO_LARGE", "NOT_REGULAR")
+
+
+async def check_loadable(
+    root_dir: str, path: str, max_bytes: int, checked: dict[str, tuple[int, int, int]]
+) -> None:
+    """Refuse to load into a room (and the server's memory) what does not belong there:
+    anything but a regular file, a file over ``max_bytes``, or one that is not UTF-8
+    (jupyter-collaboration would fail to load it, and keep a broken empty room that a later
+    save would write over the file). ``checked`` remembers files already found fine, by
+    inode, size and mtime, so a file is read once per change (issue 9)."""
+
+    def check() -> None:
+        fs = SafeRoot(root_dir)
+        try:
+            st = fs.stat(path)
+            if st is None:
+                return
+            if not stat.S_ISREG(st.st_mode):
+                raise DocumentError(f"{path!r} is not a regular file", "NOT_REGULAR")
+            if st.st_size > max_bytes:
+                raise DocumentError(
+                    f"{path} is {st.st_size} bytes; files over {max_bytes} bytes are not "
+                    "loaded into a collaboration room",
+                    "TOO_LARGE",
+                )
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if checked.get(path) == key:
+                return
+            with fs.open_read(path) as f:
+                check_utf8(f)
+            checked[path] = key
+        except NotUtf8 as e:
+            raise DocumentError(
+                f"{path} is not UTF-8 text (byte {e.offset}); it is not loaded into a "
+                "collaboration room",
+                "NOT_UTF8",
+            ) from None
+        except OSError as e:
+            raise DocumentError(str(e), "PATH_NOT_ALLOWED") from None
+
+    await asyncio.to_thread(check)
+
+
 class DocumentService:
     """Reads and edits documents through the live collaboration rooms."""
 
-    def __init__(self, serverapp: Any, history: VersionLog, log: Any = None) -> None:
+    def __init__(
+        self,
+        serverapp: Any,
+        history: VersionLog,
+        log: Any = None,
+        files: RoomFiles | None = None,
+        max_bytes: int = MAX_EDIT_BYTES,
+    ) -> None:
         self.serverapp = serverapp
         self.history = history
         self.log = log or serverapp.log
+        self.max_bytes = max_bytes  # larger files are never loaded into a room
+        self._loadable: dict[str, tuple[int, int, int]] = {}
+        self.files = files
         self._locks: dict[str, asyncio.Lock] = {}
+        self._activity: weakref.WeakKeyDictionary[Any, RoomActivity] = weakref.WeakKeyDictionary()
+
+    def activity_for(self, path: str) -> RoomActivity | None:
+        """The activity tracker of an open room, by path (None if the room is not open)."""
+        for doc in list(self._activity):
+            if getattr(doc, "path", None) == path:
+                return self._activity[doc]
+        if self.files is not None:
+            for _, room, loader in self.files.rooms():
+                if loader.path == path:
+                    return self.files.tracker(room.ydoc)
+        return None
+
+    def activity(self, doc: Any) -> RoomActivity:
+        """What people do in this room lately (tracked since the room opened, when the room
+        files are installed; else since the agent's first access)."""
+        found = self.files.tracker(doc.ydoc) if self.files is not None else None
+        if found is None:
+            found = self._activity.get(doc)
+        if found is None:
+            found = self._activity[doc] = RoomActivity(
+                doc.ydoc, getattr(doc, "awareness", None), isinstance(doc, YNotebook)
+            )
+        return found
 
     # ------------------------------------------------------------------ rooms
 
@@ -101,16 +217,26 @@ class DocumentService:
         ext = self._settings.get("jupyter_server_ydoc")
         if ext is None:
             raise DocumentError("jupyter-collaboration (jupyter_server_ydoc) is not enabled")
+        if self.files is not None and self.files.mapping is None:
+            self.files.install()  # before the room (and its file loader) is made
         notebook = _kind(path) == "notebook"
-        doc = await ext.get_document(
-            path=path,
-            content_type="notebook" if notebook else "file",
-            file_format="json" if notebook else "text",
-            copy=False,
-            create=True,
-        )
+        await check_loadable(self.serverapp.root_dir, path, self.max_bytes, self._loadable)
+        try:
+            doc = await ext.get_document(
+                path=path,
+                content_type="notebook" if notebook else "file",
+                file_format="json" if notebook else "text",
+                copy=False,
+                create=True,
+            )
+        except HTTPError as e:  # the contents manager refused to load it (issue 9)
+            reason = str(e.log_message or e)
+            raise DocumentError(
+                reason, "NOT_UTF8" if "UTF-8" in reason else "DOCUMENT_ERROR"
+            ) from e
         if doc is None:
             raise DocumentError(f"no collaboration room for {path!r}")
+        self.activity(doc)
         return doc
 
     async def _create_empty(self, path: str) -> None:
@@ -168,29 +294,45 @@ class DocumentService:
         return {"content": doc.get(), "kind": "file"}
 
     async def write_text(
-        self, path: str, content: str, base: str | None = None, action_id: str = ""
+        self,
+        path: str,
+        content: str,
+        base: str | None = None,
+        action_id: str = "",
+        quiet: float = 0.0,
     ) -> dict[str, Any]:
-        """Make a file's text ``content`` by minimal edits, merged with others' since ``base``."""
+        """Make a file's text ``content`` by minimal edits, merged with others' since ``base``
+        (a conflict is refused); with ``quiet``, wait while a person types on those lines."""
         path = _check_path(path)
         async with self._lock(path):
             created = not await self._exists(path)
             doc = await self.document(path, create_file=True)
             if isinstance(doc, YNotebook):
                 try:
-                    target = json.loads(content)
+                    target_nb = json.loads(content)
                 except json.JSONDecodeError as e:
                     raise DocumentError(f"{path} is a notebook; content is not JSON: {e}") from e
-                return await self._set_notebook(path, doc, target, action_id, "write")
+                return await self._set_notebook(path, doc, target_nb, action_id, "write")
+            text = _source(doc)
+            current = str(text)
+            if quiet > 0:
+                # First wait for the person to finish typing there; then merge with it.
+                span = changed_lines(current if base is None else base, content)
+                hit = span and self.activity(doc).busy(quiet, lines=span)
+                if hit:
+                    return {"busy": f"{hit.detail} of {path}", "retry_after": hit.quiet_in}
+            try:
+                target = content if base is None else merge_edit(base, content, current)
+            except MergeConflict as e:
+                raise _conflict(path, e, current) from None
             self._remember_initial(path, doc)
             self._show(doc, path, "write")
             origin = ydocs.origin_for(action_id)
+            # No await since `current` was read: the edit lands on exactly that text.
             with doc.ydoc.transaction(origin=origin):
-                text = _source(doc)
-                current = str(text)
-                target = content if base is None else ydocs.merge3(base, content, current)
                 ops = ydocs.apply_text(text, target)
             version = self._record(path, doc, origin, action_id, f"write {ops} ops")
-            return {"ops": ops, "created": created, "version": version}
+            return {"ops": ops, "created": created, "version": version, "content": target}
 
     async def edit_text(
         self, path: str, old: str, new: str, replace_all: bool = False, action_id: str = ""
@@ -225,9 +367,14 @@ class DocumentService:
             if not await self._exists(path):
                 raise DocumentError(f"{path!r} does not exist")
             # Keep the last state so that the deletion can be reverted.
-            doc = await self.document(path)
-            self._remember_initial(path, doc)
-            self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
+            try:
+                doc = await self.document(path)
+            except DocumentError as e:
+                if e.code not in UNLOADABLE:
+                    raise
+            else:  # a file no room can hold (issue 9) is deleted without a version
+                self._remember_initial(path, doc)
+                self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
             await ensure_async(self.serverapp.contents_manager.delete(path))
             return {}
 
@@ -268,24 +415,40 @@ class DocumentService:
             }
 
     async def edit_cell(
-        self, path: str, cell_id: str, source: str, base: str | None = None, action_id: str = ""
+        self,
+        path: str,
+        cell_id: str,
+        source: str,
+        base: str | None = None,
+        action_id: str = "",
+        quiet: float = 0.0,
     ) -> dict[str, Any]:
-        """Set a cell's source with a granular diff (merged with others' edits since ``base``)."""
+        """Set a cell's source by a granular diff, merged with others' edits since ``base``
+        (a conflict is refused); with ``quiet``, wait while a person types in the cell."""
         path = _check_path(path)
         async with self._lock(path):
             doc = await self._notebook(path)
+            try:
+                text = doc.ycells[ydocs.find_cell(doc, cell_id)]["source"]
+            except KeyError as e:
+                raise DocumentError(str(e.args[0])) from e
+            current = str(text)
+            if quiet > 0 and source != current:
+                # First wait for the person to finish typing there; then merge with it.
+                hit = self.activity(doc).busy(quiet, cell_id=cell_id)
+                if hit:
+                    return {"busy": f"{hit.detail} of {path}", "retry_after": hit.quiet_in}
+            try:
+                target = source if base is None else merge_edit(base, source, current)
+            except MergeConflict as e:
+                raise _conflict(f"cell {cell_id} of {path}", e, current) from None
             self._remember_initial(path, doc)
             self._show(doc, path, "edit_cell", cell_id)
             origin = ydocs.origin_for(action_id)
-            try:
-                with doc.ydoc.transaction(origin=origin):
-                    text = doc.ycells[ydocs.find_cell(doc, cell_id)]["source"]
-                    target = source if base is None else ydocs.merge3(base, source, str(text))
-                    ops = ydocs.apply_text(text, target)
-            except KeyError as e:
-                raise DocumentError(str(e.args[0])) from e
+            with doc.ydoc.transaction(origin=origin):
+                ops = ydocs.apply_text(text, target)
             version = self._record(path, doc, origin, action_id, f"edit cell {cell_id}")
-            return {"ops": ops, "version": version}
+            return {"ops": ops, "version": version, "source": target}
 
     async def delete_cell(self, path: str, cell_id: str, action_id: str = "") -> dict[str, Any]:
         """Delete a cell by id."""
@@ -347,90 +510,3 @@ class DocumentService:
             self._show(doc, path, "revert")
             new = self._record(path, doc, origin, action_id, f"revert to {version}")
             return {"ops": ops, "version": new}
-
-
-def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> DocumentService:
-    """Build the service (and cell executor) and register the ``doc.*`` RPC methods on ``ext``.
-
-    Call once from ``ThinkExtension.initialize_settings``. Also installs TCP_NODELAY on the room
-    websockets once the server runs (see :mod:`jupyter_ext.rooms`).
-    """
-    from .execution import CellExecutor
-    from .rooms import enable_room_nodelay, history_path
-
-    serverapp = ext.serverapp
-    if service is None:
-        service = DocumentService(serverapp, VersionLog(history_path(serverapp)), ext.log)
-    executor = CellExecutor(serverapp, service)
-
-    def p(params: dict[str, Any], key: str, default: Any = ...) -> Any:
-        if key in params:
-            return params[key]
-        if default is ...:
-            raise DocumentError(f"missing parameter {key!r}")
-        return default
-
-    def aid(params: dict[str, Any]) -> str:
-        return str(params.get("action_id") or "")
-
-    async def _kernel_id(kernel_info: Any) -> str:
-        if isinstance(kernel_info, dict):
-            return str(kernel_info.get("kernel_id") or "")
-        return str(getattr(kernel_info, "kernel_id", "") or "")
-
-    handlers: dict[str, RpcHandler] = {
-        "doc.read": lambda k, q: service.read_text(p(q, "path")),
-        "doc.write": lambda k, q: service.write_text(
-            p(q, "path"), p(q, "content"), q.get("base"), aid(q)
-        ),
-        "doc.edit": lambda k, q: service.edit_text(
-            p(q, "path"), p(q, "old"), p(q, "new"), bool(q.get("replace_all")), aid(q)
-        ),
-        "doc.delete": lambda k, q: service.delete(p(q, "path"), aid(q)),
-        "doc.read_notebook": lambda k, q: service.read_notebook(p(q, "path")),
-        "doc.insert_cell": lambda k, q: service.insert_cell(
-            p(q, "path"),
-            int(p(q, "index", -1)),
-            p(q, "source"),
-            q.get("cell_type") or "code",
-            aid(q),
-        ),
-        "doc.edit_cell": lambda k, q: service.edit_cell(
-            p(q, "path"), p(q, "cell_id"), p(q, "source"), q.get("base"), aid(q)
-        ),
-        "doc.delete_cell": lambda k, q: service.delete_cell(p(q, "path"), p(q, "cell_id"), aid(q)),
-        "doc.versions": lambda k, q: service.versions(p(q, "path")),
-        "doc.revert": lambda k, q: service.revert(p(q, "path"), int(p(q, "version")), aid(q)),
-        "doc.execution": lambda k, q: executor.poll(
-            p(q, "execution_id"), int(q.get("since", 0)), float(q.get("wait", 0))
-        ),
-        "doc.interrupt": lambda k, q: executor.interrupt(p(q, "execution_id")),
-    }
-
-    async def execute_cell(kernel_info: Any, q: dict[str, Any]) -> dict[str, Any]:
-        return await executor.execute(
-            p(q, "path"),
-            p(q, "cell_id"),
-            timeout=float(q.get("timeout") or 60),
-            wait=bool(q.get("wait", True)),
-            action_id=aid(q),
-            caller_kernel_id=await _kernel_id(kernel_info),
-        )
-
-    handlers["doc.execute_cell"] = execute_cell
-
-    def wrap(fn: RpcHandler) -> RpcHandler:
-        async def handler(kernel_info: Any, params: dict[str, Any]) -> dict[str, Any]:
-            try:
-                return await fn(kernel_info, params or {})
-            except DocumentError as e:
-                return {"error": str(e), "code": "DOCUMENT_ERROR"}
-
-        return handler
-
-    for name, fn in handlers.items():
-        ext.register_rpc(name, wrap(fn))
-    ext.settings["think_documents"] = service
-    ext.settings["think_cell_executor"] = executor
-    enable_room_nodelay(serverapp.web_app, later=True)
-    return service

@@ -47,6 +47,9 @@ class SessionHandler(ThinkHandler):
         """The session, with its active run."""
         session = await self.session_or_404(session_id)
         session["run"] = await self.svc.store.active_run(session_id)
+        session["queued"] = [
+            r for r in await self.svc.store.queued_runs(session_id) if r != session["run"]
+        ]
         self.send(session)
 
     @authorized
@@ -76,10 +79,12 @@ class SessionHandler(ThinkHandler):
 
 class MessagesHandler(ThinkHandler):
     """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?, "options"?,
-    "attachments"?}`` starts a run. ``options`` (``model``, ``base_url``) become the session's
-    props, as ``%think_model`` does in a notebook, so the sidebar's settings apply to this and
-    later runs. ``attachments`` are uploaded files (``POST .../attachments``) and notebook
-    cells; they are stored with the message.
+    "attachments"?, "interrupt"?}`` starts a run, or queues it behind the session's active
+    run (the message is then stored with status ``queued``); ``"interrupt": true`` ("stop
+    and send") cancels the active and queued runs first. ``options`` (``model``,
+    ``base_url``) become the session's props, as ``%think_model`` does in a notebook, so the
+    sidebar's settings apply to this and later runs. ``attachments`` are uploaded files
+    (``POST .../attachments``) and notebook cells; they are stored with the message.
     """
 
     @authorized
@@ -100,6 +105,7 @@ class MessagesHandler(ThinkHandler):
         context = field(body, "context", dict)
         options = field(body, "options", dict) or {}
         raw_attachments = field(body, "attachments", list) or []
+        interrupt = bool(field(body, "interrupt", bool))
         if not content.strip() and not raw_attachments:
             raise web.HTTPError(400, "'content' is empty")
         session = await self.session_or_404(session_id)
@@ -109,7 +115,7 @@ class MessagesHandler(ThinkHandler):
             await self.svc.store.update_session(session_id, options=props)
         try:
             message, run = await self.svc.chats.send(
-                session_id, content, context, attachments=attachments or None
+                session_id, content, context, attachments=attachments or None, interrupt=interrupt
             )
         except SessionNotFound:
             raise web.HTTPError(404, f"no session {session_id!r}") from None
@@ -211,8 +217,8 @@ class TruncateHandler(ThinkHandler):
         body = self.body()
         message_id = field(body, "message_id", str, required=True)
         await self.session_or_404(session_id)
-        if self.svc.chats.active(session_id) is not None:
-            raise web.HTTPError(409, "a run is in progress; cancel it first")
+        if self.svc.chats.busy(session_id):
+            raise web.HTTPError(409, "a run is in progress or queued; cancel it first")
         try:
             deleted = await self.svc.store.truncate(session_id, message_id)
         except KeyError:

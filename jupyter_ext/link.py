@@ -21,7 +21,9 @@ After that, frames (JSON objects with a ``type``):
   "result"}`` or ``rpc_error`` ``{"id", "error": {"code", "message"}}``; handlers come from
   :meth:`KernelLinks.register_rpc`. A repeated id (resent after a reconnect) gets the cached
   answer instead of running twice.
-- server -> kernel: ``chat``, ``cancel``, ``approval`` (see ``sessions.py``), ``ping``/``pong``.
+- server -> kernel: ``chat`` (with the run's ``attempt``), ``cancel``, ``approval`` (see
+  ``sessions.py``), ``ping`` ``{"id"}``; the kernel's ``pong`` ``{"id", "runs": [[run_id,
+  attempt], ...]}`` lists the attempts it owns (recovery uses it to find orphaned runs).
 """
 
 from __future__ import annotations
@@ -40,13 +42,17 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.auth.decorator import allow_unauthenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
+from tornado.web import HTTPError
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from .base import parse_json
 
 if TYPE_CHECKING:
     from .pipeline import EventPipeline
 
 log = logging.getLogger(__name__)
 MAX_LINK_FRAME = 16 * 1024 * 1024
+MAX_HELLO_FRAME = 4096  # a hello is ~300 bytes; nothing bigger is read before authentication
 
 
 def link_mac(key: bytes, *parts: str) -> str:
@@ -67,6 +73,7 @@ class KernelInfo:
 RpcHandler = Callable[[KernelInfo, dict[str, Any]], Awaitable[dict[str, Any]]]
 ItemListener = Callable[[KernelInfo, dict[str, Any]], None]
 ConnectListener = Callable[[KernelInfo, bool], None]
+PongListener = Callable[[KernelInfo, dict[str, Any]], None]
 
 
 @dataclass
@@ -86,8 +93,15 @@ class KernelLinks:
         store_path: str,
         session_of: Callable[[str], str | None],
         root_dir: str = "",
+        hello_timeout: float = 3.0,
+        max_pending: int = 64,
     ) -> None:
         self.kernel_manager = kernel_manager
+        # Connections that have not authenticated yet: each is closed after hello_timeout
+        # seconds, and past max_pending new ones are refused (issue 9: 3,000 idle sockets).
+        self.hello_timeout = hello_timeout
+        self.max_pending = max_pending
+        self.pending: set[LinkHandler] = set()
         self.pipeline = pipeline
         self.store_path = store_path
         self.root_dir = root_dir
@@ -99,6 +113,7 @@ class KernelLinks:
         self._waiters: dict[str, list[asyncio.Future[LinkHandler]]] = {}
         self.item_listeners: list[ItemListener] = []
         self.connect_listeners: list[ConnectListener] = []
+        self.pong_listeners: list[PongListener] = []
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- public API --------------------------------------------------------------------------
@@ -134,7 +149,7 @@ class KernelLinks:
 
     async def close(self) -> None:
         """Close every link and stop RPC tasks."""
-        for conn in list(self.conns.values()):
+        for conn in [*self.conns.values(), *self.pending]:
             conn.close()
         for task in list(self._tasks):
             task.cancel()
@@ -183,7 +198,10 @@ class KernelLinks:
             self._call(info, frame)
         elif kind == "ping":
             conn.send_frame({"type": "pong"})
-        elif kind != "pong":
+        elif kind == "pong":
+            for listener in self.pong_listeners:
+                listener(info, frame)
+        else:
             conn.send_frame({"type": "error", "message": f"unknown frame type {kind!r}"})
 
     def _items(self, info: KernelInfo, items: Any) -> None:
@@ -251,6 +269,9 @@ class KernelLinks:
             reply = {"type": "rpc_result", "id": rid, "result": result}
         except asyncio.CancelledError:
             raise
+        except (TypeError, ValueError) as e:  # parameters of the wrong type or shape: a 4xx
+            log.info("rpc %s refused: %s", rid, e, exc_info=log.isEnabledFor(logging.DEBUG))
+            reply = self._error(rid, "bad_params", f"{type(e).__name__}: {e}")
         except Exception as e:  # the kernel gets the error; the server carries on
             log.warning("rpc %s failed: %s", rid, e, exc_info=True)
             reply = self._error(rid, getattr(e, "code", type(e).__name__), str(e))
@@ -291,13 +312,38 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
 
     @allow_unauthenticated
     async def get(self, *args: Any, **kwargs: Any) -> None:
-        """Upgrade; the handshake in :meth:`on_message` authenticates."""
-        await super().get(*args, **kwargs)
+        """Upgrade (429 past the cap of unauthenticated links); :meth:`on_message`
+        authenticates."""
+        pending = self.links.pending
+        if len(pending) >= self.links.max_pending:
+            raise HTTPError(429, "too many unauthenticated kernel links; try again later")
+        pending.add(self)
+        try:
+            await super().get(*args, **kwargs)
+        finally:
+            if self.ws_connection is None:  # not upgraded (a plain GET, a bad handshake)
+                pending.discard(self)
 
     def open(self, *args: Any, **kwargs: Any) -> None:
-        """Send the challenge."""
+        """Send the challenge; a link without a valid hello in time is closed."""
         super().open(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        self._hello_timer = loop.call_later(self.links.hello_timeout, self._no_hello)
         self.send_frame({"type": "challenge", "nonce": self.nonce})
+
+    def _no_hello(self) -> None:
+        if self.info is None:
+            self._refuse(4408, "no hello in time")
+
+    def _refuse(self, code: int, reason: str) -> None:
+        """Close an unauthenticated link, not waiting for a peer that may never answer."""
+        self.links.pending.discard(self)
+        conn = self.ws_connection  # close() forgets it
+        self.close(code, reason)
+        stream = getattr(conn, "stream", None)
+        if stream is not None:
+            # Tornado waits 5 s for the peer's close frame; a hostile one never sends it.
+            asyncio.get_running_loop().call_later(0.5, stream.close)
 
     def send_frame(self, frame: dict[str, Any]) -> bool:
         """Send a JSON frame; False if the socket is closed."""
@@ -320,11 +366,14 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
 
     def on_message(self, message: str | bytes) -> None:
         """Handshake first, then hand frames to the registry."""
-        if len(message) > MAX_LINK_FRAME:
-            self.close(1009, "frame too large")
+        if len(message) > (MAX_LINK_FRAME if self.info is not None else MAX_HELLO_FRAME):
+            if self.info is None:
+                self._refuse(1009, "frame too large")
+            else:
+                self.close(1009, "frame too large")
             return
         try:
-            frame = json.loads(message)
+            frame = parse_json(message)
             if not isinstance(frame, dict):
                 raise ValueError("not an object")
         except ValueError:
@@ -345,16 +394,18 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
         if frame.get("type") != "hello" or not all(
             isinstance(v, str) and v for v in (kernel_id, epoch, mac, cnonce)
         ):
-            self.close(4400, "expected a hello frame")
+            self._refuse(4400, "expected a hello frame")
             return
         assert isinstance(kernel_id, str) and isinstance(epoch, str)
         assert isinstance(mac, str) and isinstance(cnonce, str)
         key = self.links.key_of(kernel_id)
         expected = link_mac(key or b"no key", "kernel", kernel_id, epoch, self.nonce)
         if key is None or not hmac.compare_digest(expected, mac):
-            log.warning("kernel link refused for %s", kernel_id)
-            self.close(4403, "authentication failed")
+            log.warning("kernel link refused for %s", kernel_id[:64])
+            self._refuse(4403, "authentication failed")
             return
+        self._hello_timer.cancel()
+        self.links.pending.discard(self)
         self.info = KernelInfo(kernel_id, epoch, self.links.session_of(kernel_id))
         self.send_frame(
             {
@@ -369,4 +420,8 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
 
     def on_close(self) -> None:
         """Forget the link."""
+        timer = getattr(self, "_hello_timer", None)
+        if timer is not None:
+            timer.cancel()
+        self.links.pending.discard(self)
         self.links.detach(self)

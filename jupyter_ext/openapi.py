@@ -141,6 +141,7 @@ OPENAPI: dict[str, Any] = {
         }
     },
     "paths": {
+        "/openapi.json": {"get": _op("This document", _json(_OBJ))},
         "/sessions": {
             "get": _op(
                 "List sessions",
@@ -190,7 +191,9 @@ OPENAPI: dict[str, Any] = {
                 ],
             ),
             "post": _op(
-                "Send a message (stored before the answer) and start a run",
+                "Send a message (stored before the answer) and start a run, or queue it "
+                "behind the active run (message status 'queued'); 'interrupt' cancels the "
+                "active and queued runs first ('stop and send')",
                 _json(
                     {
                         "type": "object",
@@ -209,6 +212,7 @@ OPENAPI: dict[str, Any] = {
                             "maxItems": 10,
                             "items": _ref("Attachment"),
                         },
+                        "interrupt": {"type": "boolean"},
                         "options": {
                             "type": "object",
                             "properties": {

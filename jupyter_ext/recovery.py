@@ -3,7 +3,8 @@
 Every ``interval`` seconds:
 
 - each active run whose kernel link is up gets a heartbeat and a checkpoint (the partial text
-  streamed so far) in ``runs``;
+  streamed so far) in ``runs``, and its kernel a ``ping``: a kernel whose ``pong`` stops
+  listing the run's attempt no longer owns it (it lost or dropped it) and the run is retried;
 - a run whose kernel died, or whose link has been down for ``stale_timeout`` seconds, is
   interrupted (retried with backoff, or failed);
 - runs in the store that another (dead) server process owned and whose heartbeat is older
@@ -51,6 +52,9 @@ class Recovery:
         self.stale_timeout = stale_timeout
         self.retention = retention
         self._down_since: dict[str, float] = {}
+        # A pong can overtake the run_end of a run that just ended (it is stored first):
+        # a run must be missing from its kernel's pongs this long to count as orphaned.
+        self.owner_grace = max(2.0, 3 * interval)
         self._last_prune = 0.0
 
     async def run(self) -> None:
@@ -65,16 +69,23 @@ class Recovery:
             await asyncio.sleep(self.interval)
 
     async def tick(self) -> None:
-        """One pass: heartbeat live runs, interrupt dead ones, adopt orphans, prune."""
+        """One pass: heartbeat live runs, interrupt orphaned ones, adopt a dead server's."""
         now = time.time()
         alive, checkpoints = [], {}
+        pinged: set[str] = set()
         for run in list(self.chats.runs.values()):
             kid = run.kernel_id
-            if kid is None:
-                alive.append(run.id)  # still starting; _deliver times out on its own
+            if run.state != "running" or kid is None:
+                alive.append(run.id)  # queued, retrying (the scheduler owns it) or starting
                 continue
             if self.links.connected(kid):
                 self._down_since.pop(run.id, None)
+                if self.chats.lost_owner(run, self.owner_grace):
+                    await self.chats.interrupt(run.id, "the think kernel lost the request")
+                    continue
+                if kid not in pinged:
+                    pinged.add(kid)
+                    self.chats.ping(kid)
                 alive.append(run.id)
                 part = self.hub.partial(run.session_id)
                 if part is not None:
@@ -97,8 +108,7 @@ class Recovery:
             await self.store.heartbeat_runs(alive, checkpoints)
         for row in await self.store.find_stale_runs(now - self.stale_timeout, self.chats.owner):
             log.info("recovering run %s of session %s", row["id"], row["session_id"])
-            await self.store.update_run(row["id"], owner=self.chats.owner)
-            await self.chats.interrupt(row["id"], "the server stopped mid-run")
+            await self.chats.adopt(row)
         if self.retention and now - self._last_prune > 3600:
             self._last_prune = now
             await self.store.prune(now - self.retention)

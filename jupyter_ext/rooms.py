@@ -100,6 +100,7 @@ def enable_room_nodelay(web_app: Any, later: bool = False) -> int:
     return count
 
 
-def history_path(serverapp: Any) -> Path:
-    """Where agent edit versions are kept: ``<root_dir>/.think/history.db``."""
-    return Path(serverapp.root_dir) / ".think" / "history.db"
+def history_path(ext: Any) -> Path:
+    """Where agent edit versions are kept: ``history.db`` in the store folder (outside the
+    workspace, next to think.db; see ``think_kernel.store.location``)."""
+    return Path(ext.store_dir()) / "history.db"

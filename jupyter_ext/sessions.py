@@ -1,17 +1,25 @@
-"""Chat sessions run in think kernels: one kernel per session, started on demand.
+"""Chat sessions run in think kernels: one kernel per session, one run at a time.
 
     chats = ChatSessions(store, kernel_manager, links, pipeline, hub, policy, owner="srv_...")
     message, run = await chats.send(session_id, "hello")   # stored, then acknowledged
+    await chats.send(session_id, "no, this", interrupt=True)  # "stop and send"
     await chats.cancel(session_id)
 
-A run is a row in ``runs`` (queued -> running -> complete | failed | cancelled, or retrying
-while a retry waits in ``schedules``). The user message is committed before :meth:`send`
-returns; the request then goes to the session's kernel over its link (``chat`` frame), and is
-sent again whenever the kernel's link comes back before the kernel said ``run_started``. A
-kernel process that dies mid-run (a new link epoch, a dead kernel, or an expired heartbeat)
-interrupts the run: its streaming messages are marked errored and the run is retried with
-backoff (transient) or failed (permanent). The kernel resumes from the stored history: every
-completed step is already in the ``messages`` table.
+A run is a row in ``runs``: queued -> running -> complete | failed | cancelled, or retrying
+while a retry waits in ``schedules``. A session has at most one active (running or retrying)
+run; a message sent meanwhile is stored with status ``queued`` and its run starts when the
+active one ends (the message then moves after that run's replies). ``interrupt=True`` cancels
+the active and queued runs first.
+
+Every attempt of a run has exactly one owner: the kernel process (link epoch) that said
+``run_started`` for that attempt number. The ``chat`` frame carries the attempt; the kernel
+drops a resend of the same attempt and restarts on a new one, and items of an old attempt
+are ignored here. A run ends ``failed`` (with the error in its row, a ``task_failed`` event and
+an error message in the chat) when the kernel reports an error its own model retries did not
+cure, or when retries after lost kernels are spent. Loss of the owner (the kernel died,
+restarted, lost the link, or stopped listing the run in its ``pong``) interrupts the attempt:
+streaming messages are marked errored and the run is retried with backoff (the kernel resumes
+from the stored history: every completed step is already in ``messages``).
 """
 
 from __future__ import annotations
@@ -19,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from think_kernel.agent.events import TaskEvent
 from think_kernel.store import new_id
+
+from .chatkernels import ChatKernels
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -61,14 +70,23 @@ class _Run:
     content: str
     context: str
     attempt: int = 0
+    state: str = "queued"  # queued (waiting its turn), running, retrying
     kernel_id: str | None = None
-    epoch: str | None = None  # the kernel process that said run_started
+    epoch: str | None = None  # the kernel process that said run_started for this attempt
     delivered: bool = False  # the chat frame went out on a live link
+    ping_floor: int = 0  # pongs to pings from this id on must list this attempt
+    missing_since: float | None = None  # first pong that did not list it
+    queued_message: bool = False  # its user message waits with status "queued"
     done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """What the kernel lists in its ``pong`` for this attempt."""
+        return (self.id, self.attempt)
 
 
 class ChatSessions:
-    """Kernel-per-session routing, run bookkeeping and retries."""
+    """Kernel-per-session routing, the per-session run queue, attempts and retries."""
 
     def __init__(
         self,
@@ -86,39 +104,44 @@ class ChatSessions:
         cancel_timeout: float = 1.0,
     ) -> None:
         self.store = store
-        self.kernel_manager = kernel_manager
+        self.pool = ChatKernels(kernel_manager, kernel_name, kernel_env)
         self.links = links
         self.pipeline = pipeline
         self.hub = hub
         self.owner = owner
         self.policy = policy
-        self.kernel_name = kernel_name
-        self.kernel_env = kernel_env
         self.start_timeout = start_timeout
         self.cancel_timeout = cancel_timeout
-        self.kernels: dict[str, str] = {}  # session id -> kernel id
-        self.runs: dict[str, _Run] = {}  # active runs this server drives
-        self._locks: dict[str, asyncio.Lock] = {}
+        self.runs: dict[str, _Run] = {}  # every unfinished run this server drives
+        self._send_locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._next_ping = 1
+        self._pongs: dict[str, tuple[int, set[tuple[str, int]]]] = {}
         self.wake_scheduler: Callable[[], None] = lambda: None
         links.item_listeners.append(self._on_item)
         links.connect_listeners.append(self._on_connect)
+        links.pong_listeners.append(self._on_pong)
 
     # -- API ---------------------------------------------------------------------------------
 
     def session_of(self, kernel_id: str) -> str | None:
         """The chat session a kernel serves, if any."""
-        for sid, kid in self.kernels.items():
-            if kid == kernel_id:
-                return sid
-        return None
+        return self.pool.session_of(kernel_id)
 
     def active(self, session_id: str) -> _Run | None:
-        """The run in flight in a session (this server's view)."""
+        """The run a session is busy with (running or retrying), in this server's view."""
         for run in self.runs.values():
-            if run.session_id == session_id:
+            if run.session_id == session_id and run.state != "queued":
                 return run
         return None
+
+    def queued(self, session_id: str) -> list[_Run]:
+        """Runs waiting behind the active one, oldest first."""
+        return [r for r in self.runs.values() if r.session_id == session_id and r.state == "queued"]
+
+    def busy(self, session_id: str) -> bool:
+        """Whether the session has a run that is not finished (active or queued)."""
+        return any(r.session_id == session_id for r in self.runs.values())
 
     async def send(
         self,
@@ -126,37 +149,66 @@ class ChatSessions:
         content: str,
         context: dict[str, Any] | None = None,
         attachments: list[dict[str, Any]] | None = None,
+        *,
+        interrupt: bool = False,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Store the user message (with its attachments) and a queued run, start the run;
-        return both rows."""
+        """Store the user message (with its attachments) and its run; start it, or queue it
+        behind the active run.
+
+        ``interrupt=True`` ("stop and send") cancels the session's runs first.
+        """
         if await self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
-        extra = {"attachments": attachments} if attachments else {}
-        message = await self.store.add_message(session_id, "user", content, **extra)
-        run_row = await self.store.create_run(new_id("r_"), session_id, message["id"], self.owner)
+        if interrupt:
+            await self.cancel(session_id)
+        lock = self._send_locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            # A run another (dead) server left behind also counts until recovery ends it.
+            waits = self.busy(session_id) or await self.store.active_run(session_id) is not None
+            status = "queued" if waits else "complete"
+            extra = {"attachments": attachments} if attachments else {}
+            message = await self.store.add_message(
+                session_id, "user", content, status=status, **extra
+            )
+            row = await self.store.create_run(new_id("r_"), session_id, message["id"], self.owner)
+            ctx = json.dumps(context, indent=1, default=str) if context else ""
+            run = _Run(row["id"], session_id, message["id"], content, ctx, queued_message=waits)
+            run.state = "queued" if waits else "running"  # taken before the lock is released
+            self.runs[run.id] = run
         await self.store.update_session(session_id, status="running")
-        ctx = json.dumps(context, indent=1, default=str) if context else ""
-        run = _Run(run_row["id"], session_id, message["id"], content, ctx)
-        self.runs[run.id] = run
         # Every tab shows the new user message at once (not only the one that sent it).
         await self.pipeline.emit(session_id, {"type": "message", "message": message})
-        await self._task_event(run, "queued", "")
-        self._spawn(self._deliver(run))
-        return message, run_row
+        detail = ""
+        if waits:
+            ahead = len(self.queued(session_id)) - 1
+            detail = "queued: starts when the current request ends"
+            detail += f" ({ahead} more before it)" if ahead > 0 else ""
+        await self._task_event(run, "queued", detail)
+        if not waits:
+            await self._start(run)
+        return message, row
 
     async def cancel(self, session_id: str) -> dict[str, Any] | None:
-        """Cancel the session's run; returns within ``cancel_timeout`` seconds."""
+        """Cancel the session's active run and its queued ones; returns within
+        ``cancel_timeout`` seconds with the active run's row (or the last queued one's)."""
+        last: dict[str, Any] | None = None
+        for waiting in self.queued(session_id):
+            await self._drop_queued(waiting)
+            last = await self.store.get_run(waiting.id)
         run = self.active(session_id)
         if run is None:
-            return None
-        if run.kernel_id is not None:
-            self.links.send(run.kernel_id, {"type": "cancel", "run_id": run.id})
-        try:
-            await asyncio.wait_for(run.done.wait(), self.cancel_timeout)
-        except TimeoutError:
-            # The kernel did not confirm in time: the run is cancelled for the user anyway,
-            # and a late run_end from the kernel is ignored.
-            await self._finish(run, "cancelled", "cancelled (kernel did not confirm)")
+            return last
+        if run.state == "retrying":
+            await self._finish(run, "cancelled", "cancelled")
+        else:
+            if run.kernel_id is not None:
+                self.links.send(run.kernel_id, {"type": "cancel", "run_id": run.id})
+            try:
+                await asyncio.wait_for(run.done.wait(), self.cancel_timeout)
+            except TimeoutError:
+                # The kernel did not confirm in time: the run is cancelled for the user anyway,
+                # and a late run_end from the kernel is ignored.
+                await self._finish(run, "cancelled", "cancelled (kernel did not confirm)")
         return await self.store.get_run(run.id)
 
     async def deliver_approval(self, session_id: str, frame: dict[str, Any]) -> bool:
@@ -171,59 +223,113 @@ class ChatSessions:
             return
         message = await self.store.get_message(row["message_id"])
         if message is None:  # truncated away while waiting
-            await self.store.update_run(run_id, status="cancelled", error="message deleted")
+            run = self.runs.get(run_id)
+            if run is not None:
+                await self._finish(run, "cancelled", "message deleted")
+            else:
+                await self.store.update_run(run_id, status="cancelled", error="message deleted")
             return
         run = self.runs.get(run_id) or _Run(
             run_id, row["session_id"], row["message_id"], message["content"], ""
         )
         if message.get("content_blob"):
             run.content = await self.store.message_content(message)
-        run.attempt = row["attempt"]
-        run.epoch = None
-        run.delivered = False
+        run.attempt = int(row["attempt"])
+        run.state, run.epoch, run.delivered = "running", None, False
+        # Not the dead kernel's id: until _deliver has a live kernel, recovery must see a
+        # run that is starting, not one whose kernel died (that would interrupt it again).
+        run.kernel_id = None
         self.runs[run_id] = run
         await self.store.update_run(
-            run_id, status="queued", owner=self.owner, heartbeat_at=time.time()
+            run_id, status="running", owner=self.owner, heartbeat_at=time.time(), epoch=None
         )
         await self.store.update_session(run.session_id, status="running")
         self._spawn(self._deliver(run))
 
     async def interrupt(self, run_id: str, reason: str, transient: bool = True) -> None:
-        """A run lost its kernel: mark its stream errored, then retry or fail it."""
+        """An attempt lost its owner: mark its stream errored, then retry or fail the run."""
         row = await self.store.get_run(run_id)
         if row is None or row["status"] not in ("queued", "running"):
             return
-        run = self.runs.pop(run_id, None)
+        run = self.runs.get(run_id) or _Run(run_id, row["session_id"], row["message_id"], "", "")
+        run.attempt = int(row["attempt"])
+        self.runs[run_id] = run
         message = await self.store.get_message(row["message_id"])
         if message is not None:
             await self.store.interrupt_messages(row["session_id"], message["seq"], reason)
         self.hub.clear(row["session_id"])
-        attempt = int(row["attempt"]) + 1
+        attempt = run.attempt + 1
         delay = self.policy.delay(attempt) if transient else None
-        probe = run or _Run(run_id, row["session_id"], row["message_id"], "", "")
         if delay is None:
-            await self.store.update_run(run_id, status="failed", error=reason, attempt=attempt)
-            await self.store.update_session(row["session_id"], status="idle")
-            await self._task_event(probe, "failed", reason, attempt)
-            probe.done.set()
+            spent = f"{reason} (after {run.attempt + 1} attempts)" if transient else reason
+            await self._finish(run, "failed", spent)
             return
-        await self.store.update_run(run_id, status="retrying", error=reason, attempt=attempt)
+        run.attempt, run.state, run.epoch, run.delivered = attempt, "retrying", None, False
+        run.missing_since = None
+        await self.store.update_run(
+            run_id, status="retrying", error=reason, attempt=attempt, epoch=None
+        )
         await self.store.add_schedule(
             "run_retry", time.time() + delay, {"run_id": run_id}, row["session_id"]
         )
         self.wake_scheduler()
-        await self._task_event(probe, "retrying", f"{reason}; retry in {delay:g} s", attempt)
+        await self._task_event(run, "retrying", f"{reason}; retry in {delay:g} s", attempt)
+
+    async def adopt(self, row: dict[str, Any]) -> None:
+        """Take over a run a dead server left behind (called by recovery)."""
+        await self.store.update_run(row["id"], owner=self.owner, heartbeat_at=time.time())
+        if row["status"] == "running":
+            await self.interrupt(row["id"], "the server stopped mid-run")
+        elif row["status"] == "retrying":
+            # Its schedule may have been claimed by the dead server (claims are at most once).
+            await self.retry(row["id"])
+        elif row["status"] == "queued" and row["id"] not in self.runs:
+            message = await self.store.get_message(row["message_id"])
+            if message is None:
+                await self.store.update_run(row["id"], status="cancelled", error="message deleted")
+                return
+            content = await self.store.message_content(message)
+            run = _Run(
+                row["id"],
+                row["session_id"],
+                row["message_id"],
+                content,
+                "",
+                queued_message=message.get("status") == "queued",
+            )
+            self.runs[run.id] = run
+            await self._start_next(run.session_id)
+
+    def lost_owner(self, run: _Run, grace: float) -> bool:
+        """Whether the kernel stopped listing this attempt for ``grace`` seconds.
+
+        A pong may overtake the stored ``run_end`` of a run that just finished: only a run
+        still missing after ``grace`` counts as lost.
+        """
+        if run.kernel_id is None or not run.delivered or run.ping_floor == 0:
+            return False
+        pong = self._pongs.get(run.kernel_id)
+        if pong is None or pong[0] < run.ping_floor:
+            return False
+        if run.key in pong[1]:
+            run.missing_since = None
+            return False
+        now = time.monotonic()
+        if run.missing_since is None:
+            run.missing_since = now
+        return now - run.missing_since >= grace
+
+    def ping(self, kernel_id: str) -> None:
+        """Ask a kernel which runs it owns (answered by a ``pong`` listing them)."""
+        ping_id = self._next_ping
+        self._next_ping += 1
+        self.links.send(kernel_id, {"type": "ping", "id": ping_id})
 
     async def forget(self, session_id: str) -> None:
-        """Cancel the session's run and shut its kernel down (the session is being deleted)."""
-        if self.active(session_id) is not None:
+        """Cancel the session's runs and shut its kernel down (the session is being deleted)."""
+        if self.busy(session_id):
             await self.cancel(session_id)
-        kid = self.kernels.pop(session_id, None)
-        if kid is not None:
-            try:
-                await self.kernel_manager.shutdown_kernel(kid, now=True)
-            except Exception:  # already gone
-                log.debug("kernel %s did not shut down cleanly", kid, exc_info=True)
+        await self.pool.forget(session_id)
 
     async def close(self) -> None:
         """Stop background deliveries."""
@@ -232,58 +338,76 @@ class ChatSessions:
 
     # -- kernels -----------------------------------------------------------------------------
 
+    @property
+    def kernels(self) -> dict[str, str]:
+        """Session id -> the id of its think kernel."""
+        return self.pool.kernels
+
     async def ensure_kernel(self, session_id: str) -> str:
         """The session's live think kernel, started (or restarted) if needed."""
-        lock = self._locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
-            kid = self.kernels.get(session_id)
-            if kid is not None and await self._alive(kid):
-                return kid
-            if kid is not None:
-                self.kernels.pop(session_id, None)
-                try:
-                    await self.kernel_manager.shutdown_kernel(kid, now=True)
-                except Exception:  # already gone
-                    log.debug("dead kernel %s did not shut down cleanly", kid, exc_info=True)
-            # Chat kernels start at the server root: workspace paths and the default store
-            # location (<root>/.think/think.db) then agree with the server's.
-            env = {**os.environ, **self.kernel_env(session_id)}
-            kid = await self.kernel_manager.start_kernel(
-                kernel_name=self.kernel_name, path="", env=env
-            )
-            self.kernels[session_id] = kid
-            return str(kid)
-
-    async def _alive(self, kernel_id: str) -> bool:
-        try:
-            kernel = self.kernel_manager.get_kernel(kernel_id)
-        except Exception:  # KeyError, or jupyter_server's HTTPError(404)
-            return False
-        try:
-            return bool(await kernel.is_alive())
-        except Exception:
-            return False
+        return await self.pool.ensure(session_id)
 
     async def kernel_alive(self, kernel_id: str) -> bool:
         """Whether the kernel process is still running."""
-        return await self._alive(kernel_id)
+        return await self.pool.alive(kernel_id)
 
-    # -- delivery ----------------------------------------------------------------------------
+    # -- starting and delivering ------------------------------------------------------------
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _start(self, run: _Run) -> None:
+        """Make a queued run the session's active one and send it to the kernel."""
+        run.state = "running"
+        if run.queued_message:
+            run.queued_message = False
+            message = await self.store.start_queued_message(run.message_id)
+            if message is not None:
+                await self.pipeline.emit(run.session_id, {"type": "message", "message": message})
+        await self.store.update_run(
+            run.id, status="running", owner=self.owner, heartbeat_at=time.time()
+        )
+        await self.store.update_session(run.session_id, status="running")
+        self._spawn(self._deliver(run))
+
+    async def _start_next(self, session_id: str) -> None:
+        if self.active(session_id) is not None:
+            return
+        waiting = self.queued(session_id)
+        if waiting:
+            await self._start(waiting[0])
+        elif await self.store.active_run(session_id) is None:
+            await self.store.update_session(session_id, status="idle")
+
+    async def _drop_queued(self, run: _Run) -> None:
+        if self.runs.pop(run.id, None) is None:
+            return
+        await self.store.update_run(run.id, status="cancelled", error="cancelled")
+        if run.queued_message:
+            await self.store.update_message(run.message_id, status="cancelled")
+            message = await self.store.get_message(run.message_id)
+            if message is not None:
+                await self.pipeline.emit(run.session_id, {"type": "message", "message": message})
+        await self._task_event(run, "failed", "cancelled", run.attempt)
+        run.done.set()
+
     def _chat_frame(self, run: _Run) -> dict[str, Any]:
         return {
             "type": "chat",
             "run_id": run.id,
+            "attempt": run.attempt,
             "session_id": run.session_id,
             "message_id": run.message_id,
             "content": run.content,
             "context": run.context,
         }
+
+    def _send_chat(self, kernel_id: str, run: _Run) -> None:
+        if self.links.send(kernel_id, self._chat_frame(run)):
+            run.delivered = True
+            run.ping_floor = self._next_ping  # pings sent from now on follow the frame
 
     async def _deliver(self, run: _Run) -> None:
         try:
@@ -291,8 +415,8 @@ class ChatSessions:
             run.kernel_id = kid
             await self.store.update_run(run.id, kernel_id=kid, status="running")
             await asyncio.wait_for(self.links.wait(kid), self.start_timeout)
-            if run.id in self.runs and run.epoch is None:
-                run.delivered = self.links.send(kid, self._chat_frame(run)) or run.delivered
+            if self.runs.get(run.id) is run and run.state == "running" and run.epoch is None:
+                self._send_chat(kid, run)
         except asyncio.CancelledError:
             raise
         except TimeoutError:
@@ -302,39 +426,72 @@ class ChatSessions:
             log.warning("could not start a kernel for %s: %s", run.session_id, e)
             await self.interrupt(run.id, f"could not start a think kernel: {e}", not permanent)
 
+    # -- what kernels say --------------------------------------------------------------------
+
     def _on_connect(self, info: KernelInfo, new_process: bool) -> None:
         for run in list(self.runs.values()):
-            if run.kernel_id != info.kernel_id:
+            if run.kernel_id != info.kernel_id or run.state != "running":
                 continue
             if run.epoch is not None and run.epoch != info.epoch:
                 self._spawn(self.interrupt(run.id, "the think kernel restarted mid-run"))
             elif run.epoch is None:
-                run.delivered = self.links.send(info.kernel_id, self._chat_frame(run))
+                self._send_chat(info.kernel_id, run)  # the kernel drops it if it has it
+
+    def _on_pong(self, info: KernelInfo, frame: dict[str, Any]) -> None:
+        ping_id = frame.get("id")
+        runs = frame.get("runs")
+        if not isinstance(ping_id, int) or not isinstance(runs, list):
+            return  # a keep-alive pong, or a kernel that does not list its runs
+        keys = {
+            (str(r[0]), int(r[1]))
+            for r in runs
+            if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int)
+        }
+        self._pongs[info.kernel_id] = (ping_id, keys)
 
     def _on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
         run = self.runs.get(str(item.get("run_id") or ""))
-        if run is None:
+        if run is None or run.state != "running":
             return
+        attempt = item.get("attempt")
+        if isinstance(attempt, int) and attempt != run.attempt:
+            return  # an attempt that was superseded: it no longer owns the run
         if item.get("kind") == "run_started":
             run.epoch = info.epoch
+            self._spawn(self.store.update_run(run.id, epoch=info.epoch))
         elif item.get("kind") == "run_end":
+            if run.epoch is not None and run.epoch != info.epoch:
+                return  # not the owner of this attempt
             status = str(item.get("status") or "complete")
-            error = str(item.get("error") or "")
-            if status == "error" and item.get("retryable"):
-                self._spawn(self.interrupt(run.id, error or "transient error"))
-            else:
-                self._spawn(self._finish(run, status, error))
+            # The kernel's model loop already retried transient errors: an error is final.
+            self._spawn(self._finish(run, status, str(item.get("error") or "")))
+
+    # -- ending ------------------------------------------------------------------------------
 
     async def _finish(self, run: _Run, status: str, error: str) -> None:
         if self.runs.pop(run.id, None) is None:
             return
         final = {"complete": "complete", "cancelled": "cancelled"}.get(status, "failed")
-        await self.store.update_run(run.id, status=final, error=error or None)
-        await self.store.update_session(run.session_id, status="idle")
+        if final == "failed" and not error:
+            error = "the request failed"
+        await self.store.update_run(run.id, status=final, error=error or None, ended_at=time.time())
         self.hub.clear(run.session_id)
+        if final == "failed":
+            # The reason stays in the chat (and its history), not only in a transient banner.
+            note = await self.store.add_message(
+                run.session_id,
+                "system",
+                f"The request failed: {error}",
+                status="error",
+                error=error,
+                parent_id=run.message_id,
+            )
+            await self.pipeline.emit(run.session_id, {"type": "message", "message": note})
         kind = "complete" if final == "complete" else "failed"
-        await self._task_event(run, kind, error or final, run.attempt)
+        detail = final if final != "failed" else error
+        await self._task_event(run, kind, detail, run.attempt)
         run.done.set()
+        await self._start_next(run.session_id)
 
     async def _task_event(self, run: _Run, kind: str, detail: str, attempt: int = 0) -> None:
         event = TaskEvent(kind=kind, task_id=run.id, detail=detail, attempt=attempt)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from .base import AUTH_RESOURCE
+from .base import AUTH_RESOURCE, parse_json
 from .services import Services
 
 
@@ -109,9 +109,9 @@ class SessionSocket(  # type: ignore[misc]
             self._write({"type": "error", "code": "too_large", "message": "frame too large"})
             return
         try:
-            frame = json.loads(message)
-        except (ValueError, UnicodeDecodeError):
-            self._write({"type": "error", "code": "bad_frame", "message": "frames are JSON"})
+            frame = parse_json(message)
+        except ValueError as e:
+            self._write({"type": "error", "code": "bad_frame", "message": f"frames are JSON: {e}"})
             return
         kind = frame.get("type") if isinstance(frame, dict) else None
         if kind == "ping":

@@ -1,12 +1,19 @@
-"""Fixtures shared by every test package: the scripted model server."""
+"""Fixtures shared by every test package: the scripted model server, a private data dir."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from .fake_model import FakeModel
+
+# Stores live in the Jupyter data directory (issue 9): one folder per workspace. Tests create
+# thousands of temporary workspaces; keep their stores out of the real data directory. Kernels
+# the tests start inherit this. (pytest-jupyter's server fixtures patch it again per test.)
+os.environ["JUPYTER_DATA_DIR"] = tempfile.mkdtemp(prefix="think-test-data-")
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ async or sync tests can all use it.
     fm.stop()
 
 A reply can also be an HTTP error (``error=429``), a stream cut mid-way (``cut=True``), a slow
-stream (``delay`` seconds between chunks) or one that hangs until released (``hang=True``).
+stream (``delay`` seconds between chunks), a slow first byte (``first_delay``) or one that
+hangs until released (``hang=True``).
 When the script is empty the ``default`` reply is used.
 
 Like a real endpoint it reports usage when the request asks for it
@@ -53,6 +54,7 @@ class Reply:
     cut: bool = False
     delay: float = 0.0
     hang: bool = False
+    first_delay: float = 0.0  # seconds before the response starts (a slow first byte)
     chunk_size: int = 4
     tokens: list[str] | None = None
     cached_tokens: int = 0
@@ -263,6 +265,8 @@ class _Handler(tornado.web.RequestHandler):
                 "context_length_exceeded",
             )
         r = self.fm.internal(body) if internal else self.fm.next_reply()
+        if r.first_delay:
+            await asyncio.sleep(r.first_delay)
         if r.error:
             return self._error(r.error, r.error_message or f"scripted error {r.error}", "scripted")
         self.set_header("Content-Type", "text/event-stream")

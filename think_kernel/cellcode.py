@@ -3,9 +3,11 @@
     result = await run_cell_code(runtime, "python", "print('hi')", on_output=cb)
 
 With a sandbox on the runtime (issue 3) the code runs there (``sandbox.run_python`` /
-``run_bash``, warm worker state kept between cells). Without one it runs in a plain subprocess
-in the workspace, in its own process group so an interrupt reaches exactly it. Cancelling the
-awaiting task interrupts the code (SIGINT, then SIGKILL after a grace period) and re-raises.
+``run_bash``, warm worker state kept between cells), between a save of the open documents and
+a merge of what it changed on disk into them (``runtime.files``, issue 10). Without one it
+runs in a plain subprocess in the workspace, in its own process group so an interrupt reaches
+exactly it. Cancelling the awaiting task interrupts the code (SIGINT, then SIGKILL after a
+grace period) and re-raises.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ OutputCallback = Callable[[str, str], Any]
 """(stream, text) with stream "stdout" or "stderr"; may be sync or async."""
 
 GRACE_SECONDS = 0.5
+HOLD_MARGIN = 10.0  # seconds a run holds the documents' autosaves beyond its timeout
 
 
 @dataclass
@@ -66,7 +69,15 @@ async def run_cell_code(
             return CellCodeResult(False, None, 0.0, str(e), "killed")
     if sandbox is not None:
         run = sandbox.run_python if language == "python" else sandbox.run_bash
-        res = await run(code, timeout=timeout, on_output=on_output)
+        files = getattr(runtime, "files", None)
+        if files is None:
+            res = await run(code, timeout=timeout, on_output=on_output)
+        else:
+            # Open documents are saved first; what the code changed is merged into them after.
+            config = getattr(sandbox, "config", None)
+            hold = float(timeout or getattr(config, "timeout", 60) or 60) + HOLD_MARGIN
+            async with files.run(hold=hold):
+                res = await run(code, timeout=timeout, on_output=on_output)
         return CellCodeResult(
             ok=bool(res.ok),
             exit_code=res.exit_code,

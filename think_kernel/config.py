@@ -123,8 +123,11 @@ class ThinkConfig(Configurable):
     )
     store_path = Unicode(
         config=True,
-        help="SQLite store. Default: $THINK_STORE_PATH (set by the server extension for the "
-        "kernels it starts, and sent over the kernel link), else <workspace>/.think/think.db.",
+        help="SQLite store file; blobs, the standalone edit history (ydocs.db) and "
+        "kernel-sessions.json go next to it. Default: $THINK_STORE_PATH (set by the server "
+        "extension for the kernels it starts, and sent over the kernel link), else "
+        "<jupyter data dir>/think/<folder name>-<hash of the workspace path>/think.db: never "
+        "inside the workspace, which sandboxed code can write.",
     )
     display_interval = Float(
         0.05,

@@ -42,6 +42,7 @@ from .link import start_link
 from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
+from .store.location import store_dir
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,7 @@ class ThinkKernel(IPythonKernel):
         self._runtime_lock = asyncio.Lock()
         self._run_task: asyncio.Future[Any] | None = None
         self._run_loop: asyncio.AbstractEventLoop | None = None
+        self._main_loop: asyncio.AbstractEventLoop | None = None
         self._session_key = notebook_key()
         self._cell_count = 0
         self._background: set[asyncio.Future[Any]] = set()
@@ -197,6 +199,13 @@ class ThinkKernel(IPythonKernel):
         self.io_loop.add_callback(self._start_link)
 
     def _start_link(self) -> None:
+        self._main_loop = asyncio.get_running_loop()
+        try:
+            # ipykernel ignores SIGINT between cells; a chat run (no cell) must still stop
+            # on a kernel interrupt, so SIGINT cancels runs at any time.
+            signal.signal(signal.SIGINT, self._on_sigint)
+        except ValueError:  # not the main thread: interrupt_request still works
+            log.debug("SIGINT handler not installed", exc_info=True)
         self.think_link = start_link(self.ensure_runtime)
 
     async def _linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
@@ -221,9 +230,9 @@ class ThinkKernel(IPythonKernel):
         async with self._runtime_lock:
             if self.runtime is None:
                 root = Path.cwd()
-                sid = remembered_session(root, self._session_key)
                 config = ThinkConfig(parent=self)
-                linked = await self._linked_setup(root, config)
+                linked = await self._linked_setup(root, config)  # may set the store path
+                sid = remembered_session(store_dir(root, config.store_path), self._session_key)
                 runtime = self.runtime_class(
                     config, root, session_id=sid, workspace=linked.get("workspace")
                 )
@@ -231,7 +240,7 @@ class ThinkKernel(IPythonKernel):
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
                 runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
-                remember_session(root, self._session_key, runtime.session_id)
+                remember_session(runtime.store_dir, self._session_key, runtime.session_id)
                 self.runtime = runtime
             return self.runtime
 
@@ -249,11 +258,20 @@ class ThinkKernel(IPythonKernel):
         self.cancel_run()
 
     def cancel_run(self) -> None:
-        """Cancel the running cell from any thread (or a signal handler)."""
-        task, loop = self._run_task, self._run_loop
-        if task is None or loop is None or task.done():
+        """Cancel the running cell and any chat run, from any thread (or a signal handler).
+
+        A cancelled tool call kills its sandboxed process tree (``Sandbox`` does that when
+        the awaiting task is cancelled); the interrupt below also reaches code that runs
+        outside a cancelled task.
+        """
+        loop = self._run_loop or self._main_loop
+        if loop is None or loop.is_closed():
             return
-        loop.call_soon_threadsafe(task.cancel)
+        task = self._run_task
+        if task is not None and not task.done():
+            loop.call_soon_threadsafe(task.cancel)
+        if self.think_link is not None:
+            loop.call_soon_threadsafe(self.think_link.cancel_runs)
         sandbox = getattr(self.runtime, "sandbox", None)
         if sandbox is not None:
             loop.call_soon_threadsafe(self._interrupt_sandbox, sandbox)
@@ -350,7 +368,7 @@ class ThinkKernel(IPythonKernel):
         except KeyError as e:  # switch_session's "no session" message
             return self._usage_error(str(e.args[0] if e.args else e))
         if reply.session_changed:
-            remember_session(runtime.workspace.root, self._session_key, runtime.session_id)
+            remember_session(runtime.store_dir, self._session_key, runtime.session_id)
         if name == "think_help":  # help goes to the pager, as IPython's ``?`` does
             data = {"text/markdown": reply.markdown, "text/plain": reply.markdown}
             return {"status": "ok", "payload": [{"source": "page", "data": data, "start": 0}]}

@@ -12,7 +12,9 @@ the key of every kernel it started), and checks the server's proof in return.
 
 Every runtime event goes into an outbox with an increasing number; the server acknowledges
 what it stored, the rest is resent after a reconnect (the server drops duplicates). Server
-frames: ``chat`` (run a request), ``cancel``, ``approval``. The generic RPC:
+frames: ``chat`` (run one attempt of a request: a resend of the same attempt is dropped, a
+higher attempt replaces it), ``cancel``, ``approval``, ``ping`` (answered by a ``pong`` listing
+the attempts this process owns). The generic RPC:
 
     result = await link.request("doc.read", {"path": "a.py"})
 """
@@ -133,7 +135,9 @@ class KernelLink:
         self._ids = itertools.count(1)
         self._rpc: dict[int, tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
-        self._seen_runs: set[str] = set()
+        # run id -> the attempt this process runs (or ran): a resend of it is dropped, a
+        # higher attempt (the server retried the run) supersedes it.
+        self._attempts: dict[str, int] = {}
         self._run_lock = asyncio.Lock()
         self._current_run: str | None = None
         self._sunk: set[int] = set()
@@ -282,13 +286,16 @@ class KernelLink:
         finally:
             ws.close()
 
+    def _write_unsent(self) -> None:
+        unsent = [item for item in self._outbox if item["n"] > self._sent]
+        for start in range(0, len(unsent), MAX_ITEMS_PER_FRAME):
+            chunk = unsent[start : start + MAX_ITEMS_PER_FRAME]
+            self._write({"type": "items", "items": chunk})
+            self._sent = chunk[-1]["n"]
+
     async def _writer(self) -> None:
         while True:
-            unsent = [item for item in self._outbox if item["n"] > self._sent]
-            for start in range(0, len(unsent), MAX_ITEMS_PER_FRAME):
-                chunk = unsent[start : start + MAX_ITEMS_PER_FRAME]
-                self._write({"type": "items", "items": chunk})
-                self._sent = chunk[-1]["n"]
+            self._write_unsent()
             self._wake.clear()
             if not any(item["n"] > self._sent for item in self._outbox):
                 await self._wake.wait()
@@ -331,7 +338,9 @@ class KernelLink:
         elif kind == "approval":
             self._spawn(self._approval(frame))
         elif kind == "ping":
-            self._write({"type": "pong"})
+            # Items first (a run_end must not arrive after a pong that no longer lists it).
+            self._write_unsent()
+            self._write({"type": "pong", "id": frame.get("id"), "runs": self.owned_runs()})
         elif kind == "error":
             log.warning("think link: server says %s", frame.get("message"))
 
@@ -340,20 +349,46 @@ class KernelLink:
         self._runs[f"_{id(task)}"] = task
         task.add_done_callback(lambda t: self._runs.pop(f"_{id(t)}", None))
 
+    def owned_runs(self) -> list[list[Any]]:
+        """``[run_id, attempt]`` of every chat run this process is running."""
+        return [[rid, self._attempts.get(rid, 0)] for rid in self._runs if not rid.startswith("_")]
+
+    def cancel_runs(self) -> int:
+        """Cancel every chat run (a kernel interrupt); returns how many were running."""
+        tasks = [t for rid, t in self._runs.items() if not rid.startswith("_") and not t.done()]
+        for task in tasks:
+            task.cancel()
+        return len(tasks)
+
     def _chat(self, frame: dict[str, Any]) -> None:
         run_id = str(frame.get("run_id") or "")
-        if not run_id or run_id in self._seen_runs:
-            return  # a resend: this process already has it
-        self._seen_runs.add(run_id)
-        task = asyncio.ensure_future(self._run(frame))
+        attempt = frame.get("attempt")
+        attempt = attempt if isinstance(attempt, int) else 0
+        if not run_id or self._attempts.get(run_id, -1) >= attempt:
+            return  # a resend of an attempt this process already has (or an older one)
+        self._attempts[run_id] = attempt
+        old = self._runs.get(run_id)
+        if old is not None:
+            old.cancel()  # superseded: the server gave up on that attempt
+        task = asyncio.ensure_future(self._run(frame, attempt, old))
         self._runs[run_id] = task
-        task.add_done_callback(lambda t: self._runs.pop(run_id, None))
 
-    async def _run(self, frame: dict[str, Any]) -> None:
+        def forget(t: asyncio.Task[None]) -> None:
+            if self._runs.get(run_id) is t:
+                del self._runs[run_id]
+
+        task.add_done_callback(forget)
+
+    async def _run(
+        self, frame: dict[str, Any], attempt: int, previous: asyncio.Task[None] | None
+    ) -> None:
         run_id, session_id = str(frame["run_id"]), str(frame.get("session_id") or "")
         status, error, retryable = "complete", "", False
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        ids = {"run_id": run_id, "session_id": session_id, "attempt": attempt}
         async with self._run_lock:
-            self.push({"kind": "run_started", "run_id": run_id, "session_id": session_id})
+            self.push({"kind": "run_started", **ids})
             self._current_run = run_id
             try:
                 rt = await self.runtime()
@@ -375,16 +410,8 @@ class KernelLink:
                 status, error = "error", f"{type(e).__name__}: {e}"
             finally:
                 self._current_run = None
-                self.push(
-                    {
-                        "kind": "run_end",
-                        "run_id": run_id,
-                        "session_id": session_id,
-                        "status": status,
-                        "error": error,
-                        "retryable": retryable,
-                    }
-                )
+                end = {"status": status, "error": error, "retryable": retryable}
+                self.push({"kind": "run_end", **ids, **end})
 
     async def _approval(self, frame: dict[str, Any]) -> None:
         rt = await self.runtime()

@@ -87,13 +87,15 @@ class ThinkMagics(Magics):
         from .config import ThinkConfig
         from .resume import notebook_key, remember_session, remembered_session
         from .runtime import Runtime
+        from .store.location import store_dir
 
         root = Path(os.getcwd())
         key = notebook_key()
         config = ThinkConfig(parent=self.shell)
-        runtime = Runtime(config, root, session_id=remembered_session(root, key))
+        sid = remembered_session(store_dir(root, config.store_path), key)
+        runtime = Runtime(config, root, session_id=sid)
         await runtime.start()
-        remember_session(root, key, runtime.session_id)
+        remember_session(runtime.store_dir, key, runtime.session_id)
         self._runtime = runtime
         return runtime
 
@@ -213,7 +215,7 @@ class ThinkMagics(Magics):
             display({"text/markdown": f"**Error:** {msg}", "text/plain": msg}, raw=True)
             return
         if reply.session_changed:
-            remember_session(runtime.workspace.root, notebook_key(), runtime.session_id)
+            remember_session(runtime.store_dir, notebook_key(), runtime.session_id)
         display({"text/markdown": reply.markdown, "text/plain": reply.markdown}, raw=True)
 
     @line_magic

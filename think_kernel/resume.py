@@ -1,8 +1,9 @@
 """Which agent session a kernel resumes: stable across kernel restarts.
 
 A kernel cannot read the notebook it serves, so the notebook metadata is out of reach at start.
-Instead each workspace keeps a small pointer file, ``.think/kernel-sessions.json``, that maps a
-notebook to its session id:
+Instead each workspace's store folder (outside the workspace, see
+:mod:`think_kernel.store.location`) keeps a small pointer file, ``kernel-sessions.json``, that
+maps a notebook to its session id:
 
 - ``THINK_SESSION`` (set by whoever starts the kernel, e.g. the server extension for a chat
   session) wins;
@@ -22,7 +23,9 @@ import json
 import os
 from pathlib import Path
 
-POINTER_FILE = Path(".think") / "kernel-sessions.json"
+from .safefs import SafeRoot
+
+POINTER_FILE = "kernel-sessions.json"
 DEFAULT_KEY = "<default>"
 
 
@@ -32,31 +35,29 @@ def notebook_key(prefix: str = "") -> str:
     return f"{prefix}{name or DEFAULT_KEY}"
 
 
-def _read(root: Path) -> dict[str, str]:
+def _read(store_dir: Path) -> dict[str, str]:
     try:
-        data = json.loads((root / POINTER_FILE).read_text("utf-8"))
+        data = json.loads((Path(store_dir) / POINTER_FILE).read_text("utf-8"))
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def remembered_session(root: Path, key: str) -> str | None:
+def remembered_session(store_dir: Path, key: str) -> str | None:
     """The session id to resume: ``THINK_SESSION``, else the pointer for ``key``, else None."""
     explicit = os.environ.get("THINK_SESSION", "").strip()
     if explicit:
         return explicit
-    return _read(root).get(key)
+    return _read(store_dir).get(key)
 
 
-def remember_session(root: Path, key: str, session_id: str) -> None:
+def remember_session(store_dir: Path, key: str, session_id: str) -> None:
     """Record ``session_id`` for ``key`` (atomic replace; failures only cost the resume)."""
-    data = _read(root)
+    data = _read(store_dir)
     if data.get(key) == session_id:
         return
     data[key] = session_id
-    target = root / POINTER_FILE
     with contextlib.suppress(OSError):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), "utf-8")
-        os.replace(tmp, target)
+        SafeRoot(store_dir).write_bytes(
+            POINTER_FILE, json.dumps(data, indent=1, sort_keys=True).encode("utf-8")
+        )

@@ -18,6 +18,7 @@ session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import inspect
 import logging
@@ -36,9 +37,10 @@ from .agent.prompt import build_system_prompt
 from .agent.titles import make_title
 from .agent.tokens import Calibration
 from .collab import local_access
+from .collab.filesync import FileSync
 from .config import NotConfigured, ThinkConfig
 from .sandbox import Sandbox, SandboxConfig, SandboxError
-from .store import Store, new_id
+from .store import Store, location, new_id
 from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
 from .tools.code import CODE_TOOLS
 from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -96,11 +98,13 @@ class Runtime:
     ) -> None:
         self.config = config or ThinkConfig()
         root = Path(workspace_root or os.getcwd()).resolve()
+        # Outside the workspace: sandboxed code can write anywhere in it (issue 9).
+        self.store_dir = location.store_dir(root, self.config.store_path)
         self._notebooks: Any = None
         if workspace is None:
             # Standalone (no server link): local files through a local Yjs document store with
             # versions; the kernel passes a room-backed workspace when it is linked.
-            workspace, self._notebooks = local_access(root)
+            workspace, self._notebooks = local_access(root, self.store_dir)
         self.workspace: Workspace = workspace
         self.session_id = session_id or new_id("s_")
         self.store = store
@@ -115,7 +119,10 @@ class Runtime:
         self.sandbox_config = SandboxConfig(config=self.config.config)
         self._sandbox_task: asyncio.Task[Sandbox] | None = None
         self.current_message_id = ""
+        # Disk and rooms agree around every sandboxed run (flush before, merge after).
+        self.files = FileSync(self.workspace)
         self.extras: dict[str, Any] = {
+            "files": self.files,
             "ensure_sandbox": self.ensure_sandbox,
             "fetch_config": FetchConfig(config=self.config.config),
             "fetch_log": FetchLog(),
@@ -136,7 +143,7 @@ class Runtime:
     async def start(self) -> None:
         """Open the store and make sure the session exists."""
         if self.store is None:
-            path = self.config.store_path or str(self.workspace.root / ".think" / "think.db")
+            path = location.store_file(self.workspace.root, self.config.store_path)
             self.store = await Store.open(path)
         await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
 
@@ -152,6 +159,7 @@ class Runtime:
             await self.sandbox.close()
             self.sandbox = None
         await self.extras["web"].aclose()  # browser, its driver and the egress proxy
+        self.files.close()
         if self._notebooks is not None:
             await self._notebooks.aclose()
             self._notebooks = None
@@ -172,6 +180,8 @@ class Runtime:
     async def _create_sandbox(self) -> Sandbox:
         sandbox = await Sandbox.create(self.workspace.root, self.session_id, self.sandbox_config)
         await sandbox.serve_loopback(self._loopback)
+        # The workspace watch is set up while the zygote starts (a big tree takes a moment).
+        await self.files.start()
         self.sandbox = sandbox
         return sandbox
 
@@ -188,9 +198,21 @@ class Runtime:
             raise ToolError(f"code cannot run here: {e}", "SANDBOX_UNAVAILABLE") from None
 
     async def _loopback(self, tool: str, args: dict[str, Any]) -> ToolOutput:
-        """A ``think.<tool>(...)`` call from sandboxed code: same checks, same action log."""
+        """A ``think.<tool>(...)`` call from sandboxed code: same checks, same action log.
+
+        The code is running: what it wrote to the file so far is merged into the room first,
+        and what the tool wrote is saved before the code reads the disk again.
+        """
         ctx = self.make_context(self.current_message_id, new_id("lb_"))
+        path = args.get("path") if isinstance(args, dict) else None
+        rooms = self.files.rooms
+        if rooms is not None and isinstance(path, str):
+            with contextlib.suppress(Exception):  # best effort: the poll merges it soon
+                await rooms.sync_rooms([path], None)
         outcome = await self.tools.call(tool, args, ctx)
+        if rooms is not None:
+            with contextlib.suppress(Exception):
+                await rooms.flush_rooms(0)
         assert self.store is not None
         await record_action(
             self.store, self.session_id, tool, outcome, args, self.current_message_id, "loopback"
@@ -321,7 +343,7 @@ class Runtime:
             # concurrent calls must not overwrite each other's id; caches stay shared).
             workspace = copy.copy(workspace)
             workspace.action_id = call_id
-        return ToolContext(
+        ctx = ToolContext(
             session_id=self.session_id,
             workspace=workspace,
             message_id=message_id,
@@ -332,6 +354,9 @@ class Runtime:
             read_paths=self.read_paths,
             extras=self.extras,
         )
+        if hasattr(workspace, "context"):
+            workspace.context = ctx  # a waiting write shows its status through the call
+        return ctx
 
     async def emit(self, event: Event) -> None:
         """Hand an event to every sink; a failing sink is logged, never fatal."""

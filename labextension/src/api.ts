@@ -30,6 +30,8 @@ export interface ISendOptions {
   endpoint?: string;
   /** Uploaded files and notebook cells (issue 14). */
   attachments?: IAttachment[];
+  /** "Stop and send": cancel the run in flight (and queued ones) first. */
+  interrupt?: boolean;
 }
 
 /** An HTTP error with the server's message. */
@@ -104,6 +106,9 @@ export class ThinkApi {
     }
     if (opts.attachments?.length) {
       body.attachments = opts.attachments;
+    }
+    if (opts.interrupt) {
+      body.interrupt = true;
     }
     if (opts.model || opts.endpoint) {
       body.options = {

@@ -140,7 +140,8 @@ function ChatApp(
 
   const onSend = async (
     text: string,
-    pending: IPendingAttachment[] = []
+    pending: IPendingAttachment[] = [],
+    interrupt = false
   ): Promise<void> => {
     let id = store.sessionId;
     if (!id) {
@@ -169,7 +170,7 @@ function ChatApp(
       report('attaching files')(e);
       return;
     }
-    store.send(text, { ...sendOptions(), attachments }).catch(() => {
+    store.send(text, { ...sendOptions(), attachments, interrupt }).catch(() => {
       /* shown on the message itself */
     });
   };
@@ -324,6 +325,7 @@ function ChatApp(
         contextLabel={contextLabel}
         onAttachChange={setAttach}
         onSend={(text, pending) => void onSend(text, pending)}
+        onStopAndSend={(text, pending) => void onSend(text, pending, true)}
         cellsPath={source => context.notebookPath(source)}
         onStop={() => void store.stop().catch(report('stopping'))}
         onRetry={() => void store.retry(sendOptions()).catch(report('retry'))}

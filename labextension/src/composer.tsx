@@ -3,6 +3,8 @@
  *
  * Files and images can be pasted or dropped on it, or picked with the paper-clip button;
  * notebook cells can be dragged onto it from a notebook (issue 14).
+ * While a run is in flight a message can still be sent: it is queued behind the run
+ * ("Queue", or Enter), or sent at once after stopping the run ("Stop & send").
  */
 
 import { fileUploadIcon, refreshIcon } from '@jupyterlab/ui-components';
@@ -25,6 +27,7 @@ export interface IComposerProps {
   contextLabel: string | null;
   onAttachChange: (attach: boolean) => void;
   onSend: (text: string, attachments: IPendingAttachment[]) => void;
+  onStopAndSend: (text: string, attachments: IPendingAttachment[]) => void;
   onStop: () => void;
   onRetry: () => void;
   /** The notebook path of cells dragged from a notebook widget (the drag's source). */
@@ -102,11 +105,20 @@ export function Composer(props: IComposerProps): JSX.Element {
   }, []);
 
   const sendable = pending.filter(a => !a.error);
+  const hasInput = !!text.trim() || sendable.length > 0;
   const send = (): void => {
-    if ((!text.trim() && !sendable.length) || running) {
+    if (!hasInput) {
       return;
     }
-    props.onSend(text, sendable);
+    props.onSend(text, sendable); // queued behind the run in flight, if there is one
+    setText('');
+    setPending([]);
+  };
+  const stopAndSend = (): void => {
+    if (!hasInput) {
+      return;
+    }
+    props.onStopAndSend(text, sendable);
     setText('');
     setPending([]);
   };
@@ -213,12 +225,32 @@ export function Composer(props: IComposerProps): JSX.Element {
           >
             Stop
           </button>
-        ) : (
+        ) : null}
+        {running && hasInput ? (
+          <>
+            <button
+              className="jp-Button jp-mod-styled jp-mod-warn jp-ThinkComposer-stopSend"
+              aria-label="Stop and send"
+              title="Stop the current request and send this message now"
+              onClick={stopAndSend}
+            >
+              Stop &amp; send
+            </button>
+            <button
+              className="jp-Button jp-mod-styled jp-mod-accept jp-ThinkComposer-queue"
+              aria-label="Queue"
+              title="Send when the current request ends (Enter)"
+              onClick={send}
+            >
+              Queue
+            </button>
+          </>
+        ) : running ? null : (
           <button
             className="jp-Button jp-mod-styled jp-mod-accept jp-ThinkComposer-send"
             aria-label="Send"
             title="Send (Enter)"
-            disabled={!text.trim() && !sendable.length}
+            disabled={!hasInput}
             onClick={send}
           >
             Send

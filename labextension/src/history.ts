@@ -221,6 +221,10 @@ export function upsertWire(
     if (!partial && sameMessage(old, m)) {
       return next;
     }
+    if (old.status === 'queued' && m.status === 'complete') {
+      // Its run started: it now comes after the replies it waited for.
+      next = removeMessage(next, m.id);
+    }
   }
   next = putMessage(next, m);
   if (partial) {

@@ -125,6 +125,24 @@ export const MessageItem = React.memo(
               Not sent: {m.error ?? 'error'}
             </div>
           ) : null}
+          {m.status === 'queued' ? (
+            <div className="jp-ThinkMessage-note jp-ThinkMessage-queued">
+              Queued: runs when the current request ends.
+            </div>
+          ) : null}
+          {m.status === 'cancelled' ? (
+            <div className="jp-ThinkMessage-note">Cancelled before it ran.</div>
+          ) : null}
+        </div>
+      );
+    }
+    if (m.role === 'system') {
+      // The server's note of a run that failed: its reason stays in the chat.
+      return (
+        <div className={cls} data-message-id={m.id} data-status={m.status}>
+          <div className="jp-ThinkMessage-error" role="alert">
+            {m.content || m.error}
+          </div>
         </div>
       );
     }
@@ -198,7 +216,16 @@ export function MessageList(props: IMessageListProps): JSX.Element {
     }
   }
 
-  const order = state.order;
+  // Queued messages wait at the bottom, after the run in flight, until their run starts.
+  const queued = state.order.filter(
+    id => state.messages[id].status === 'queued'
+  );
+  const order = queued.length
+    ? [
+        ...state.order.filter(id => state.messages[id].status !== 'queued'),
+        ...queued
+      ]
+    : state.order;
   const start = Math.max(0, order.length - windowSize);
   const visible = order.slice(start);
   const idle = !isRunning(state);
@@ -215,7 +242,7 @@ export function MessageList(props: IMessageListProps): JSX.Element {
         rendermime={rendermime}
         onOpenPath={onOpenPath}
         onEdit={onEdit}
-        editable={idle && !m.local}
+        editable={idle && !m.local && m.status !== 'queued'}
         loadWhole={loadWhole}
       />
     );

@@ -330,6 +330,9 @@ function onRunTask(
     return state;
   }
   if (status === 'queued') {
+    if (a.detail?.startsWith('queued')) {
+      return state; // it waits behind the run in flight (its message shows "queued")
+    }
     return { ...state, run: { ...(run ?? {}), id: a.task_id } };
   }
   if (status === 'retrying') {

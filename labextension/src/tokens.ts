@@ -26,8 +26,9 @@ export interface IWireToolCall {
   function?: { name: string; arguments: unknown };
 }
 
+/** `queued`: a user message sent while another run was busy; it runs after that one. */
 export type MessageStatus =
-  'pending' | 'streaming' | 'complete' | 'error' | 'cancelled';
+  'pending' | 'queued' | 'streaming' | 'complete' | 'error' | 'cancelled';
 
 /** A stored message as the server returns it. */
 export interface IWireMessage {

@@ -206,6 +206,97 @@ describe('Think chat in JupyterLab', () => {
     await shot(page, '04-stopped', chat(page));
   });
 
+  test('a message sent during a run is queued, then runs after it', async () => {
+    await newSession(page);
+    await send(page, 'slow answer please');
+    await page.waitForSelector('.jp-ThinkMessage[data-status="streaming"]', {
+      timeout: TIMEOUT
+    });
+    // Enter while the run streams: the message is stored, shown queued, at the bottom.
+    await send(page, 'and then say hello');
+    const queued = page.locator(
+      '.jp-ThinkMessage.jp-mod-user[data-status="queued"]'
+    );
+    await queued.waitFor({ timeout: TIMEOUT });
+    assert.match(
+      await queued.textContent(),
+      /Queued: runs when the current request ends/
+    );
+    const lastIsQueued = await page.evaluate(() => {
+      const all = document.querySelectorAll('.jp-ThinkMessage');
+      return all[all.length - 1].getAttribute('data-status') === 'queued';
+    });
+    assert.ok(lastIsQueued, 'the queued message is shown last');
+    assert.ok(await page.getByRole('button', { name: 'Stop' }).isVisible());
+    await shot(page, '04b-queued', chat(page));
+    await page.waitForSelector(
+      '.jp-ThinkMessage.jp-mod-assistant:has-text("Hello! I am")',
+      {
+        timeout: TIMEOUT
+      }
+    );
+    await waitIdle(page);
+    // One run after the other: the second question comes after the first answer.
+    const order = await page.evaluate(() =>
+      [...document.querySelectorAll('.jp-ThinkMessage')].map(
+        m =>
+          `${m.classList.contains('jp-mod-user') ? 'user' : 'assistant'}:${m.getAttribute('data-status')}`
+      )
+    );
+    assert.deepEqual(order, [
+      'user:complete',
+      'assistant:complete',
+      'user:complete',
+      'assistant:complete'
+    ]);
+    const requests = (await lab.modelStats()).requests;
+    const last = requests[requests.length - 1].messages;
+    assert.match(
+      JSON.stringify(last),
+      /word399/,
+      'the second run saw the whole first answer'
+    );
+  });
+
+  test('stop and send cancels the run in flight and sends at once', async () => {
+    await newSession(page);
+    await send(page, 'slow answer please');
+    await page.waitForFunction(
+      () =>
+        (
+          document.querySelector(
+            '.jp-ThinkMessage[data-status="streaming"] .jp-ThinkMarkdown'
+          )?.textContent ?? ''
+        ).includes('word5'),
+      null,
+      { timeout: TIMEOUT }
+    );
+    await lab.script('hello');
+    await page.fill('.jp-ThinkComposer-input', 'forget that, say hello');
+    await page.getByRole('button', { name: 'Stop and send' }).click();
+    await page.waitForSelector(
+      '.jp-ThinkMessage.jp-mod-assistant[data-status="cancelled"]',
+      { timeout: TIMEOUT }
+    );
+    await page.waitForSelector(
+      '.jp-ThinkMessage.jp-mod-assistant:has-text("Hello! I am")',
+      {
+        timeout: TIMEOUT
+      }
+    );
+    await waitIdle(page);
+    const stopped = await assistant(page)
+      .first()
+      .locator('.jp-ThinkMarkdown')
+      .textContent();
+    assert.ok(
+      !stopped.includes('word399'),
+      'the first run went on after stop and send'
+    );
+    assert.equal(await users(page).count(), 2);
+    await shot(page, '04c-stop-and-send', chat(page));
+  });
+
   test('reload shows the history of the session', async () => {
     await newSession(page);
     await send(page, 'please use a tool');

@@ -74,7 +74,8 @@ async def test_edit_exact_match_semantics(ws: Path, call) -> None:
 async def test_delete_and_list(ws: Path, call) -> None:
     (ws / "d").mkdir()
     (ws / "d" / "f.txt").write_text("abc")
-    (ws / ".think").mkdir()
+    (ws / ".ipynb_checkpoints").mkdir()
+    (ws / "__pycache__").mkdir()
     out = await call("list_files")
     assert out.text == "d/"
     assert (await call("list_files", path="d")).text == "d/f.txt\t3 bytes"

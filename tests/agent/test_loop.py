@@ -302,12 +302,21 @@ async def test_action_log_rows_summarise_not_store(runtime: Runtime, fake_model:
 async def test_large_tool_output_is_summarised_for_the_model(
     runtime: Runtime, fake_model: FakeModel
 ) -> None:
+    many = runtime.workspace.root / "many"
+    many.mkdir()
+    for i in range(3000):
+        (many / f"a_file_with_a_long_enough_name_{i:05}.txt").touch()
     (runtime.workspace.root / "huge.txt").write_text("line of text\n" * 50_000)
+    fake_model.reply(tool_calls=[("list_files", {"path": "many"})])
     fake_model.reply(tool_calls=[("read_file", {"path": "huge.txt", "limit": 50000})])
     fake_model.reply(text="read it")
     await collect(runtime, "read")
-    tool = [m for m in fake_model.requests[1]["messages"] if m["role"] == "tool"][0]
-    assert len(tool["content"]) < 35_000 and "characters omitted" in tool["content"]
+    tools = [m for m in fake_model.requests[2]["messages"] if m["role"] == "tool"]
+    assert len(tools[0]["content"]) < 35_000 and "characters omitted" in tools[0]["content"]
+    # read_file pages instead: nothing omitted silently, the next page is named
+    page = tools[1]["content"]
+    assert len(page) < 30_000 and "characters omitted" not in page
+    assert page.endswith("call read_file with offset=" + str(page.count("\n") + 1) + "]")
 
 
 async def test_layers_add_but_never_remove(tmp_path, fake_model: FakeModel) -> None:

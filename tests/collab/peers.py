@@ -8,7 +8,16 @@ from typing import Any
 
 import httpx
 from jupyter_ydoc import YNotebook, YUnicode
-from pycrdt import Awareness, Provider, Text, YMessageType, read_message
+from pycrdt import (
+    Assoc,
+    Awareness,
+    Provider,
+    StickyIndex,
+    Text,
+    YMessageType,
+    create_awareness_message,
+    read_message,
+)
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
@@ -119,6 +128,20 @@ class Peer:
         cur = str(text)
         with self.doc.ydoc.transaction(origin=self.name):
             text.insert(len(cur[:char_index].encode()), s)
+
+    async def move_cursor(self, text: Text, char_index: int) -> None:
+        """Put this tab's cursor at a character of ``text`` and tell the room (Yjs awareness,
+        JupyterLab's ``cursors`` field: relative positions that stick to the characters)."""
+        index = len(str(text)[:char_index].encode())
+        head = StickyIndex.new(text, index, Assoc.AFTER).to_json()
+        state = {
+            "user": {"name": self.name, "username": self.name},
+            "cursors": [{"anchor": head, "head": head, "primary": True, "empty": True}],
+        }
+        self.awareness.set_local_state(state)
+        update = self.awareness.encode_awareness_update([self.awareness.client_id])
+        assert self._ws is not None
+        await self._ws.send(create_awareness_message(update))
 
     def users(self) -> list[str]:
         """Names of the collaborators this tab sees in the room's awareness."""

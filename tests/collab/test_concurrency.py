@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jupyter_ext.documents import DocumentError
 from jupyter_ext.execution import CellExecutor
 
 from .conftest import disk_text, until, until_live
@@ -59,6 +60,16 @@ async def test_room_cleaned_up_mid_session_does_not_swallow_next_edit(
     assert str(tab2.text()) == "v2\n"
 
 
+async def _agent_write(service, name: str, content: str, base: str, action_id: str) -> bool:
+    """An agent write from ``base``; False when refused as a conflict (then nothing changed)."""
+    try:
+        await service.write_text(name, content, base=base, action_id=action_id)
+        return True
+    except DocumentError as e:
+        assert e.code == "CONFLICT" and e.data["current"] != base, e
+        return False
+
+
 @settings(
     max_examples=2,
     deadline=None,
@@ -97,15 +108,16 @@ async def test_random_concurrent_edits_converge_without_loss(service, peers, jp_
             cur = (await service.read_text(name))["content"]
             cuts = [0] + [j + 1 for j, ch in enumerate(cur) if ch == ">"]
             at = rnd.choice(cuts)
-            await service.write_text(name, cur[:at] + token + cur[at:], base=cur, action_id=str(i))
-            live.add(token)
+            if await _agent_write(service, name, cur[:at] + token + cur[at:], cur, str(i)):
+                live.add(token)
         elif actor == "agent_stale":
-            # the agent computed an edit from an old read: its write merges, loses nothing
+            # the agent computed an edit from an old read: it merges when nobody touched the
+            # same line since, and is refused (nothing written) when someone did
             if stale is None:
                 stale = (await service.read_text(name))["content"]
             else:
-                await service.write_text(name, token + stale, base=stale, action_id=str(i))
-                live.add(token)
+                if await _agent_write(service, name, token + stale, stale, str(i)):
+                    live.add(token)
                 stale = None
         # let the network deliver some, none or all of the in-flight updates
         for _ in range(rnd.randint(0, 3)):

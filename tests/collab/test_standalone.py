@@ -21,6 +21,7 @@ from pycrdt import Doc, Text
 from think_kernel.collab import local_access
 from think_kernel.collab.standalone import LocalCollabWorkspace, LocalNotebookAccess
 from think_kernel.collab.ystore import YStore
+from think_kernel.store.location import store_dir
 from think_kernel.tools.base import ToolContext, ToolRegistry
 from think_kernel.tools.notebooks import NOTEBOOK_TOOLS
 
@@ -161,8 +162,9 @@ async def test_file_writes_are_merged_recorded_and_revertible(tmp_path: Path) ->
         assert versions[-1]["summary"] == "deleted"
         await notebooks.revert("a.py", 1, action_id="act_3")
         assert (tmp_path / "a.py").read_text() == "# human\nx = 1\ny = 3\n"
-        # the .think folder holds the store and is hidden from listings
-        assert (tmp_path / ".think" / "ydocs.db").exists()
+        # the history lives in the store folder, outside the workspace (issue 9)
+        assert (store_dir(tmp_path) / "ydocs.db").exists()
+        assert not (tmp_path / ".think").exists()
         assert [e.path for e in await ws.list()] == ["a.py"]
     finally:
         await notebooks.aclose()

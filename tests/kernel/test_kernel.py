@@ -7,6 +7,7 @@ import sqlite3
 
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, markdown_of
+from think_kernel.store.location import store_file
 
 
 def displays(outputs: list[dict]) -> list[dict]:
@@ -55,7 +56,7 @@ def test_multi_step_tool_use_creates_file_and_lists(
     assert shown[-1]["content"]["metadata"]["think"]["session_id"].startswith("s_")
 
     # Every call is in the action log, summarised.
-    db = sqlite3.connect(shared_kernel.workspace / ".think" / "think.db")
+    db = sqlite3.connect(store_file(shared_kernel.workspace))
     rows = db.execute(
         "SELECT tool, success, input_summary, output_summary, duration_ms, message_id, "
         "session_id FROM action_log ORDER BY ts"
@@ -132,7 +133,7 @@ def test_path_escapes_are_refused(shared_kernel: Kernel, model: FakeModel) -> No
     assert all("workspace" in r["content"].lower() for r in results), results
     assert not (shared_kernel.workspace.parent / "evil.py").exists()
     assert markdown_of(outputs).count("✗ error") == 3
-    db = sqlite3.connect(shared_kernel.workspace / ".think" / "think.db")
+    db = sqlite3.connect(store_file(shared_kernel.workspace))
     failed = db.execute("SELECT COUNT(*) FROM action_log WHERE success = 0").fetchone()[0]
     db.close()
     assert failed >= 3

@@ -142,25 +142,6 @@ async def test_writes_only_in_workspace_and_scratch(
     assert not (outside / "x.txt").exists()
 
 
-async def test_store_and_audit_log_are_read_only(sandbox: Sandbox) -> None:
-    """`.think/` holds the SQLite store and the action log: sandboxed code must not alter it."""
-    store = sandbox.workspace / ".think" / "think.db"
-    store.write_text("audit log")
-    code = textwrap.dedent("""
-        for p in (".think/think.db", ".think/new.txt"):
-            try:
-                open(p, "a").write("tampered")
-                print("WROTE", p)
-            except OSError as e:
-                print("DENIED", p, e.errno)
-    """)
-    res = await sandbox.run_python(code, fresh=True)
-    assert res.ok, res
-    assert store.read_text() == "audit log"
-    assert "WROTE" not in res.stdout and res.stdout.count("DENIED") == 2
-    assert not (sandbox.workspace / ".think" / "new.txt").exists()
-
-
 async def test_cannot_read_jupyter_secrets_or_env(
     sandbox: Sandbox, jupyter_private: dict[str, Path]
 ) -> None:

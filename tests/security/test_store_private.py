@@ -75,3 +75,39 @@ async def test_store_folder_is_out_of_reach(
         assert bres.stdout == "end\n", bres
     assert (store / "think.db").read_text() == "the audit log"
     assert os.listdir(root) == [store.name] and os.listdir(store) == ["think.db"]
+
+
+async def test_private_folders_inside_the_workspace_stay_private(
+    open_sandbox: SandboxFactory, tier: Tier, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``jupyter lab`` started in the home folder: the workspace contains the Jupyter data dir
+    (the store) and the runtime dir (kernel keys, server tokens). Granting the workspace to the
+    sandbox must not grant those (on tier 3 their modes are all that keeps a session out)."""
+    data, runtime = workspace / "data", workspace / "runtime"
+    store = data / "think" / "ws-0123abcd"
+    store.mkdir(parents=True)
+    runtime.mkdir(mode=0o700)
+    (store / "think.db").write_text("the audit log")
+    (runtime / "kernel-1.json").write_text('{"key": "kernel-secret"}')
+    (runtime / "kernel-1.json").chmod(0o600)
+    (workspace / "notes.txt").write_text("shared")
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(data))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    code = textwrap.dedent(f"""
+        for p in ({str(store / "think.db")!r}, {str(runtime / "kernel-1.json")!r}):
+            try:
+                print("READ", open(p).read())
+            except OSError as e:
+                print("DENIED", e.errno)
+        print("WORKSPACE", open("notes.txt").read())
+    """)
+    async with open_sandbox("home") as sb:
+        res = await sb.run_python(code, fresh=True)
+    assert res.ok, res
+    assert "READ" not in res.stdout and res.stdout.count("DENIED") == 2, res.stdout
+    assert "WORKSPACE shared" in res.stdout
+    # and no ACL entry was added to them (a later tier or a chmod must not open them)
+    for p in (store, store / "think.db", runtime, runtime / "kernel-1.json"):
+        assert not os.listxattr(p, follow_symlinks=False) or all(
+            "posix_acl" not in a for a in os.listxattr(p, follow_symlinks=False)
+        ), p

@@ -1,4 +1,5 @@
-"""Fuzz the REST API from its OpenAPI document (hypothesis): no input may cause a 5xx."""
+"""Fuzz every REST route (from the OpenAPI document) and the WebSocket frames (hypothesis):
+no input may cause a 5xx, break a socket, or take the server down (issue 9)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ import urllib.parse
 import urllib.request
 
 import pytest
+import websocket
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jupyter_ext.handlers import routes
 from jupyter_ext.openapi import OPENAPI
+from think_kernel.link import link_mac
 
-from .conftest import TOKEN
+from .conftest import TOKEN, until
 
 pytestmark = pytest.mark.timeout(240)
 METHODS = ["GET", "POST", "PATCH", "DELETE", "PUT"]
@@ -44,6 +48,19 @@ json_value = st.recursive(
 weird_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
 
 
+def _nest(n: int, kind: str) -> str:
+    return "[" * n + "]" * n if kind == "list" else '{"a":' * n + "1" + "}" * n
+
+
+# Nesting past what the JSON decoder can recurse into (5,000 deep once answered 500).
+deep_json = st.builds(_nest, st.integers(60, 8000), st.sampled_from(["list", "dict"]))
+deep_field = st.builds(
+    lambda n, name: f'{{"{name}": {_nest(n, "dict")}}}',
+    st.integers(60, 3000),
+    st.sampled_from(["content", "title", "input", "decision", "type"]),
+)
+
+
 def _body(op: dict) -> st.SearchStrategy:
     props = (
         op.get("requestBody", {})
@@ -63,6 +80,8 @@ def _body(op: dict) -> st.SearchStrategy:
         weird_text,
         st.just('{"content": "\\ud800"}'),
         st.just('{"title": Infinity}'),
+        deep_json,
+        deep_field,
     )
 
 
@@ -101,6 +120,17 @@ def _requests(ids: dict[str, list[str]]) -> st.SearchStrategy:
     return build()
 
 
+def _template(pattern: str) -> str:
+    """A tornado route pattern as an OpenAPI path template."""
+    return re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern).removeprefix("/api/think")
+
+
+def test_the_fuzz_covers_every_route():
+    """Every REST route the extension serves is in the OpenAPI document the fuzz reads."""
+    served = {_template(pattern) for pattern, _ in routes()}
+    assert served <= set(OPENAPI["paths"]), served - set(OPENAPI["paths"])
+
+
 async def test_no_input_causes_a_5xx(api, think, jp_http_port, jp_base_url):
     _, s = await api("POST", "sessions", {"title": "fuzz"})
     msg = await think.services.store.add_message(s["id"], "user", "hello")
@@ -137,3 +167,154 @@ async def test_no_input_causes_a_5xx(api, think, jp_http_port, jp_base_url):
     # and the server still works
     code, _ = await api("GET", "sessions")
     assert code == 200
+
+
+# -- WebSocket frames -----------------------------------------------------------------------
+
+ws_frame = st.one_of(
+    json_value.map(json.dumps),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["ping", "cancel", "hello", "items", "rpc", "x"])},
+        optional={"id": json_value, "items": json_value, "method": weird_text,
+                  "params": json_value, "kernel_id": weird_text, "mac": weird_text},
+    ).map(json.dumps),
+    weird_text,
+    st.binary(max_size=80),
+    deep_json,
+    deep_field,
+    st.just('{"type": "ping", "x": NaN}'),
+    st.just('{"type": "\\ud800"}'),
+)  # fmt: skip
+
+
+def _ws(url: str, **kw: object) -> websocket.WebSocket:
+    return websocket.create_connection(url, timeout=20, **kw)
+
+
+def _send(conn: websocket.WebSocket, frame: str | bytes) -> None:
+    if isinstance(frame, bytes):
+        conn.send_binary(frame)
+    else:
+        conn.send(frame.encode("utf-8", "surrogatepass"), websocket.ABNF.OPCODE_TEXT)
+
+
+def _until_pong(conn: websocket.WebSocket) -> list[dict]:
+    """Frames up to the answer to our ping: the socket must still be up and answering."""
+    conn.send(json.dumps({"type": "ping"}))
+    frames = []
+    while True:
+        opcode, data = conn.recv_data()
+        assert opcode == websocket.ABNF.OPCODE_TEXT, (opcode, data)
+        frame = json.loads(data)
+        if frame.get("type") == "pong":
+            return frames
+        frames.append(frame)
+
+
+async def test_session_socket_frames_never_break_it(api, think, jp_http_port, jp_base_url):
+    _, s = await api("POST", "sessions", {"title": "ws fuzz"})
+    url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/think/sessions/{s['id']}/ws"
+    conn = await asyncio.to_thread(_ws, url, header=[f"Authorization: token {TOKEN}"])
+    await asyncio.to_thread(_until_pong, conn)  # past sync and history
+    seen: list[str] = []
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(ws_frame)
+    def check(frame: str | bytes) -> None:
+        _send(conn, frame)
+        for reply in _until_pong(conn):
+            assert reply["type"] in ("error", "cancelled", "task_failed", "status"), reply
+            seen.append(reply["type"])
+
+    try:
+        await asyncio.to_thread(check)
+    finally:
+        conn.close()
+    assert "error" in seen
+
+
+async def test_link_frames_never_break_it(api, think, jp_http_port, jp_base_url):
+    """Before authentication: an error frame or a clean 44xx/1009 close, nothing else; after
+    it (a real kernel's key): every frame is answered and the link stays up."""
+    url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/think/link"
+    links = think.services.links
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(ws_frame)
+    def hello_phase(frame: str | bytes) -> None:
+        conn = _ws(url)
+        try:
+            assert json.loads(conn.recv())["type"] == "challenge"
+            _send(conn, frame)
+            opcode, data = conn.recv_data(control_frame=True)
+            if opcode == websocket.ABNF.OPCODE_CLOSE:
+                code = int.from_bytes(data[:2], "big")
+                assert code in (4400, 4403, 1009), (frame, code)
+            else:
+                assert json.loads(data)["type"] == "error", (frame, data)
+        finally:
+            conn.close()
+
+    await asyncio.to_thread(hello_phase)
+    await until(lambda: not links.pending, 10, "unauthenticated links forgotten")
+
+    km = think.serverapp.kernel_manager
+    kid = await km.start_kernel(kernel_name="python3")
+    try:
+        key = km.get_kernel(kid).session.key
+
+        def authenticate() -> websocket.WebSocket:
+            conn = _ws(url)
+            nonce = json.loads(conn.recv())["nonce"]
+            hello = {"type": "hello", "kernel_id": kid, "epoch": "fuzz", "cnonce": "c",
+                     "mac": link_mac(key, "kernel", kid, "fuzz", nonce)}  # fmt: skip
+            conn.send(json.dumps(hello))
+            assert json.loads(conn.recv())["type"] == "welcome"
+            conn.settimeout(20)  # a hung RPC fails the example instead of the whole run
+            return conn
+
+        conn = await asyncio.to_thread(authenticate)
+        internal: list[dict] = []
+        answered: list[str] = []
+        # The real RPC table (the document methods) with garbage parameters; cell execution
+        # is left out (it would start kernels).
+        methods = sorted(m for m in links._rpc if m != "doc.execute_cell")
+        params = st.dictionaries(
+            st.sampled_from(["path", "content", "index", "source", "cell_id", "version",
+                             "execution_id", "since", "wait", "old", "new", "base"]),
+            st.one_of(json_value, weird_text, st.just("a.txt"), st.just("../x"),
+                      st.just("n.ipynb")),
+        )  # fmt: skip
+        rpc = st.builds(
+            lambda i, m, p: json.dumps({"type": "rpc", "id": i, "method": m, "params": p}),
+            st.integers(1, 10**9),
+            st.sampled_from(methods),
+            params,
+        )
+
+        @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.one_of(ws_frame, rpc))
+        def linked(frame: str | bytes) -> None:
+            _send(conn, frame)
+            replies = _until_pong(conn)
+            if '"type": "rpc"' in str(frame) and '"method": "doc.' in str(frame):
+                rid = json.loads(frame)["id"]
+                # the answer may come after our pong: wait for it
+                # (a frame that is not strict JSON, e.g. with -Infinity, is answered by a
+                # plain error without an id)
+                while not any(r.get("id") == rid or r["type"] == "error" for r in replies):
+                    replies += [json.loads(conn.recv())]
+            for reply in replies:
+                if reply["type"] in ("rpc_result", "rpc_error"):
+                    answered.append(reply["type"])
+                if reply["type"] == "rpc_error" and reply["error"]["code"] not in (
+                    "unknown_method", "bad_params"
+                ):  # fmt: skip
+                    internal.append(reply)
+
+        await asyncio.to_thread(linked)
+        conn.close()
+        assert not internal, internal[:3]
+        assert answered.count("rpc_result") >= 20 and "rpc_error" in answered
+    finally:
+        await km.shutdown_kernel(kid, now=True)

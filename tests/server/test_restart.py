@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,7 @@ def until(cond, timeout: float, what: str):
         time.sleep(0.05)
 
 
-def test_server_restart_mid_run_recovers(tmp_path, fake_model):
+def _setup(tmp_path, fake_model) -> dict[str, str]:
     (tmp_path / "root").mkdir()
     data, config = tmp_path / "data", tmp_path / "config"
     write_kernelspec(data)
@@ -119,6 +120,11 @@ def test_server_restart_mid_run_recovers(tmp_path, fake_model):
         "THINK_MODEL": "fake",
         "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
+    return env
+
+
+def test_server_restart_mid_run_recovers(tmp_path, fake_model):
+    env = _setup(tmp_path, fake_model)
     fake_model.reply(text="y" * 2000, chunk_size=2, delay=0.02)  # ~20 s: killed before the end
     fake_model.reply(text="Answer after the restart.")
     first = Server(tmp_path, env)
@@ -160,3 +166,57 @@ def test_server_restart_mid_run_recovers(tmp_path, fake_model):
         assert sent["run_id"] == events[-1]["data"]["task_id"]
     finally:
         second.kill()
+
+
+def test_server_killed_during_a_tool_call_recovers(tmp_path, fake_model):
+    env = _setup(tmp_path, fake_model)
+    marker = f"restartmark{uuid.uuid4().hex[:8]}"
+    fake_model.reply(
+        tool_calls=[("bash", {"command": f"# {marker}\nwhile true; do sleep 0.2; done"})]
+    )
+    fake_model.reply(text="Answer after the restart.")
+    fake_model.reply(text="Next answer.")
+    first = Server(tmp_path, env)
+    try:
+        first.wait_up()
+        sid = first.call("POST", "sessions", {"title": "durable"})["id"]
+        sent = first.call("POST", f"sessions/{sid}/messages", {"content": "run a command"})
+        until(lambda: _running(marker), 90, "the tool runs in the sandbox")
+    finally:
+        first.kill()
+    second = Server(tmp_path, env)
+    try:
+        second.wait_up()
+
+        def finished():
+            run = second.call("GET", f"sessions/{sid}")["run"]
+            return run is None and second.call("GET", f"sessions/{sid}/messages")
+
+        page = until(finished, 120, "the run to finish on the second server")
+        rows = page["messages"]
+        assert [m["content"] for m in rows if m["role"] == "user"] == ["run a command"]
+        assert (
+            rows[-1]["content"] == "Answer after the restart." and rows[-1]["status"] == "complete"
+        )
+        assert len([m for m in rows if m["role"] == "assistant" and m["tool_calls"]]) == 1
+        until(lambda: not _running(marker), 30, "the old run's process gone")
+        events = second.call("GET", f"sessions/{sid}/events")["events"]
+        assert events[-1]["type"] == "task_complete"
+        assert events[-1]["data"]["task_id"] == sent["run_id"]
+        # the next message is answered
+        second.call("POST", f"sessions/{sid}/messages", {"content": "and now?"})
+        page = until(finished, 90, "the next run")
+        assert page["messages"][-1]["content"] == "Next answer."
+    finally:
+        second.kill()
+
+
+def _running(marker: str) -> bool:
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False

@@ -14,6 +14,7 @@ import pytest
 
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel, workspace_in
+from think_kernel.store.location import store_file
 
 from .flow import TOOLS_IN_ORDER, check_actions, check_model_requests, script, web_env
 from .servers import Server
@@ -74,7 +75,7 @@ def test_search_browse_screenshot_interact_scrape_in_a_cell(
     check_model_requests(fake_model)
 
     # the action log (in the kernel's local store) keeps the URL and a thumbnail blob
-    db = web_kernel.workspace / ".think" / "think.db"
+    db = store_file(web_kernel.workspace)
     with sqlite3.connect(db) as conn:
         conn.row_factory = sqlite3.Row
         actions = [dict(r) for r in conn.execute("SELECT * FROM action_log ORDER BY ts")]

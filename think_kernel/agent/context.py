@@ -124,13 +124,15 @@ class ModelContext:
 
     def fit(self, limit: int) -> int:
         """Cut the largest messages in the middle until the estimate is under ``limit``
-        (model view only); returns how many were cut."""
+        (model view only); returns how many were cut. Stops when nothing can shrink further
+        (a window too small for the prompt and tools must not loop forever)."""
         cut = 0
+        done: set[int] = set()  # messages that cannot get any smaller
         while self.tokens() > limit:
             sizes = [
                 (size, i)
                 for i, size in enumerate(self._message_sizes())
-                if i > 0 and isinstance(self.messages[i].get("content"), str)
+                if i > 0 and i not in done and isinstance(self.messages[i].get("content"), str)
             ]
             if not sizes:
                 return cut
@@ -138,13 +140,17 @@ class ModelContext:
             over = self.tokens() - limit
             keep = max(200, size - over - 50)
             if keep >= size:
-                return cut
+                done.add(i)
+                continue
             msg = self.messages[i]
             text = str(msg["content"])
             chars = max(400, int(len(text) * keep / max(size, 1)))
             head, tail = text[: chars * 2 // 3], text[-(chars // 3) :]
-            msg = {**msg, "content": f"{head}\n\n[... cut to fit the context window ...]\n\n{tail}"}
-            self._set_message(i, msg)
+            shorter = f"{head}\n\n[... cut to fit the context window ...]\n\n{tail}"
+            if len(shorter) >= len(text):
+                done.add(i)
+                continue
+            self._set_message(i, {**msg, "content": shorter})
             cut += 1
         return cut
 

@@ -49,6 +49,7 @@ from .model import Chunk, ModelClient, ModelError
 from .outputs import model_view
 from .summarizer import budget, compact_if_needed
 from .tokens import Calibration, estimate_tools
+from .toolspecs import fit_specs
 
 ContextFactory = Callable[[str, str], ToolContext]
 """(message_id, call_id) -> the ToolContext for one call."""
@@ -156,7 +157,8 @@ class Agent:
                 rows.append(user)  # stored by the server with a status the filter left out
         # else: a retry of a stored request; rows hold it and the steps it completed, in order
         caller = self.caller(session_id)
-        specs = self.tools.specs()
+        # A small window gets shortened tool descriptions (the schemas stay whole).
+        specs = fit_specs(self.tools.specs(), caller.window("primary"))
         rows, loaded = await load_history(self.store, rows, user)
         # Convert history once; each step then appends only what it added, so a step's cost
         # does not grow with the length of the conversation.
@@ -280,6 +282,9 @@ class Agent:
                     compacted = True
                     ratio = caller.calibration.ratio(caller.model(role))
                     caller.learn_window(role, e.limit, int(ctx.tokens() * ratio))
+                    # The learned window may be small enough that the tool specs must shrink.
+                    specs[:] = fit_specs(specs, caller.window(role))
+                    ctx.tools_tokens = estimate_tools(specs)
                     yield StatusEvent("thinking", "the context was too long: compacting")
                     async for event in compact_if_needed(
                         ctx,

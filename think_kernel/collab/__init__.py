@@ -20,7 +20,7 @@ def local_access(
 
     ``workspace`` replaces ``LocalWorkspace`` (set its ``action_id`` per tool call),
     ``notebooks`` goes to ``ctx.extras["notebooks"]``; ``await notebooks.aclose()`` on close.
-    History: ``<store_dir or workspace_root/.think>/ydocs.db``.
+    History: ``<store_dir>/ydocs.db`` (default: the workspace's store folder).
     """
     # Imported here: jupyter-ydoc and jupyter_client load only when standalone mode is used.
     from .standalone import local_access as build

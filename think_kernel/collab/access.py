@@ -16,6 +16,70 @@ from typing import Any, Protocol
 
 from ..tools.base import ToolError
 
+# A person's typing or cursor this recent (seconds) keeps the agent out of that cell or those
+# lines; the agent waits at most MAX_WAIT seconds, then edits (a conflict is still refused).
+QUIET_SECONDS = 2.0
+MAX_WAIT = 15.0
+SHOWN_LINES = 200  # a refused edit shows this many lines of the current text at most
+OnWait = Callable[[str | None], Awaitable[None]]
+"""Told ``"waiting for you to finish typing in cell 3 of a.ipynb"``, then ``None`` when done."""
+
+
+class ConflictError(ToolError):
+    """The edit touched lines someone changed since the agent read them; nothing was written."""
+
+    def __init__(self, message: str, current: str) -> None:
+        super().__init__(message, "CONFLICT")
+        self.current = current
+
+
+def conflict_error(result: dict[str, Any], what: str) -> ConflictError:
+    """The model-facing refusal: what clashed, the current text, what to do."""
+    current = str(result.get("current") or "")
+    lines = current.splitlines()
+    first = 1
+    spans = result.get("lines") or []
+    if len(lines) > SHOWN_LINES and spans:
+        first = max(1, int(spans[0][0]) - SHOWN_LINES // 4)
+    shown = lines[first - 1 : first - 1 + SHOWN_LINES]
+    width = len(str(first + len(shown)))
+    body = "\n".join(f"{i:>{width}}\t{line}" for i, line in enumerate(shown, start=first))
+    more = len(lines) - (first - 1 + len(shown))
+    note = f"\n[{more} more lines; read {what} for the rest]" if more > 0 else ""
+    message = (
+        f"{result.get('error')}. {what} now reads:\n{body or '(empty)'}{note}\n"
+        f"Redo your edit on this text (read {what} again if you need more of it)."
+    )
+    return ConflictError(message, current)
+
+
+async def call_when_quiet(
+    call: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]],
+    method: str,
+    params: dict[str, Any],
+    on_wait: OnWait | None,
+) -> dict[str, Any]:
+    """Call an edit RPC that answers ``{"busy", "retry_after"}`` while a person types there;
+    wait (bounded, with a status through ``on_wait``) and call again."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + MAX_WAIT
+    told = False
+    try:
+        while True:
+            quiet = QUIET_SECONDS if loop.time() < deadline else 0.0
+            out = await call(method, {**params, "quiet": quiet})
+            busy = out.get("busy")
+            if not busy:
+                return out
+            if on_wait is not None and not told:
+                told = True
+                await on_wait(str(busy))
+            pause = float(out.get("retry_after") or 0.5)
+            await asyncio.sleep(max(0.05, min(pause, deadline - loop.time())))
+    finally:
+        if told and on_wait is not None:
+            await on_wait(None)
+
 
 class Link(Protocol):
     """The kernel's link to the server extension."""
@@ -39,9 +103,16 @@ class NotebookAccess(Protocol):
         ...
 
     async def edit_cell(
-        self, path: str, cell_id: str, source: str, action_id: str = ""
+        self,
+        path: str,
+        cell_id: str,
+        source: str,
+        action_id: str = "",
+        on_wait: OnWait | None = None,
     ) -> dict[str, Any]:
-        """Set a cell's source (granular diff, merged with concurrent edits)."""
+        """Set a cell's source (granular diff) from the source last read: others' edits since
+        merge, an overlapping one raises :class:`ConflictError`; waits (telling ``on_wait``)
+        while a person types in the cell."""
         ...
 
     async def delete_cell(self, path: str, cell_id: str, action_id: str = "") -> dict[str, Any]:
@@ -80,6 +151,8 @@ class LinkNotebookAccess:
     async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         result = await self.link.request(method, params)
         if isinstance(result, dict) and result.get("error"):
+            if result.get("code") == "CONFLICT":
+                raise conflict_error(result, f"the cell (read_notebook {params.get('path')})")
             raise ToolError(str(result["error"]), str(result.get("code") or "DOCUMENT_ERROR"))
         return result
 
@@ -98,13 +171,24 @@ class LinkNotebookAccess:
         return out
 
     async def edit_cell(
-        self, path: str, cell_id: str, source: str, action_id: str = ""
+        self,
+        path: str,
+        cell_id: str,
+        source: str,
+        action_id: str = "",
+        on_wait: OnWait | None = None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"path": path, "cell_id": cell_id, "source": source}
         base = self._seen.get((path, cell_id))
         if base is not None:
             params["base"] = base
-        out = await self._call("doc.edit_cell", {**params, "action_id": action_id})
+        try:
+            out = await call_when_quiet(
+                self._call, "doc.edit_cell", {**params, "action_id": action_id}, on_wait
+            )
+        except ConflictError as e:
+            self._seen[(path, cell_id)] = e.current  # the refusal showed it
+            raise
         self._seen[(path, cell_id)] = source
         return out
 

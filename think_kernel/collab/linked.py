@@ -27,6 +27,9 @@ class PrefixedLink:
         """Forward the request with the path moved under the prefix."""
         if self.prefix and params and isinstance(params.get("path"), str):
             params = {**params, "path": f"{self.prefix}/{params['path'].lstrip('/')}"}
+        if self.prefix and params and isinstance(params.get("paths"), list):
+            paths = [f"{self.prefix}/{str(p).lstrip('/')}" for p in params["paths"]]
+            params = {**params, "paths": paths}
         return await self.link.request(method, params or {})
 
 

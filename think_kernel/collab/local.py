@@ -1,6 +1,6 @@
 """Local files as Yjs documents: the standalone mode's stand-in for the collaboration rooms.
 
-    docs = LocalDocuments(workspace_root, YStore(workspace_root / ".think/ydocs.db"))
+    docs = LocalDocuments(workspace_root, YStore(store_dir(workspace_root) / "ydocs.db"))
     cell_id, version = await docs.edit(
         "nb.ipynb", lambda ynb: ydocs.insert_cell(ynb, 0, "1 + 1"), action_id="act_1",
         summary="insert cell", create=True,
@@ -21,8 +21,10 @@ written to disk on a fork of the document, so it merges with agent changes not y
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,7 @@ from jupyter_ydoc import YNotebook, YUnicode
 from pycrdt import Doc, Text, merge_updates
 
 from ..tools.base import ToolError
-from ..tools.workspace import LocalWorkspace, PathError
+from ..tools.workspace import LocalWorkspace, PathError, os_error
 from . import ydocs
 from .ystore import YStore
 
@@ -47,17 +49,8 @@ def is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
-def _stat(full: Path) -> Stat | None:
-    try:
-        st = full.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def _read(full: Path) -> tuple[str, Stat | None]:
-    stat = _stat(full)
-    return full.read_text("utf-8", "replace"), stat
+def _stat_of(st: os.stat_result | None) -> Stat | None:
+    return None if st is None else (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def parse_notebook(text: str, path: str) -> dict[str, Any]:
@@ -133,6 +126,25 @@ class LocalDocuments:
         """The normalised workspace-relative path (PathError if it leaves the workspace)."""
         return self.workspace.relative(self.workspace.resolve(path))
 
+    # Disk access goes through the workspace's SafeRoot: never through a planted link.
+
+    def _disk_stat(self, rel: str) -> os.stat_result | None:
+        try:
+            return self.workspace.fs.lstat(rel)
+        except OSError as e:
+            raise os_error(rel, e) from None
+
+    def _read(self, rel: str) -> tuple[str, Stat | None]:
+        """The file's text (strict UTF-8, bounded size) and its stat."""
+        try:
+            st = self.workspace.fs.lstat(rel)
+            data = self.workspace.read_bytes_sync(rel)
+        except OSError as e:
+            if getattr(e, "errno", None) == errno.EFBIG:
+                raise ToolError(self.workspace.too_large(rel), "TOO_LARGE") from None
+            raise os_error(rel, e) from None
+        return self.workspace.decode(rel, data), _stat_of(st)
+
     # ------------------------------------------------------------------ loading
 
     def _new_entry(self, rel: str) -> _Entry:
@@ -172,6 +184,10 @@ class LocalDocuments:
             self._apply_stored(entry, newer)
         return entry
 
+    def forget(self, rel: str) -> None:
+        """Drop the in-memory document of ``rel`` (it reloads from the log if used again)."""
+        self._entries.pop(rel, None)
+
     def lock(self, path: str) -> asyncio.Lock:
         """The lock that serialises operations on one document."""
         rel = self.rel(path)
@@ -183,24 +199,24 @@ class LocalDocuments:
         """Load ``path`` and merge changes made on disk since; call with its lock held."""
         rel = self.rel(path)
         entry = await self._entry(rel)
-        full = entry.full
-        if full.is_dir():
+        st = await asyncio.to_thread(self._disk_stat, rel)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathError(f"{path!r} is a directory")
-        stat = _stat(full)
-        if stat is None:
+        disk = _stat_of(st)
+        if disk is None:
             if not create:
                 raise PathError(f"{path!r} does not exist")
             # A new (or deleted) file: the edit starts from an empty document.
             entry.stat = None
             return entry
-        if stat == entry.stat:
+        if disk == entry.stat:
             return entry
-        text, stat = await asyncio.to_thread(_read, full)
+        text, disk = await asyncio.to_thread(self._read, rel)
         if entry.pending:
             await self._record(entry)
         if entry.version >= 0 and text == serialise_or_none(entry.doc):
             # Written by another process from this very state (pulled above).
-            entry.stat, entry.disk_version = stat, entry.version
+            entry.stat, entry.disk_version = disk, entry.version
             return entry
         target: Any = parse_notebook(text, rel) if is_notebook(rel) else text
         self._merge_disk(entry, target)
@@ -208,7 +224,7 @@ class LocalDocuments:
             origin = DISK_ORIGIN if entry.version >= 0 else "initial"
             entry.pending_meta = (origin, "", "changed on disk" if entry.version >= 0 else "")
             await self._record(entry)
-        entry.stat, entry.disk_version = stat, entry.version
+        entry.stat, entry.disk_version = disk, entry.version
         return entry
 
     def _merge_disk(self, entry: _Entry, target: Any) -> None:
@@ -253,22 +269,22 @@ class LocalDocuments:
     async def commit(self, entry: _Entry) -> int:
         """Validate, record a version and write the file; an invalid notebook is refused."""
         try:
-            text = serialise(entry.doc)
-        except ToolError:
+            data = serialise(entry.doc).encode("utf-8")
+        except (ToolError, UnicodeEncodeError) as e:
             # Forget the refused change: the document reloads from the log next time.
             self._entries.pop(entry.path, None)
+            if isinstance(e, UnicodeEncodeError):
+                raise ToolError("the content is not valid unicode (a lone surrogate)") from None
             raise
         version = await self._record(entry)
 
         def write() -> Stat | None:
-            entry.full.parent.mkdir(parents=True, exist_ok=True)
-            tmp = entry.full.with_name(f".{entry.full.name}.think-tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, entry.full)
-            return _stat(entry.full)
+            fs = self.workspace.fs
+            try:
+                fs.write_bytes(entry.path, data)
+                return _stat_of(fs.lstat(entry.path))
+            except OSError as e:
+                raise os_error(entry.path, e) from None
 
         entry.stat = await asyncio.to_thread(write)
         entry.disk_version = version
@@ -369,7 +385,10 @@ class LocalDocuments:
                     entry.doc.set("")
             entry.pending_meta = (origin, action_id, "deleted")
             version = await self._record(entry)
-            await asyncio.to_thread(entry.full.unlink)
+            try:
+                await asyncio.to_thread(self.workspace.fs.unlink, entry.path)
+            except OSError as e:
+                raise os_error(entry.path, e) from None
             entry.stat, entry.disk_version = None, version
             return version
 

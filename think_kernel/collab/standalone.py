@@ -7,7 +7,8 @@
 
 Same contracts as the server mode (:class:`~think_kernel.collab.access.NotebookAccess` and the
 ``Workspace`` protocol), same granular operations (:mod:`think_kernel.collab.ydocs`), with the
-history kept by :class:`~think_kernel.collab.ystore.YStore` in ``<workspace>/.think/ydocs.db``.
+history kept by :class:`~think_kernel.collab.ystore.YStore` in ``ydocs.db`` of the workspace's
+store folder (outside the workspace, see :mod:`think_kernel.store.location`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,16 @@ from typing import Any
 from jupyter_ydoc import YNotebook
 from pycrdt import Text
 
+from ..store.location import store_dir as default_store_dir
 from ..tools.base import ToolError
+from ..tools.textpage import TextPage
 from ..tools.workspace import LocalWorkspace, PathError
 from . import ydocs
+from .access import ConflictError, OnWait, conflict_error
 from .kernels import LocalKernels
 from .local import LocalDocuments, content_of, is_notebook, set_notebook
+from .merge import MergeConflict, merge_edit
+from .workspace import read_page_remembered
 from .ystore import YStore
 
 # Seconds between writes of a running cell's outputs to the file (each write also validates).
@@ -86,9 +92,15 @@ class LocalNotebookAccess:
         return {"cell_id": cell_id, "index": at, "version": version}
 
     async def edit_cell(
-        self, path: str, cell_id: str, source: str, action_id: str = ""
+        self,
+        path: str,
+        cell_id: str,
+        source: str,
+        action_id: str = "",
+        on_wait: OnWait | None = None,
     ) -> dict[str, Any]:
-        """Set a cell's source by a granular diff, merged with changes made since it was read."""
+        """Set a cell's source by a granular diff, merged with changes made since it was read
+        (an overlapping change is refused with :class:`ConflictError`)."""
         rel = self._notebook_path(path)
         base = self._seen.get((rel, cell_id))
 
@@ -97,12 +109,21 @@ class LocalNotebookAccess:
                 text = ynb.ycells[ydocs.find_cell(ynb, cell_id)]["source"]
             except KeyError as e:
                 raise _cell_error(e) from None
-            target = source if base is None else ydocs.merge3(base, source, str(text))
+            current = str(text)
+            try:
+                target = source if base is None else merge_edit(base, source, current)
+            except MergeConflict as e:
+                result = {"error": f"cell {cell_id} of {rel} {e}", "current": current}
+                raise conflict_error(result, f"the cell (read_notebook {rel})") from None
             return ydocs.apply_text(text, target)
 
-        ops, version = await self.documents.edit(
-            rel, edit, action_id=action_id, summary=f"edit cell {cell_id}"
-        )
+        try:
+            ops, version = await self.documents.edit(
+                rel, edit, action_id=action_id, summary=f"edit cell {cell_id}"
+            )
+        except ConflictError as e:
+            self._seen[(rel, cell_id)] = e.current
+            raise
         self._seen[(rel, cell_id)] = source
         return {"ops": ops, "version": version}
 
@@ -245,6 +266,10 @@ class LocalCollabWorkspace(LocalWorkspace):
         self._seen[self.relative(self.resolve(path))] = text
         return text
 
+    async def read_page(self, path: str, offset: int = 1, limit: int = 2000) -> TextPage:
+        """A page; a file small enough to edit is read whole, as the base of the next write."""
+        return await read_page_remembered(self, path, offset, limit, super().read_page)
+
     async def write_text(self, path: str, content: str) -> None:
         """Write by a minimal diff, merged with changes made on disk since the read."""
         rel = self.relative(self.resolve(path))
@@ -257,13 +282,26 @@ class LocalCollabWorkspace(LocalWorkspace):
 
             def write(doc: Any) -> int:
                 text = doc.ydoc.get("source", type=Text)
-                target = content if base is None else ydocs.merge3(base, content, str(text))
+                current = str(text)
+                try:
+                    target = content if base is None else merge_edit(base, content, current)
+                except MergeConflict as e:
+                    result = {"error": f"{rel} {e}", "current": current}
+                    raise conflict_error(result, f"{rel} (read_file)") from None
                 return ydocs.apply_text(text, target)
 
-            await self.documents.edit(
-                rel, write, action_id=self.action_id, summary="write", create=True
-            )
+            try:
+                await self.documents.edit(
+                    rel, write, action_id=self.action_id, summary="write", create=True
+                )
+            except ConflictError as e:
+                self._seen[rel] = e.current
+                raise
         self._seen[rel] = content
+
+    def seen(self, path: str) -> str | None:
+        """The file's text as the agent last read or wrote it (None: not read yet)."""
+        return self._seen.get(self.relative(self.resolve(path)))
 
     async def _write_notebook(self, rel: str, content: str) -> None:
         try:
@@ -284,7 +322,14 @@ class LocalCollabWorkspace(LocalWorkspace):
         if full == self.root or full.is_dir():
             raise PathError(f"{path!r} is a directory; only files can be deleted")
         rel = self.relative(full)
-        await self.documents.delete(rel, action_id=self.action_id)
+        try:
+            await self.documents.delete(rel, action_id=self.action_id)
+        except ToolError as e:
+            if e.code not in ("NOT_UTF8", "TOO_LARGE"):
+                raise
+            # Not text the history can hold (issue 9): deleted without a version.
+            self.documents.forget(rel)
+            await LocalWorkspace.delete(self, rel)
         self._seen.pop(rel, None)
 
 
@@ -296,9 +341,10 @@ def local_access(
     Call once per runtime when there is no server link; set ``workspace.action_id`` per tool
     call, put ``notebooks`` at ``ctx.extras["notebooks"]``, and ``await notebooks.aclose()``
     when the runtime closes (it shuts the cell kernels down and closes the store). History
-    lives in ``<store_dir>/ydocs.db``, ``store_dir`` defaulting to ``<workspace_root>/.think``.
+    lives in ``<store_dir>/ydocs.db``, ``store_dir`` defaulting to the workspace's store
+    folder in the Jupyter data directory.
     """
     root = Path(workspace_root).resolve()
-    store = YStore(Path(store_dir or root / ".think") / "ydocs.db")
+    store = YStore(Path(store_dir or default_store_dir(root)) / "ydocs.db")
     documents = LocalDocuments(root, store)
     return LocalCollabWorkspace(root, documents), LocalNotebookAccess(documents, LocalKernels(root))

@@ -270,8 +270,9 @@ def set_execution_count(ynb: YNotebook, cell_id: str, count: int | None) -> None
 def set_notebook(ynb: YNotebook, target: dict[str, Any]) -> None:
     """Make the notebook equal ``target`` cell by cell (matched by id), with text diffs.
 
-    Used by revert: cells that still exist keep their identity, so a human's concurrent edit
-    in another cell survives.
+    Used by revert and by the merge of a notebook changed on disk: cells that still exist keep
+    their identity and get their source by a minimal diff (outputs, count and metadata as
+    given), so a human's concurrent edit in another cell, or elsewhere in the cell, survives.
     """
     wanted = [c for c in target.get("cells", [])]
     wanted_ids = {str(c.get("id")) for c in wanted}
@@ -291,8 +292,34 @@ def set_notebook(ynb: YNotebook, target: dict[str, Any]) -> None:
                 ynb.ycells.insert(index, ynb.create_ycell(dict(cell)))
             else:
                 apply_text(ynb.ycells[cur]["source"], source)
+                _sync_fields(ynb.ycells[cur], cell)
         else:
             ynb.ycells.insert(index, ynb.create_ycell(dict(cell)))
+
+
+def _sync_fields(ycell: Map, cell: dict[str, Any]) -> None:
+    """Give a live cell the outputs, count and metadata of ``cell`` where they differ."""
+    for key in ("execution_count", "outputs", "metadata"):
+        if key not in cell:
+            continue
+        want = cell[key]
+        have = ycell.get(key)
+        have_py = have.to_py() if isinstance(have, (Array, Map)) else have
+        if have_py == want:
+            continue
+        if key == "outputs":
+            outputs: Array[Any] = Array()
+            ycell["outputs"] = outputs
+            for out in want or []:
+                out = dict(out)
+                if out.get("output_type") == "stream":
+                    text = out.get("text", "")
+                    out["text"] = Text("".join(text) if isinstance(text, list) else str(text))
+                outputs.append(Map(out))
+        elif key == "metadata":
+            ycell["metadata"] = Map(dict(want or {}))
+        else:
+            ycell[key] = want
 
 
 # ----------------------------------------------------------------------------- summaries

@@ -216,10 +216,6 @@ def bwrap_argv(
                  str(scratch)]  # fmt: skip
     else:
         argv += ["--bind", str(scratch), str(scratch)]
-    for name in PROTECTED_DIRS:  # after the workspace bind, so it wins
-        protected = workspace / name
-        if protected.is_dir():
-            argv += ["--ro-bind", str(protected), str(protected)]
     for p in private:  # again after the binds: a private folder inside a re-exposed one
         if _under(p, rebound) and os.path.isdir(p):
             argv += [*small, "--tmpfs", p]
@@ -321,44 +317,27 @@ def _can_search(st: os.stat_result, gid: int) -> bool:
     return bool(st.st_mode & 0o001)
 
 
-#: Workspace folders sandboxed code may read but never write: our store and audit log.
-PROTECTED_DIRS = (".think",)
-
-
-def protect(root: Path) -> list[Path]:
-    """Create the protected folders, owned by us, 0700, with no ACL entries (an inherited
-    default ACL would otherwise let the sandbox uid write the store); return their paths."""
-    out = []
-    for name in PROTECTED_DIRS:
-        top = root / name
-        top.mkdir(mode=0o700, exist_ok=True)
-        for dirpath, _dirs, files in os.walk(top):
-            for p in [dirpath, *(os.path.join(dirpath, f) for f in files)]:
-                for attr in ("system.posix_acl_access", "system.posix_acl_default"):
-                    try:
-                        os.removexattr(p, attr, follow_symlinks=False)
-                    except OSError:
-                        pass  # no ACL there, or not a directory (no default ACL)
-        os.chmod(top, 0o700)
-        out.append(top)
-    return out
-
-
-def grant_tree(root: Path, gid: int) -> None:
+def grant_tree(root: Path, gid: int, private: Iterable[str] = ()) -> None:
     """Make ``root`` writable by group ``gid``: rwX ACLs on everything below (and defaults on
-    dirs), search permission on each ancestor it could not traverse. The protected folders
-    (``.think``) are left out."""
+    dirs), search permission on each ancestor it could not traverse. ``private`` folders (the
+    store, Jupyter's runtime and config dirs) are never granted, also when the workspace
+    contains them (``jupyter lab`` started in the home folder): on tier 3 their modes are all
+    that keeps a session uid out."""
+    skip = [os.path.abspath(p) for p in private]
     ensure_search(root, gid)
     for dirpath, dirnames, filenames in os.walk(root):
-        if dirpath == str(root):
-            dirnames[:] = [d for d in dirnames if d not in PROTECTED_DIRS]
         grant_gid(dirpath, gid, 7, default=True)
         for f in filenames:
             p = os.path.join(dirpath, f)
-            if not os.path.islink(p):
+            if not os.path.islink(p) and not _under(p, skip):
                 st = os.lstat(p)
                 grant_gid(p, gid, 7 if st.st_mode & 0o111 else 6, default=False)
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if not os.path.islink(os.path.join(dirpath, d))
+            and not _under(os.path.join(dirpath, d), skip)
+        ]
 
 
 def ensure_search(path: Path, gid: int) -> None:

@@ -275,6 +275,21 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 await run.launcher.send({"op": "kill", "id": run.id})
 
+    async def _kill_cancelled(self, run: Run) -> None:
+        """The awaiting task was cancelled (Stop): kill the run's process group, wait for it
+        (a wedged launcher that cannot pass the kill on is replaced, as for interrupt)."""
+        await self._kill(run, "interrupted")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _KILL_GRACE
+        launcher = run.launcher
+        if run.exit is None and launcher is not None and not await launcher.ping(_PING_DEADLINE):
+            await self._replace_launcher(launcher)
+        while run.exit is None and loop.time() < deadline:
+            try:
+                await asyncio.wait_for(run.queue.get(), deadline - loop.time())
+            except TimeoutError:
+                break
+
     def _timeout(self, timeout: float | None) -> float:
         t = self.config.timeout if timeout is None or timeout <= 0 else timeout
         return min(float(t), float(self.config.max_timeout))
@@ -330,6 +345,9 @@ class Sandbox:
         self._active.add(run)
         try:
             res = await self._collect(run, seconds, on_output, need_exit=True)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._kill_cancelled(run))
+            raise
         finally:
             self._active.discard(run)
             run.done.set()
@@ -364,6 +382,11 @@ class Sandbox:
         self._active.add(cell)
         try:
             res = await self._collect(cell, seconds, on_output, need_exit=False)
+        except asyncio.CancelledError:
+            if self._warm is cell:
+                self._warm = None  # the next cell gets a fresh worker
+            await asyncio.shield(self._kill_cancelled(cell))
+            raise
         finally:
             self._active.discard(cell)
             cell.done.set()

@@ -78,7 +78,6 @@ class SessionResources:
             sweep_stale([d.parent for d in self.cgroup.dirs.values()], self._is_stale)
         for sub in ("home", "tmp"):
             (self.scratch / sub).mkdir(mode=0o700, exist_ok=True)
-        launch.protect(self.workspace)
         launch.ensure_private(cfg)
         ident = self.identity
         if ident is None:
@@ -88,7 +87,7 @@ class SessionResources:
             os.chown(p, uid, gid)  # 0700: private to this session's uid
         if cfg.grant_acl:
             launch.ensure_search(self.scratch, gid)
-            launch.grant_tree(self.workspace, gid)
+            launch.grant_tree(self.workspace, gid, launch.private_paths(cfg))
             if self.tier != Tier.BUBBLEWRAP:  # tier 1 re-binds these under a readable tmpfs
                 for needed in [*launch.python_paths(), str(launch.INSIDE_DIR)]:
                     launch.ensure_search(Path(needed) / "x", gid)

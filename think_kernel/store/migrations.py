@@ -166,6 +166,16 @@ migration(
 )
 
 
+migration(
+    "m004_run_attempts",
+    """
+    ALTER TABLE runs ADD COLUMN epoch TEXT;
+    ALTER TABLE runs ADD COLUMN ended_at REAL;
+    CREATE INDEX runs_session_status ON runs(session_id, status, created_at);
+    """,
+)
+
+
 # Issue 14: usage of every model call, the role of each call, whole tool outputs, attachments
 # and compaction summaries. Self-contained (no dependency on m004).
 migration(

@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import aiosqlite
 
-RUN_FIELDS = {"status", "attempt", "kernel_id", "owner", "heartbeat_at", "checkpoint", "error"}
+RUN_FIELDS = {
+    "status",
+    "attempt",
+    "kernel_id",
+    "owner",
+    "heartbeat_at",
+    "checkpoint",
+    "error",
+    "epoch",
+    "ended_at",
+}
 ACTIVE_RUN = ("queued", "running", "retrying")
 ACTION_COLUMNS = (
     "id",
@@ -162,12 +172,36 @@ class RecordsMixin:
         await self._update("runs", run_id, RUN_FIELDS, **fields)
 
     async def active_run(self, session_id: str) -> dict[str, Any] | None:
-        """The newest queued / running / retrying run of a session."""
+        """The run a session is busy with: running or retrying, else the next queued one."""
         return await self._one(
             "SELECT * FROM runs WHERE session_id = ? AND status IN ('queued', 'running',"
-            " 'retrying') ORDER BY created_at DESC LIMIT 1",
+            " 'retrying') ORDER BY status = 'queued', created_at, rowid LIMIT 1",
             (session_id,),
         )
+
+    async def queued_runs(self, session_id: str) -> list[dict[str, Any]]:
+        """Runs waiting behind the active one, in the order they will start."""
+        return await self._all(
+            "SELECT * FROM runs WHERE session_id = ? AND status = 'queued'"
+            " ORDER BY created_at, rowid",
+            (session_id,),
+        )
+
+    async def start_queued_message(self, message_id: str) -> dict[str, Any] | None:
+        """Move a queued user message to the end of its session and mark it complete.
+
+        A message sent while another run was busy waits with status ``queued``; when its run
+        starts it must come after that run's replies, so the model (and a reload) see the
+        conversation in the order it happened.
+        """
+        async with self.db.execute(
+            "UPDATE messages SET status = 'complete', updated_at = ?,"
+            " seq = (SELECT MAX(seq) + 1 FROM messages m WHERE m.session_id = messages.session_id)"
+            " WHERE id = ? AND status = 'queued'",
+            (time.time(), message_id),
+        ):
+            pass
+        return await self._one("SELECT * FROM messages WHERE id = ?", (message_id,))
 
     async def find_stale_runs(self, older_than: float, not_owner: str) -> list[dict[str, Any]]:
         """Active runs not owned by ``not_owner`` whose heartbeat is older than the time."""

@@ -3,14 +3,22 @@
 Output streams live to the cell through ``ctx.progress``; the model gets the text, the error
 category and a trimmed traceback; rich outputs (figures, DataFrames) go to the cell as MIME
 bundles and are summarised for the model.
+
+Around each run (issue 10) the open documents are saved first, so the code reads what the
+rooms show, and the files the run created, changed or deleted are merged into their open
+rooms after it; they are named in the result, in ``file_changed`` events and in the action log.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
-from .summarize import for_model
+from .summarize import LOG_CHARS, for_model
+
+HOLD_MARGIN = 10.0  # seconds a run holds autosaves beyond its own timeout (if it never ends)
 
 
 async def _sandbox(ctx: ToolContext) -> Any:
@@ -28,6 +36,42 @@ def _describe(bundle: dict) -> str:
     if not kinds:
         return plain
     return f"[{', '.join(kinds)} output shown in the cell] {plain}".strip()
+
+
+@contextlib.asynccontextmanager
+async def _files(ctx: ToolContext, sandbox: Any, timeout: float | None) -> AsyncIterator[Any]:
+    files = ctx.extras.get("files")
+    if files is None:
+        yield None
+        return
+    config = getattr(sandbox, "config", None)
+    limit = float(timeout or getattr(config, "timeout", 60) or 60)
+    limit = min(limit, float(getattr(config, "max_timeout", limit) or limit))
+    async with files.run(hold=limit + HOLD_MARGIN) as run:
+        yield run
+
+
+async def _report(ctx: ToolContext, out: ToolOutput, run: Any) -> ToolOutput:
+    """Name the files the run changed: for the model, the action log and the watchers."""
+    if run is None:
+        return out
+    changes = run.changes
+    for path in changes.created:
+        await ctx.file_changed(path, "created")
+    for path in changes.modified:
+        await ctx.file_changed(path, "modified")
+    for path in changes.deleted:
+        await ctx.file_changed(path, "deleted")
+    notes = [*run.warnings]
+    if changes:
+        notes.append(f"[files: {changes.summary()}]")
+        head = f"{out.summary}; files: "
+        out.summary = head + changes.brief(LOG_CHARS - len(head))
+    if notes:
+        out.text = "\n".join([out.text, *notes])
+        if out.full is not None:
+            out.full = "\n".join([out.full, *notes])
+    return out
 
 
 def _compose(res: Any, cut: Any) -> str:
@@ -69,8 +113,10 @@ async def bash(ctx: ToolContext, command: str, timeout: float | None = None) -> 
         command: the command line, run with `bash -c`
         timeout: wall-clock limit in seconds (default from the sandbox settings)
     """
-    res = await (await _sandbox(ctx)).run_bash(command, timeout=timeout, on_output=_progress(ctx))
-    return _to_output(res)
+    sandbox = await _sandbox(ctx)
+    async with _files(ctx, sandbox, timeout) as run:
+        res = await sandbox.run_bash(command, timeout=timeout, on_output=_progress(ctx))
+    return await _report(ctx, _to_output(res), run)
 
 
 async def execute_code(
@@ -89,10 +135,10 @@ async def execute_code(
         timeout: wall-clock limit in seconds (default from the sandbox settings)
         fresh: run in a new isolated process instead of the persistent worker
     """
-    res = await (await _sandbox(ctx)).run_python(
-        code, timeout=timeout, fresh=fresh, on_output=_progress(ctx)
-    )
-    return _to_output(res)
+    sandbox = await _sandbox(ctx)
+    async with _files(ctx, sandbox, timeout) as run:
+        res = await sandbox.run_python(code, timeout=timeout, fresh=fresh, on_output=_progress(ctx))
+    return await _report(ctx, _to_output(res), run)
 
 
 def _progress(ctx: ToolContext) -> Any:

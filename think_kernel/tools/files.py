@@ -8,6 +8,7 @@ file must be read before it is edited or overwritten.
 from __future__ import annotations
 
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
+from .textpage import MAX_LINE, TextPage
 from .workspace import PathError, check_relative
 
 DEFAULT_LIMIT = 2000
@@ -38,18 +39,49 @@ async def read_file(
     rel = check_relative(path)
     if offset < 1 or limit < 1:
         raise ToolError("offset and limit must be at least 1", "INVALID_ARGUMENTS")
-    text = await ctx.workspace.read_text(rel)
+    page = await ctx.workspace.read_page(rel, offset, limit)
+    if page.binary:
+        raise ToolError(
+            f"{rel} looks like a binary file ({page.size} bytes, it contains NUL bytes); "
+            "read_file shows text. Inspect it with execute_code or bash.",
+            "NOT_TEXT",
+        )
     ctx.read_paths.add(rel)
-    lines = text.splitlines()
-    chunk = lines[offset - 1 : offset - 1 + limit]
+    return ToolOutput(_page_text(rel, page), summary=_page_summary(rel, page))
+
+
+def _page_text(rel: str, page: TextPage) -> str:
+    chunk, offset = page.lines, page.offset
+    if not chunk:
+        if page.size == 0:
+            return "(empty file)"
+        total = f" (it has {_lines(page.total_lines)})" if page.total_lines is not None else ""
+        return f"(no lines from line {offset}: the file ends before it{total})"
     width = len(str(offset + len(chunk)))
     body = "\n".join(f"{i:>{width}}\t{line}" for i, line in enumerate(chunk, start=offset))
-    more = len(lines) - (offset - 1 + len(chunk))
-    if not lines:
-        body = "(empty file)"
-    elif more > 0:
-        body += f"\n[{more} more lines; call read_file with offset={offset + len(chunk)}]"
-    return ToolOutput(body, summary=f"read {rel}: {_lines(len(chunk))} of {len(lines)}")
+    notes = []
+    if page.lossy:
+        notes.append(
+            "[the file is not valid UTF-8: bytes that are not were shown as \ufffd; "
+            "edit_file and write_file will not change it]"
+        )
+    if page.cut_lines:
+        notes.append(f"[{_lines(page.cut_lines)} longer than {MAX_LINE} characters shown cut]")
+    if page.next_offset is not None:
+        if page.total_lines is not None:
+            more = page.total_lines - (page.next_offset - 1)
+            notes.append(f"[{more} more lines; call read_file with offset={page.next_offset}]")
+        else:
+            notes.append(
+                f"[more lines follow (the file is {page.size} bytes); call read_file with "
+                f"offset={page.next_offset}]"
+            )
+    return "\n".join([body, *notes])
+
+
+def _page_summary(rel: str, page: TextPage) -> str:
+    of = f" of {page.total_lines}" if page.total_lines is not None else f" of {page.size} bytes"
+    return f"read {rel}: {_lines(len(page.lines))}{of}"
 
 
 async def write_file(ctx: ToolContext, path: str, content: str) -> ToolOutput:
@@ -87,7 +119,12 @@ async def edit_file(
         raise ToolError("old_string and new_string are the same; nothing to change")
     if not old_string:
         raise ToolError("old_string is empty; use write_file to create a file")
-    text = await ctx.workspace.read_text(rel)
+    # The edit applies to the text the model read (a room-backed workspace keeps it), so the
+    # write can merge what others changed since and refuse what clashes; else the current text.
+    seen = getattr(ctx.workspace, "seen", None)
+    text = seen(rel) if seen is not None else None
+    if text is None or old_string not in text:
+        text = await ctx.workspace.read_text(rel)
     count = text.count(old_string)
     if count == 0:
         raise ToolError(

@@ -76,7 +76,17 @@ async def edit_cell(ctx: ToolContext, path: str, cell_id: str, source: str) -> T
     path = _path(ctx, path)
     if path not in ctx.read_paths:
         raise ToolError(f"read {path} with read_notebook before editing it", "NOT_READ")
-    out = await _access(ctx).edit_cell(path, cell_id, source, action_id=ctx.call_id)
+
+    async def on_wait(detail: str | None) -> None:
+        # Visible while a person types in the cell: "waiting for you to finish typing ..."
+        from ..agent.events import StatusEvent
+
+        status = StatusEvent("waiting", detail) if detail else StatusEvent("executing", "edit_cell")
+        await ctx.send(status)
+
+    out = await _access(ctx).edit_cell(
+        path, cell_id, source, action_id=ctx.call_id, on_wait=on_wait
+    )
     await ctx.file_changed(path, "edit_cell")
     return ToolOutput(
         text=f"edited cell {cell_id}", summary=f"{path}: cell {cell_id}, {out['ops']} ops"

@@ -1,0 +1,485 @@
+"""One truth for files, on the server: rooms are flushed before sandboxed runs, and changes on
+disk are merged into open rooms as minimal diffs, never the file poll's overwrite (issue 10).
+
+    files = RoomFiles(serverapp)
+    files.install()                                 # once, before the first room opens
+    lease = await files.flush("src", hold=30)       # dirty rooms under src/ saved; saves held
+    ...                                             # the sandboxed run reads and writes disk
+    await files.sync(["src/a.py"], lease)           # disk changes merged into open rooms
+
+jupyter-collaboration (jupyter_server_ydoc 3.x) keeps a ``FileLoader`` per open file. Its poll
+notices a change on disk and the room then *replaces* its content with the file's
+(``DocumentRoom._on_outofband_change``: "Out-of-band changes. Overwriting the content in
+room"); a save that finds the file changed does the same. Whatever a person typed since the
+last save is lost. There is no public hook for either, so :func:`install` makes the
+extension's ``FileLoaderMapping`` create :class:`ThinkFileLoader` instead (the one place that
+depends on those internals; ``tests/collab/test_roomfiles.py`` fails if they move):
+
+- it remembers, per room, the content last read from or written to disk (the *base*);
+- its poll, and a save that finds the file changed, merge the change (base -> disk) into the
+  room's live document in one transaction (origin ``disk``): three-way, so unsaved typing
+  stays; the room then saves the merged text;
+- while a sandboxed run holds a lease on a folder, autosaves under it wait (the run owns the
+  disk); :meth:`RoomFiles.sync` merges what the run changed and saves what waited.
+
+Saving goes through the same contents manager call the room's autosave uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import posixpath
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_server.utils import ensure_async
+from jupyter_server_ydoc.loaders import FileLoader, FileLoaderMapping
+from jupyter_server_ydoc.rooms import DocumentRoom
+from jupyter_ydoc import YNotebook
+from pycrdt import Map, Text
+
+from think_kernel.collab import ydocs
+from think_kernel.collab.merge import merge_disk, merge_notebook
+
+from .activity import RoomActivity
+
+log = logging.getLogger(__name__)
+DISK_ORIGIN = "disk"
+
+
+@dataclass
+class _Base:
+    """What a room's file held on disk when the room last read or wrote it."""
+
+    content: Any
+    state: bytes | None = None  # the room's state vector then (None: compare content)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def room_content(room: DocumentRoom) -> Any:
+    """The content a room saves: the text of a file, the JSON of a notebook."""
+    if room.file_type == "notebook":
+        return YNotebook(room.ydoc).get()
+    return str(room.ydoc.get("source", type=Text))
+
+
+def mark_clean(room: DocumentRoom | None, saved: dict[str, Any] | None = None) -> None:
+    """Tell the tabs the document is saved (the room does this after its own saves).
+
+    JupyterLab shows a tab as unsaved while the document's ``state.dirty`` is true; a save
+    done here, or an autosave skipped because the file already holds the content, must clear
+    it. Only changed keys are written (a write is an update, which would schedule a save).
+    """
+    if room is None:
+        return
+    state = room.ydoc.get("state", type=Map)
+    digest = (saved or {}).get("hash")
+    if state.get("dirty") is False and (not digest or state.get("hash") == digest):
+        return
+    with room.ydoc.transaction(origin=DISK_ORIGIN):
+        if state.get("dirty") is not False:
+            state["dirty"] = False
+        if digest and state.get("hash") != digest:
+            state["hash"] = digest
+
+
+def merge_into_room(room: DocumentRoom, base: Any, disk: Any) -> bool:
+    """Apply a change on disk (``base`` -> ``disk``) to the room, keeping its unsaved edits.
+
+    Synchronous, one transaction: nothing else touches the document in between.
+    """
+    if room.file_type == "notebook":
+        nb = YNotebook(room.ydoc)
+        now = nb.get()
+        merged = merge_notebook(base, dict(disk), now)
+        if _same(merged, now):
+            return False
+        with room.ydoc.transaction(origin=DISK_ORIGIN):
+            ydocs.set_notebook(nb, merged)
+        return True
+    text = room.ydoc.get("source", type=Text)
+    current = str(text)
+    target = merge_disk(current if base is None else str(base), str(disk), current)
+    if target == current:
+        return False
+    with room.ydoc.transaction(origin=DISK_ORIGIN):
+        ydocs.apply_text(text, target)
+    return True
+
+
+class ThinkFileLoader(FileLoader):
+    """A FileLoader that merges changes on disk into its rooms instead of overwriting them."""
+
+    files: RoomFiles
+    bases: dict[str, _Base]
+    last_modified: Any
+    _current_path: str
+
+    @classmethod
+    def adopt(cls, loader: FileLoader, files: RoomFiles) -> ThinkFileLoader:
+        """Turn a loader the mapping just made into ours (its poll task calls our methods)."""
+        loader.__class__ = cls
+        assert isinstance(loader, ThinkFileLoader)
+        loader.files = files
+        loader.bases = {}
+        files.loaders[loader.file_id] = loader
+        return loader
+
+    @property
+    def known_path(self) -> str:
+        """The path as last resolved (``path`` asks the file id database every time)."""
+        return self._current_path
+
+    async def clean(self) -> None:
+        """Stop watching (the room closed)."""
+        self.files.loaders.pop(self.file_id, None)
+        await super().clean()
+
+    def observe(
+        self,
+        id: str,
+        callback: Callable[[], Coroutine[Any, Any, None]],
+        filepath_callback: Callable[[], Coroutine[Any, Any, None] | None] | None = None,
+    ) -> None:
+        """A room subscribes (from its constructor): track what people do in it from now on."""
+        super().observe(id, callback, filepath_callback)
+        room = getattr(callback, "__self__", None)  # the room's bound _on_outofband_change
+        if isinstance(room, DocumentRoom):
+            self.files.track(room)
+
+    def _room_id(self, fmt: str, ftype: str) -> str:
+        return f"{fmt}:{ftype}:{self.file_id}"
+
+    async def load_content(self, format: str, file_type: str) -> dict[str, Any]:
+        """Load as upstream does, and remember what the room starts from."""
+        model = await super().load_content(format, file_type)
+        self.bases[self._room_id(format, file_type)] = _Base(model["content"])
+        return model
+
+    async def maybe_save_content(self, model: dict[str, Any]) -> dict[str, Any] | None:
+        """The room's autosave: held while a run owns the disk; a change on disk is merged
+        into the room first (the room then saves the merged content)."""
+        room_id = self._room_id(model["format"], model["type"])
+        room = self.files.room(room_id)
+        # A text room read its content in this loop turn, so this is the state it saved; a
+        # notebook's ``aget`` yields between cells, so its state is not known (None: the next
+        # flush compares contents).
+        state = None
+        if room is not None and room.file_type != "notebook":
+            state = room.ydoc.get_state()
+        if self.files.held(self.path):
+            self.files.defer(room_id)
+            return None
+        return await self.save(model, state)
+
+    async def save(self, model: dict[str, Any], state: bytes | None) -> dict[str, Any] | None:
+        """Write ``model`` through the contents manager unless the disk changed behind us."""
+        room_id = self._room_id(model["format"], model["type"])
+        async with self._lock:
+            path = self.path
+            if model["type"] not in {"directory", "file", "notebook"}:
+                model["type"] = "file"
+            cm = self._contents_manager
+            meta = await ensure_async(
+                cm.get(path, format=model["format"], type=model["type"], content=False)
+            )
+            if not meta["writable"]:
+                return None
+            if self.last_modified != meta["last_modified"]:
+                await self._merge_from_disk(path)
+                return None  # the merged room saves again, with both sides
+            base = self.bases.get(room_id)
+            if base is not None and _same(base.content, model["content"]):
+                base.state = state
+                mark_clean(self.files.room(room_id))
+                return None  # nothing new (the autosave after a flush)
+            done = asyncio.Event()
+            task = asyncio.create_task(self._save_content(model, done, path))
+            saved = None
+            try:
+                saved = await asyncio.shield(task)  # a save must not be cut in half
+            except asyncio.CancelledError:
+                pass
+            await done.wait()
+            if task.done() and not task.cancelled() and task.exception() is None:
+                self.bases[room_id] = _Base(model["content"], state)
+                mark_clean(self.files.room(room_id), task.result())
+            return saved
+
+    async def maybe_notify(self) -> None:
+        """The poll: merge a change on disk into the rooms (upstream overwrites them)."""
+        moved = False
+        async with self._lock:
+            path = self.path
+            if self._current_path != path:
+                self._current_path, moved = path, True
+            meta = await ensure_async(self._contents_manager.get(path, content=False))
+            if self.last_modified is None:
+                self.last_modified = meta["last_modified"]
+            elif self.last_modified != meta["last_modified"]:
+                await self._merge_from_disk(path)
+        if moved:
+            for callback in list(self._filepath_subscriptions.values()):
+                await ensure_async(callback())
+
+    async def _merge_from_disk(self, path: str) -> None:
+        """Bring the disk's content into every room of this file; call with the lock held."""
+        cm = self._contents_manager
+        for room_id in list(self._subscriptions) or [None]:
+            if room_id is None:  # no room: just note the new state
+                meta = await ensure_async(cm.get(path, content=False))
+                self.last_modified = meta["last_modified"]
+                return
+            fmt, ftype, _ = room_id.split(":", 2)
+            model = await ensure_async(cm.get(path, format=fmt, type=ftype, content=True))
+            disk = model["content"]
+            if ftype == "file" and isinstance(disk, str) and "\r\n" in disk:
+                disk = disk.replace("\r\n", "\n")  # as load_content does
+            room = self.files.room(room_id)
+            base = self.bases.get(room_id)
+            if room is not None and room.ready:
+                if merge_into_room(room, None if base is None else base.content, disk):
+                    self.files.merged_at[path] = time.monotonic()
+                    log.info("Think: merged the change on disk into the room of %s", path)
+            self.bases[room_id] = _Base(disk)
+            self.last_modified = model["last_modified"]
+
+
+class ThinkFileLoaderMapping(FileLoaderMapping):
+    """The extension's loader mapping, handing out :class:`ThinkFileLoader` s."""
+
+    files: RoomFiles
+
+    def __getitem__(self, file_id: str) -> FileLoader:
+        loader = super().__getitem__(file_id)
+        if not isinstance(loader, ThinkFileLoader):
+            ThinkFileLoader.adopt(loader, self.files)
+        return loader
+
+
+class RoomFiles:
+    """Flush, hold and merge the files of the collaboration rooms."""
+
+    def __init__(self, serverapp: Any) -> None:
+        self.serverapp = serverapp
+        self.holds: dict[str, tuple[str, float]] = {}  # lease -> (folder, expiry)
+        self.deferred: set[str] = set()  # rooms whose autosave waited for a hold
+        self.merged_at: dict[str, float] = {}
+        self.mapping: ThinkFileLoaderMapping | None = None
+        self._waiter: asyncio.Task[None] | None = None
+        self.trackers: weakref.WeakKeyDictionary[Any, RoomActivity] = weakref.WeakKeyDictionary()
+        # file id -> our loader; the mapping's own lookup queries the file id database
+        self.loaders: dict[str, ThinkFileLoader] = {}
+        self._holds_changed = asyncio.Event()
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    @property
+    def _ydoc_ext(self) -> Any:
+        return self.serverapp.web_app.settings.get("jupyter_server_ydoc")
+
+    def install(self) -> bool:
+        """Make jupyter-collaboration's loaders ours; False if it is not there (yet)."""
+        ext = self._ydoc_ext
+        mapping = getattr(ext, "file_loaders", None)
+        if mapping is None:
+            return False
+        if isinstance(mapping, ThinkFileLoaderMapping):
+            self.mapping = mapping
+            return True
+        if getattr(mapping, "_FileLoaderMapping__dict", None):  # only to warn
+            log.warning("Think: rooms opened before the merge of disk changes was installed")
+        # The same object is referenced by the extension and by the room handler's kwargs:
+        # changing its class keeps every reference (no handler is rebuilt).
+        mapping.__class__ = ThinkFileLoaderMapping
+        assert isinstance(mapping, ThinkFileLoaderMapping)
+        mapping.files = self
+        self.mapping = mapping
+        return True
+
+    def install_later(self) -> None:
+        """Install once the event loop turns (jupyter_server_ydoc may load after us)."""
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            return
+        loop.call_soon(self.install)
+
+    def track(self, room: DocumentRoom) -> RoomActivity:
+        """Follow people's edits and cursors in a room (from its creation on)."""
+        found = self.trackers.get(room.ydoc)
+        if found is None:
+            found = RoomActivity(
+                room.ydoc, room.awareness, room.file_type == "notebook", ready=lambda: room.ready
+            )
+            self.trackers[room.ydoc] = found
+        return found
+
+    def tracker(self, ydoc: Any) -> RoomActivity | None:
+        """The activity tracker of the room whose document is ``ydoc``, if it has one."""
+        return self.trackers.get(ydoc)
+
+    def room(self, room_id: str) -> DocumentRoom | None:
+        """The live room of that id, if any."""
+        ext = self._ydoc_ext
+        server = getattr(ext, "ywebsocket_server", None)
+        room = server.rooms.get(room_id) if server is not None else None
+        return room if isinstance(room, DocumentRoom) else None
+
+    def rooms(self) -> Iterator[tuple[str, DocumentRoom, ThinkFileLoader]]:
+        """Every ready document room with our loader: ``(room_id, room, loader)``."""
+        if self.mapping is None and not self.install():
+            return
+        server = getattr(self._ydoc_ext, "ywebsocket_server", None)
+        if server is None:
+            return
+        for room_id, room in list(server.rooms.items()):
+            if not isinstance(room, DocumentRoom) or not room.ready:
+                continue
+            loader = self.loaders.get(room_id.split(":", 2)[-1])
+            if loader is not None:
+                yield room_id, room, loader
+
+    # -- holds -------------------------------------------------------------------------------
+
+    def held(self, path: str) -> bool:
+        """Whether a sandboxed run owns the disk under ``path`` now."""
+        if not self.holds:
+            return False
+        now = time.monotonic()
+        for lease, (folder, expiry) in list(self.holds.items()):
+            if expiry < now:
+                del self.holds[lease]  # its kernel never came back: saves resume
+                continue
+            if _under(path, folder):
+                return True
+        return False
+
+    def defer(self, room_id: str) -> None:
+        """A room's autosave met a hold: save it when the hold is released or expires."""
+        self.deferred.add(room_id)
+        self._holds_changed.set()
+        if self._waiter is None or self._waiter.done():
+            self._waiter = asyncio.ensure_future(self._resave_after_holds())
+
+    async def _resave_after_holds(self) -> None:
+        # A kernel that died mid-run never releases its lease; the expiry is the backstop.
+        while self.deferred:
+            self.held("")  # drops the expired leases
+            if not self.holds:
+                break
+            soonest = min(expiry for _, expiry in self.holds.values())
+            self._holds_changed.clear()
+            try:
+                wait = max(0.01, soonest - time.monotonic() + 0.01)
+                await asyncio.wait_for(self._holds_changed.wait(), wait)
+            except TimeoutError:
+                pass
+        if self.deferred:
+            await self._resave("")
+
+    # -- the two operations ------------------------------------------------------------------
+
+    def dirty(self, room: DocumentRoom, loader: ThinkFileLoader, room_id: str) -> bool:
+        """Whether the room holds changes its file does not have."""
+        base = loader.bases.get(room_id)
+        if base is None:
+            return True
+        state = room.ydoc.get_state()
+        if base.state == state:
+            return False
+        # Not every change is content (the room's own dirty/hash flags are in the document).
+        if _same(base.content, room_content(room)):
+            base.state = state
+            return False
+        return True
+
+    async def flush(self, folder: str = "", hold: float = 0.0) -> tuple[list[str], str | None]:
+        """Save every dirty room under ``folder``; with ``hold`` > 0, hold autosaves there for
+        that many seconds (until :meth:`sync` releases the returned lease)."""
+        saved: list[str] = []
+        jobs = []
+        for room_id, room, loader in self.rooms():
+            if not self.dirty(room, loader, room_id):
+                continue
+            path = loader.known_path
+            if not _under(path, folder):
+                continue
+            fmt, ftype, _ = room_id.split(":", 2)
+            model = {"format": fmt, "type": ftype, "content": room_content(room)}
+            jobs.append(loader.save(model, room.ydoc.get_state()))
+            saved.append(path)
+            self.deferred.discard(room_id)
+        if jobs:
+            await asyncio.gather(*jobs)
+        lease = None
+        if hold > 0:
+            lease = uuid.uuid4().hex
+            self.holds[lease] = (folder, time.monotonic() + hold)
+            self._holds_changed.set()
+        return saved, lease
+
+    async def sync(self, paths: list[str], lease: str | None = None) -> list[str]:
+        """Merge the named files' changes on disk into their rooms now; release ``lease``
+        and save what waited for it."""
+        merged: list[str] = []
+        fileids = self.serverapp.web_app.settings.get("file_id_manager")
+        if self.mapping is None:
+            self.install()
+        for path in paths:
+            file_id = fileids.get_id(path) if fileids is not None else None
+            loader = self.loaders.get(file_id) if file_id is not None else None
+            if loader is None:
+                continue  # no room has it open: the disk is the truth
+            before = self.files_merged(path)
+            try:
+                await loader.maybe_notify()
+            except Exception as e:  # deleted, unreadable: the room keeps its content
+                log.info("Think: could not merge %s from disk: %s", path, e)
+                continue
+            if self.files_merged(path) != before:
+                merged.append(path)
+        if lease is not None:
+            folder, _ = self.holds.pop(lease, ("", 0.0))
+            self._holds_changed.set()
+            await self._resave(folder)
+        return merged
+
+    def files_merged(self, path: str) -> float:
+        """When a disk change of ``path`` was last merged into its room (0: never)."""
+        return self.merged_at.get(path, 0.0)
+
+    async def _resave(self, folder: str) -> None:
+        """Save the rooms whose autosave waited for a hold that is gone."""
+        waiting, self.deferred = self.deferred, set()
+        jobs = []
+        for room_id, room, loader in self.rooms():
+            if room_id not in waiting:
+                continue
+            if self.held(loader.known_path):
+                self.deferred.add(room_id)
+                continue
+            if self.dirty(room, loader, room_id):
+                fmt, ftype, _ = room_id.split(":", 2)
+                model = {"format": fmt, "type": ftype, "content": room_content(room)}
+                jobs.append(loader.save(model, room.ydoc.get_state()))
+        if jobs:
+            await asyncio.gather(*jobs)
+
+
+def _under(path: str, folder: str) -> bool:
+    folder = posixpath.normpath(folder) if folder else ""
+    if folder in ("", "."):
+        return True
+    return path == folder or path.startswith(folder.rstrip("/") + "/")

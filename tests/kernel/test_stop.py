@@ -1,0 +1,78 @@
+"""Stop means stop (issue 10, point 5): interrupting a think cell or a ``%think`` cell while the
+agent's ``bash`` tool runs kills the sandboxed process tree within a second, and the next tool
+call still works. (Stop from the sidebar or the API: tests/collab/test_files_e2e.py.)"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.fake_model import FakeModel
+from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _running(marker: str) -> bool:
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def _wait(cond, timeout: float, what: str) -> float:
+    start = time.monotonic()
+    while not cond():
+        assert time.monotonic() - start < timeout, f"timed out waiting for {what}"
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def _stop_a_running_tool(kernel: Kernel, model: FakeModel, cell: str) -> None:
+    marker = f"stopmark{uuid.uuid4().hex[:8]}"
+    loop = f"# {marker}\nwhile true; do sleep 0.1; done"
+    model.reply(tool_calls=[("bash", {"command": loop, "timeout": 120})])
+    msg_id = kernel.kc.execute(cell)
+    _wait(lambda: _running(marker), 90, "the tool runs in the sandbox")
+    kernel.km.interrupt_kernel()
+    took = _wait(lambda: not _running(marker), 10, "the process tree killed")
+    assert took < 1.0, took
+    reply, _ = kernel.collect(msg_id, timeout=20)
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    # the kernel and the session's sandbox are usable afterwards
+    model.reply(tool_calls=[("bash", {"command": "echo still-working"})])
+    model.reply(text="It works.")
+    reply, outputs = kernel.execute(cell.replace("loop forever", "echo"), timeout=60)
+    assert reply["status"] == "ok", outputs
+    assert "still-working" in str(outputs)
+
+
+@pytest.mark.parametrize("mode", ["signal", "message"])
+def test_interrupting_a_think_cell_kills_its_command(
+    tmp_path: Path, model: FakeModel, mode: str
+) -> None:
+    kernel = start_kernel(workspace_in(tmp_path), kernel_env(tmp_path, model), interrupt_mode=mode)
+    try:
+        _stop_a_running_tool(kernel, model, "loop forever")
+    finally:
+        kernel.stop()
+
+
+def test_interrupting_a_percent_think_cell_kills_its_command(
+    tmp_path: Path, model: FakeModel
+) -> None:
+    kernel = start_kernel(workspace_in(tmp_path), kernel_env(tmp_path, model), name="python3")
+    try:
+        reply, outputs = kernel.execute("%load_ext think_kernel")
+        assert reply["status"] == "ok", outputs
+        _stop_a_running_tool(kernel, model, "%think loop forever")
+    finally:
+        kernel.stop()

@@ -1,0 +1,125 @@
+"""Disk and rooms agree around every sandboxed run (issue 10, points 1 and 2).
+
+    files = FileSync(workspace)                 # runtime.extras["files"]
+    async with files.run(hold=60) as run:       # dirty rooms saved first; autosaves held
+        result = await sandbox.run_bash("cat a.txt")
+    run.changes                                 # Changes(created, modified, deleted)
+
+Before the run every room of the workspace with unsaved changes (the agent's and people's) is
+saved through the server's save path (``doc.flush``) and the run starts only after, so code
+reads what the rooms show. After it, the files the run created, changed or deleted (from the
+workspace watch, :mod:`.watch`) are merged into their open rooms as diffs (``doc.sync``) and
+the held autosaves resume. Without a server (standalone) there is nothing to flush: file tools
+write to disk at once and read changes from disk on their next access.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .watch import Changes, SnapshotWatcher, Watcher, workspace_watcher
+
+log = logging.getLogger(__name__)
+
+
+class Rooms(Protocol):
+    """The server's rooms, as a room-backed workspace reaches them."""
+
+    async def flush_rooms(self, hold: float) -> str | None:
+        """Save dirty rooms of the workspace; hold autosaves ``hold`` s; return the lease."""
+        ...
+
+    async def sync_rooms(self, paths: list[str], lease: str | None) -> list[str]:
+        """Merge these files' changes on disk into their rooms; release the lease."""
+        ...
+
+
+SYNC_TIMEOUT = 10.0  # seconds a flush or merge may take before the run goes on without it
+
+
+@dataclass
+class RunFiles:
+    """Filled in when the run's block ends."""
+
+    changes: Changes = field(default_factory=Changes)
+    merged: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class FileSync:
+    """Flush before, watch during, merge after a sandboxed run."""
+
+    def __init__(self, workspace: Any, watcher: Watcher | None = None) -> None:
+        self.workspace = workspace
+        self.watcher: Watcher = watcher or workspace_watcher(workspace.root)
+        self._started = False
+
+    @property
+    def rooms(self) -> Rooms | None:
+        """The room side, when the workspace is room-backed."""
+        ws = self.workspace
+        return ws if hasattr(ws, "flush_rooms") and hasattr(ws, "sync_rooms") else None
+
+    async def start(self) -> None:
+        """Set the watch up (falls back to snapshots if inotify is refused)."""
+        if self._started:
+            return
+        try:
+            await self.watcher.start()
+        except Exception as e:  # e.g. EMFILE: too many inotify instances
+            log.warning("file watch unavailable (%s); comparing snapshots instead", e)
+            self.watcher = SnapshotWatcher(self.workspace.root)
+        self._started = True
+
+    async def before(self, hold: float, out: RunFiles | None = None) -> tuple[Any, str | None]:
+        """Flush the rooms, then mark the watch; returns what :meth:`after` needs."""
+        await self.start()
+        rooms = self.rooms
+        lease = None
+        if rooms is not None:
+            try:
+                lease = await asyncio.wait_for(rooms.flush_rooms(hold), SYNC_TIMEOUT)
+            except Exception as e:  # the link is down, the server refused: best effort
+                log.warning("could not save the open documents before a run: %s", e)
+                if out is not None:
+                    out.warnings.append(
+                        "warning: open documents could not be saved first; the code may "
+                        "have read older versions of them"
+                    )
+        return await self.watcher.mark(), lease
+
+    async def after(self, token: tuple[Any, str | None], out: RunFiles | None = None) -> RunFiles:
+        """What the run changed, merged into the open rooms (the lease is released)."""
+        mark, lease = token
+        out = out or RunFiles()
+        out.changes = await self.watcher.since(mark)
+        rooms = self.rooms
+        if rooms is not None:
+            try:
+                out.merged = await asyncio.wait_for(
+                    rooms.sync_rooms(out.changes.paths(), lease), SYNC_TIMEOUT
+                )
+            except Exception as e:  # the link is down, the server refused: best effort
+                # The rooms' own poll merges them within a second or so.
+                log.warning("could not merge the run's files into the open documents: %s", e)
+        return out
+
+    @asynccontextmanager
+    async def run(self, hold: float) -> AsyncIterator[RunFiles]:
+        """``async with files.run(hold) as run:`` around one sandboxed run."""
+        result = RunFiles()
+        token = await self.before(hold, result)
+        try:
+            yield result
+        finally:
+            # Also when the run was stopped: its writes are merged and the hold released.
+            await asyncio.shield(self.after(token, result))
+
+    def close(self) -> None:
+        """Stop watching."""
+        self.watcher.close()
