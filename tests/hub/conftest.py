@@ -176,13 +176,15 @@ def system_users() -> Iterator[dict[str, HubUser]]:
 
 
 @pytest.fixture(scope="module")
-def hub_model() -> Iterator[FakeModel]:
-    """The scripted model, on loopback, reachable from every user's kernels."""
-    fm = FakeModel().start()
+def hub_models(system_users: dict[str, HubUser]) -> Iterator[dict[str, FakeModel]]:
+    """A scripted model per user, on loopback: each user's kernels reach their own, so both
+    users' runs can go at once, each with its own script."""
+    models = {who: FakeModel().start() for who in system_users}
     try:
-        yield fm
+        yield models
     finally:
-        fm.stop()
+        for fm in models.values():
+            fm.stop()
 
 
 CONFIG = """
@@ -205,11 +207,16 @@ c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 c.Spawner.environment = {environment!r}
+# Each user's kernels talk to that user's scripted model.
+_models = {models!r}
+c.Spawner.environment["OPENAI_BASE_URL"] = lambda spawner: _models[spawner.user.name]
+# Start both servers at once: the spawn request answers 202 at once instead of after 10 s.
+c.JupyterHub.slow_spawn_timeout = 0
 """
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory, chp, system_users, hub_model) -> Iterator[Hub]:
+def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
     """A running JupyterHub with both users' servers started and a token for each user."""
     state = tmp_path_factory.mktemp("hub")
     os.chmod(state, 0o700)
@@ -228,9 +235,9 @@ def hub(tmp_path_factory, chp, system_users, hub_model) -> Iterator[Hub]:
         password=PASSWORD,
         users={u.name for u in system_users.values()},
         singleuser=str(Path(venv_bin) / "jupyterhub-singleuser"),
+        models={u.name: hub_models[who].url for who, u in system_users.items()},
         environment={
-            # The kernels' model: the scripted server on loopback.
-            "OPENAI_BASE_URL": hub_model.url,
+            # The kernels' model: a scripted server on loopback (its URL: per user, below).
             "OPENAI_API_KEY": "hub-test-key",
             "THINK_MODEL": "fake-model",
             "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",

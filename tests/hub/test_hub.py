@@ -7,8 +7,8 @@ user's own API token, as a browser or a script would.
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,15 +94,21 @@ def bwrap_works_for(user: HubUser) -> bool:
 
 
 @pytest.fixture(scope="module")
-def runs(hub: Hub, hub_model: FakeModel) -> Iterator[dict[str, Run]]:
-    """Bob's agent probes Ann's home; once Bob's store exists, Ann's agent probes Bob's home
-    and store."""
+def runs(hub: Hub, hub_models: dict[str, FakeModel]) -> Iterator[dict[str, Run]]:
+    """Each user's agent, at the same time, probes the other user's store and home."""
     ann, bob = hub.users["ann"], hub.users["bob"]
-    out = {"bob": run_probe(hub, hub_model, bob, ann, "/nonexistent")}
-    bob_stores = store_files(bob.home)
-    assert len(bob_stores) == 1, bob_stores
-    out["ann"] = run_probe(hub, hub_model, ann, bob, str(bob_stores[0]))
-    yield out
+    stores = {
+        who: wait_for(lambda u=u: store_files(u.home), 60, f"{u.name}'s store")
+        for who, u in hub.users.items()
+    }
+    assert all(len(found) == 1 for found in stores.values()), stores
+    with ThreadPoolExecutor(2) as pool:
+        futures = {
+            "ann": pool.submit(run_probe, hub, hub_models["ann"], ann, bob, str(stores["bob"][0])),
+            "bob": pool.submit(run_probe, hub, hub_models["bob"], bob, ann, str(stores["ann"][0])),
+        }
+        done = {who: f.result() for who, f in futures.items()}
+    yield done
 
 
 def _value(probe: str, key: str) -> str:
@@ -138,8 +144,7 @@ def test_each_user_has_their_own_agent_store_and_sandbox(hub: Hub, runs: dict[st
         probe = runs[name].probe
         user = runs[name].user
         assert _value(probe, "uid") == str(user.uid), probe
-        if name == "ann":  # Bob's store exists by the time Ann's agent runs
-            assert _value(probe, "store") == "refused", probe
+        assert _value(probe, "store") == "refused", probe
         assert _value(probe, "home") == "refused", probe
         if tier1:
             # Tier 1: its own pid namespace (a handful of processes) inside a user namespace.
@@ -149,7 +154,7 @@ def test_each_user_has_their_own_agent_store_and_sandbox(hub: Hub, runs: dict[st
 
 
 def test_users_cannot_reach_each_others_sessions(
-    hub: Hub, runs: dict[str, Run], hub_model: FakeModel
+    hub: Hub, runs: dict[str, Run], hub_models: dict[str, FakeModel]
 ) -> None:
     """With Bob's token, Ann's server refuses listing, reading, sending and the WebSocket;
     Bob's own server does not know Ann's session; no token gets nothing either. Ann's own
@@ -160,7 +165,7 @@ def test_users_cannot_reach_each_others_sessions(
     with hub.client() as client:
         before = finished(client, ann, sid, "Probed")
         assert before is not None
-        requests_before = len(hub_model.requests)
+        requests_before = {who: len(fm.requests) for who, fm in hub_models.items()}
         attempts = [
             ("GET", f"{on_ann}/sessions", None),
             ("GET", f"{on_ann}/sessions/{sid}", None),
@@ -184,7 +189,7 @@ def test_users_cannot_reach_each_others_sessions(
         # Nothing reached Ann's session or the model.
         after = finished(client, ann, sid, "Probed")
         assert after == before
-        assert len(hub_model.requests) == requests_before
+        assert {who: len(fm.requests) for who, fm in hub_models.items()} == requests_before
         r = client.get(f"{api(ann)}/sessions", headers=ann.headers())
         assert r.status_code == 200
         listed = {s["id"] for s in r.json()["sessions"]}
@@ -208,12 +213,11 @@ def test_the_servers_carry_the_extension_and_the_lab_ui(hub: Hub) -> None:
         for user in hub.users.values():
             r = client.get(f"/user/{user.name}/api/think/openapi.json", headers=user.headers())
             assert r.status_code == 200 and r.json()["info"]["title"] == "Think for Jupyter"
-            deadline = time.monotonic() + 30
-            while True:
-                r = client.get(f"/user/{user.name}/lab", headers=user.headers())
-                if r.status_code == 200 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
-            assert r.status_code == 200, r.status_code
-            assert "@think/jupyter-think" in r.text
+
+            def lab_page(u: HubUser = user) -> str | None:
+                r = client.get(f"/user/{u.name}/lab", headers=u.headers())
+                return r.text if r.status_code == 200 else None
+
+            page = wait_for(lab_page, 30, f"{user.name}'s lab page", 0.2)
+            assert "@think/jupyter-think" in page
             assert Path(user.home).stat().st_uid == user.uid

@@ -237,9 +237,11 @@ def test_sigint_without_a_terminal_stops_the_server_and_its_kernels(tmp_path, fa
         sid = server.call("POST", "sessions", {"title": "sigint"})["id"]
         server.call("POST", f"sessions/{sid}/messages", {"content": "hi"})
         until(
-            lambda: server.call("GET", f"sessions/{sid}")["run"] is None
-            and server.call("GET", f"sessions/{sid}/messages")["messages"][-1]["content"]
-            == "Hello.",
+            lambda: (
+                server.call("GET", f"sessions/{sid}")["run"] is None
+                and server.call("GET", f"sessions/{sid}/messages")["messages"][-1]["content"]
+                == "Hello."
+            ),
             90,
             "the answer",
         )
