@@ -158,6 +158,40 @@ class MessageContentHandler(ThinkHandler):
         self.send({"id": message_id, "content": content, "size": size})
 
 
+#: What an attachment may be served as; anything else goes out as bytes to download.
+SERVED_IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+
+class MessageAttachmentHandler(ThinkHandler):
+    """``GET``: the bytes of a message's ``n``-th attachment (an uploaded file or image, or a
+    screenshot a tool took), so a reloaded chat can show them again."""
+
+    @authorized
+    async def get(self, session_id: str, message_id: str, index: str) -> None:
+        """The stored bytes, with the attachment's MIME type (images) or as a download."""
+        message = await self.svc.store.get_message(message_id)
+        if message is None or message["session_id"] != session_id:
+            raise web.HTTPError(404, f"no message {message_id!r} in session {session_id!r}")
+        items = message.get("attachments") or []
+        n = int(index)
+        item = items[n] if isinstance(items, list) and n < len(items) else None
+        if not isinstance(item, dict) or not isinstance(item.get("blob"), str):
+            raise web.HTTPError(404, f"message {message_id!r} has no attachment {n}")
+        try:
+            data = await self.svc.store.load_blob(item["blob"])
+        except (KeyError, ValueError, OSError):
+            raise web.HTTPError(410, "the stored bytes of this attachment are missing") from None
+        mime = str(item.get("mime") or "")
+        # Stored bytes are served, never interpreted: no sniffing, no scripts, no same origin.
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
+        self.set_header("Cache-Control", "private, max-age=86400, immutable")
+        if mime not in SERVED_IMAGES:
+            mime = "application/octet-stream"
+            self.set_header("Content-Disposition", "attachment")
+        self.finish(data, set_content_type=mime)  # APIHandler would say application/json
+
+
 class UsageHandler(ThinkHandler):
     """``GET ?calls=N``: tokens and estimated cost of the session, in total and by role, model
     and purpose; ``calls`` adds the newest N calls."""
@@ -338,6 +372,10 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (s, SessionHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),
+        (
+            f"{s}/messages/(?P<message_id>{ID})/attachments/(?P<index>[0-9]{{1,3}})",
+            MessageAttachmentHandler,
+        ),
         (f"{s}/usage", UsageHandler),
         (f"{s}/attachments", AttachmentsHandler),
         (f"{s}/cancel", CancelHandler),

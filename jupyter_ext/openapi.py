@@ -241,6 +241,29 @@ OPENAPI: dict[str, Any] = {
                 params=[SID, _path_param("message_id")],
             ),
         },
+        "/sessions/{session_id}/messages/{message_id}/attachments/{index}": {
+            "get": {
+                **_op(
+                    "The bytes of a message's attachment (an upload or a tool's screenshot)",
+                    _json(_OBJ),
+                    params=[SID, _path_param("message_id"), _path_param("index")],
+                ),
+                "responses": {
+                    "200": {
+                        "description": "the image (its MIME type) or the file's bytes",
+                        "content": {
+                            "image/png": {"schema": {"type": "string", "format": "binary"}},
+                            "application/octet-stream": {
+                                "schema": {"type": "string", "format": "binary"}
+                            },
+                        },
+                    },
+                    "403": _ERR,
+                    "404": _ERR,
+                    "410": _ERR,
+                },
+            },
+        },
         "/sessions/{session_id}/usage": {
             "get": _op(
                 "Tokens and estimated cost: total, by role, model and purpose",

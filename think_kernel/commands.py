@@ -305,11 +305,37 @@ async def think_output(rt: Any, arg: str) -> CommandReply:
         whole = await rt.store.full_output(row)
     except KeyError:
         raise CommandError("the stored output of this call is missing") from None
-    shown = whole if len(whole) <= OUTPUT_CHARS else whole[:OUTPUT_CHARS]
-    fence = "~~~~" if "~~~" in shown else "~~~"
-    more = f"\n\n*(first {OUTPUT_CHARS:,} of {len(whole):,} characters)*" if shown != whole else ""
     head = f"**{row.get('name') or 'tool'}** {code_span(str(row.get('tool_call_id')))}:"
-    return CommandReply(f"{head}\n\n{fence}\n{shown}\n{fence}{more}", value=whole)
+    return CommandReply(f"{head}\n\n{fenced_output(whole, OUTPUT_CHARS)}", value=whole)
+
+
+#: Characters of a whole tool output that a cell shows when expanded (``%think_output``: all).
+CELL_OUTPUT_CHARS = 200_000
+
+
+def fenced_output(whole: str, limit: int, call_id: str = "") -> str:
+    """Markdown of a tool output in a fence, cut to ``limit`` characters with a note saying so."""
+    shown = whole if len(whole) <= limit else whole[:limit]
+    fence = "~~~~" if "~~~" in shown else "~~~"
+    more = ""
+    if shown != whole:
+        rest = f"; all of it: {code_span('%think_output ' + call_id)}" if call_id else ""
+        more = f"\n\n*(first {limit:,} of {len(whole):,} characters{rest})*"
+    return f"{fence}\n{shown}\n{fence}{more}"
+
+
+async def whole_output_markdown(rt: Any, result_id: str, call_id: str) -> str | None:
+    """A collapsed block with a stored tool output, for the cell of the call (None if missing)."""
+    row = await rt.store.get_message(result_id) if result_id else None
+    if row is None:
+        return None
+    try:
+        whole = await rt.store.full_output(row)
+    except KeyError:
+        return None
+    body = fenced_output(whole, CELL_OUTPUT_CHARS, call_id)
+    title = f"Whole output of {row.get('name') or 'the tool'} ({len(whole):,} characters)"
+    return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>\n"
 
 
 async def think_doctor(rt: Any, arg: str) -> CommandReply:

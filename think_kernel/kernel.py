@@ -36,7 +36,7 @@ from . import __version__
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
 from .cellcode import run_cell_code
 from .collab.linked import linked_access
-from .commands import COMMANDS, CommandError, run_command
+from .commands import COMMANDS, CommandError, run_command, whole_output_markdown
 from .config import ThinkConfig
 from .link import start_link
 from .render import Transcript
@@ -426,6 +426,11 @@ class ThinkKernel(IPythonKernel):
                 out.feed(event)
                 if isinstance(event, ToolResult) and event.display:
                     out.bundles(event.display)
+                if isinstance(event, ToolResult) and event.full_size:
+                    # The model saw a summary: the cell can expand to the whole output.
+                    whole = await whole_output_markdown(runtime, event.result_id, event.call_id)
+                    if whole:
+                        out.bundles([{"text/markdown": whole, "text/plain": whole}])
         except asyncio.CancelledError:
             out.view.add_note("*Interrupted.*")
             out.flush(final=True)

@@ -28,7 +28,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .agent.calls import FALLBACK, ROLES
+from .agent.calls import FALLBACK, ROLES, ModelCaller
 from .agent.catalog import window_for
 from .agent.events import Chat, ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent, record_action
@@ -291,9 +291,21 @@ class Runtime:
     def _vision(self) -> ModelVision:
         """The ``vision`` role for tools that ask about images (screenshots)."""
 
-        async def resolve() -> tuple[ModelClient, str]:
+        async def resolve(session_id: str) -> ModelCaller:
             props = await self.props()
-            return self._model_client(props), self.model_name(props, "vision")
+            assert self.store is not None  # tools run only after start()
+            return ModelCaller(
+                self._model_client(props),
+                self.store,
+                session_id or self.session_id,
+                self.role_models(props),
+                prices=self.config.prices,
+                calibration=self.calibration,
+                windows=lambda name: window_for(
+                    name, self.config.context_windows, self.config.context_window
+                ),
+                learned=self.learned_windows,
+            )
 
         return ModelVision(resolve)
 

@@ -329,6 +329,53 @@ describe('history replay and reconnect', () => {
     });
   });
 
+  it('a stored tool message keeps its images for the card', () => {
+    const shot: IWireMessage[] = [
+      {
+        id: 'a1',
+        role: 'assistant',
+        content: '',
+        status: 'complete',
+        tool_calls: [
+          {
+            id: 'c9',
+            type: 'function',
+            function: { name: 'screenshot', arguments: '{}' }
+          }
+        ]
+      },
+      {
+        id: 't9',
+        role: 'tool',
+        session_id: 's1',
+        content: 'Screenshot of the page',
+        tool_call_id: 'c9',
+        name: 'screenshot',
+        status: 'complete',
+        attachments: [
+          {
+            kind: 'image',
+            blob: 'b'.repeat(64),
+            mime: 'image/png',
+            name: 'https://example.org/'
+          }
+        ]
+      }
+    ];
+    const s = run([{ type: 'history', messages: shot }]);
+    expect(s.toolCalls.c9.storedImages).toEqual([
+      {
+        sessionId: 's1',
+        messageId: 't9',
+        index: 0,
+        name: 'https://example.org/'
+      }
+    ]);
+    expect(
+      run([{ type: 'history', messages: history }]).toolCalls.c1.storedImages
+    ).toBeUndefined();
+  });
+
   it('replaying the same history keeps message identities', () => {
     const s = run([{ type: 'history', messages: history }]);
     const again = reduce(s, { type: 'history', messages: history });

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 import websocket
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jupyter_ext.handlers import routes
@@ -292,8 +292,19 @@ async def test_link_frames_never_break_it(api, think, jp_http_port, jp_base_url)
             params,
         )
 
+        # Always at least one call with parameters of the wrong type (a draw may have none).
+        bad_params = json.dumps(
+            {
+                "type": "rpc",
+                "id": 7,
+                "method": "doc.revert",
+                "params": {"path": "a.txt", "version": "seven"},
+            }  # fmt: skip
+        )
+
         @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
         @given(st.one_of(ws_frame, rpc))
+        @example(bad_params)
         def linked(frame: str | bytes) -> None:
             _send(conn, frame)
             replies = _until_pong(conn)
