@@ -343,7 +343,9 @@ function onRunTask(
   }
   const cancelled = status === 'failed' && a.detail === 'cancelled';
   let next: IChatState = { ...state, awaitingRun: false };
-  if (status === 'failed' && !cancelled) {
+  // An `error` frame of this run came first with its code (e.g. `auth`, which the setup
+  // card fixes): keep it rather than the generic failure.
+  if (status === 'failed' && !cancelled && !next.error) {
     next.error = {
       message: a.detail || 'The request failed.',
       code: 'run_failed',
@@ -423,7 +425,8 @@ function onError(state: IChatState, a: IErrorFrame): IChatState {
     next = putMessage(next, {
       ...state.messages[id],
       status: 'error',
-      error: a.message
+      error: a.message,
+      errorCode: a.code ?? 'error'
     });
   }
   return settle(next, 'error');

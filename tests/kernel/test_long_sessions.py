@@ -69,7 +69,7 @@ def test_large_output_summary_in_the_cell_whole_on_demand(kernel: Kernel, model:
     reply, outputs = kernel.execute("count to 30000", timeout=120)
     assert reply["status"] == "ok"
     cell = markdown_of(outputs)
-    assert "> 🔧 **bash** `seq 1 30000` · ✓" in cell
+    assert "> ▸ **bash** `seq 1 30000` · ✓" in cell
     assert "whole output (" in cell and "`%think_output call_" in cell
     (summary_call,) = [r for r in model.internal_requests if r["_purpose"] == "tool_summary"]
     assert summary_call["model"] == "quick" and summary_call["_purpose"] == "tool_summary"
