@@ -381,6 +381,7 @@ function ChatApp(
           onSetup={openSetup}
           onInsertCode={props.insertCell}
           editRequest={editRequest}
+          readOnly={chatKind !== 'chat'}
         />
       )}
       {showSetup ? null : chatKind !== 'chat' && state.session ? (

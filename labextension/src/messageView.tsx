@@ -46,6 +46,12 @@ export interface IMessageItemProps {
   editNow?: number;
 }
 
+/** A stored failure note has no error code (also after a reload); the kernel's advice for
+ * the chat names the setup card in bold (think_kernel/config.py), which marks it. */
+function setupCode(text: string): string | undefined {
+  return text.includes('**Set up a model**') ? 'not_configured' : undefined;
+}
+
 function sameTools(a: IToolCallState[], b: IToolCallState[]): boolean {
   return a.length === b.length && a.every((t, i) => t === b[i]);
 }
@@ -160,7 +166,9 @@ export const MessageItem = React.memo(
         <div className={cls} data-message-id={m.id} data-status={m.status}>
           <ErrorNote
             message={m.content || m.error || 'The request failed.'}
+            code={m.errorCode ?? setupCode(m.content || m.error || '')}
             rendermime={rendermime}
+            onSetup={onSetup}
           />
         </div>
       );
@@ -228,6 +236,8 @@ export interface IMessageListProps {
   onInsertCode?: (code: string) => void;
   /** Open the editor of message `id` (the Up key); `n` changes on every request. */
   editRequest?: { id: string; n: number } | null;
+  /** A notebook's or `%%think` session: shown, never edited from the sidebar. */
+  readOnly?: boolean;
 }
 
 /** The scrolling list of messages of a session. */
@@ -241,7 +251,8 @@ export function MessageList(props: IMessageListProps): JSX.Element {
     loadWhole,
     onSetup,
     onInsertCode,
-    editRequest
+    editRequest,
+    readOnly
   } = props;
   const [windowSize, setWindowSize] = useState(INITIAL_WINDOW);
   const scroller = useRef<HTMLDivElement>(null);
@@ -293,7 +304,7 @@ export function MessageList(props: IMessageListProps): JSX.Element {
         rendermime={rendermime}
         onOpenPath={onOpenPath}
         onEdit={onEdit}
-        editable={idle && !m.local && m.status !== 'queued'}
+        editable={!readOnly && idle && !m.local && m.status !== 'queued'}
         loadWhole={loadWhole}
         onSetup={onSetup}
         onInsertCode={onInsertCode}

@@ -343,12 +343,12 @@ function onRunTask(
   }
   const cancelled = status === 'failed' && a.detail === 'cancelled';
   let next: IChatState = { ...state, awaitingRun: false };
-  // An `error` frame of this run came first with its code (e.g. `auth`, which the setup
-  // card fixes): keep it rather than the generic failure.
-  if (status === 'failed' && !cancelled && !next.error) {
+  if (status === 'failed' && !cancelled) {
+    // The detail is the final word (it counts the retries); an `error` frame of this run
+    // that came first gives its code (e.g. `auth`, which the setup card fixes).
     next.error = {
       message: a.detail || 'The request failed.',
-      code: 'run_failed',
+      code: state.error?.code ?? 'run_failed',
       retryable: true
     };
   }

@@ -310,7 +310,10 @@ describe('First contact: setup card to first answer', () => {
           ].map(s => [
             s.querySelector('.jp-Launcher-sectionTitle')?.textContent ?? '',
             [...s.querySelectorAll('.jp-LauncherCard')]
-              .map(c => c.textContent ?? '')
+              .map(
+                c =>
+                  c.querySelector('.jp-LauncherCard-label')?.textContent ?? ''
+              )
               .filter(t => /think/i.test(t))
           ])
         : []

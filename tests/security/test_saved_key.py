@@ -48,9 +48,7 @@ async def test_sandboxed_code_cannot_find_the_saved_key(runtime: Runtime, worksp
     # The key is really there, and the runtime resolves it (the model client would send it).
     ep = await runtime.refresh_endpoint()
     assert ep.api_key == KEY and ep.source == "saved"
-    raw = b"".join(
-        p.read_bytes() for p in runtime.store_dir.glob("think.db*") if p.is_file()
-    )
+    raw = b"".join(p.read_bytes() for p in runtime.store_dir.glob("think.db*") if p.is_file())
     assert KEY.encode() in raw, "the test would prove nothing: the key is not in the store"
     (workspace / "notes.txt").write_text("a file the search can read\n")
     sandbox = await runtime.ensure_sandbox()

@@ -119,6 +119,9 @@ async def test_zero_to_answer_and_a_change_without_restart(api, ws, think, no_mo
         assert second.requests[-1]["model"] == "big"
         assert second.headers[-1]["Authorization"] == f"Bearer {second.api_key}"
         assert dict(think.services.chats.kernels) == kernels, "a kernel was restarted"
+        # The chat kernel served the chat session only: no stray session of its own.
+        _, listed = await api("GET", "sessions")
+        assert [(x["id"], x["kind"]) for x in listed["sessions"]] == [(sid, "chat")]
     finally:
         first.stop()
         second.stop()
