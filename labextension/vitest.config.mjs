@@ -7,6 +7,8 @@ export default defineConfig({
     setupFiles: ['test/setup.ts'],
     // Component tests import @jupyterlab/ui-components, whose web components use
     // extensionless ESM imports that only Vite's resolver understands.
-    server: { deps: { inline: [/@jupyter\/web-components/, /@microsoft\/fast/] } }
+    server: {
+      deps: { inline: [/@jupyter\/web-components/, /@microsoft\/fast/] }
+    }
   }
 });

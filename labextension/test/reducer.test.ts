@@ -516,7 +516,12 @@ describe('runs as durable tasks (the server ends a run with task_*)', () => {
     const s = run([
       ...started,
       { type: 'error', message: 'key refused', code: 'auth' },
-      { type: 'task_failed', task_id: 'r1', run_id: 'r1', detail: 'key refused' }
+      {
+        type: 'task_failed',
+        task_id: 'r1',
+        run_id: 'r1',
+        detail: 'key refused'
+      }
     ]);
     expect(s.error).toEqual({
       message: 'key refused',

@@ -7,8 +7,9 @@ import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import React, { act } from 'react';
 import { createRoot, Root } from 'react-dom/client';
 
-(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT =
-  true;
+(
+  globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }
+).IS_REACT_ACT_ENVIRONMENT = true;
 
 /** A mounted component: its container, and unmount. */
 export interface IMounted {
@@ -43,7 +44,10 @@ export async function settle(): Promise<void> {
 }
 
 /** Set an input's value as a user would (React listens to the native setter). */
-export function type(el: HTMLInputElement | HTMLTextAreaElement, value: string): void {
+export function type(
+  el: HTMLInputElement | HTMLTextAreaElement,
+  value: string
+): void {
   const proto = Object.getPrototypeOf(el);
   const setter = Object.getOwnPropertyDescriptor(proto, 'value')?.set;
   act(() => {
@@ -60,7 +64,11 @@ export function click(el: Element): void {
 }
 
 /** Press a key on an element. */
-export function key(el: Element, k: string, init: KeyboardEventInit = {}): void {
+export function key(
+  el: Element,
+  k: string,
+  init: KeyboardEventInit = {}
+): void {
   act(() => {
     el.dispatchEvent(
       new KeyboardEvent('keydown', { key: k, bubbles: true, ...init })

@@ -57,7 +57,8 @@ describe('SetupCard', () => {
     const onSaved = vi.fn();
     m = mount(<SetupCard api={api} current={NONE} onSaved={onSaved} />);
     click(button(m.container, 'Ollama'));
-    const url = m.container.querySelector<HTMLInputElement>('.jp-ThinkSetup-url')!;
+    const url =
+      m.container.querySelector<HTMLInputElement>('.jp-ThinkSetup-url')!;
     expect(url.value).toBe('http://localhost:11434/v1');
     type(url, 'http://127.0.0.1:9999/v1');
     type(
@@ -124,7 +125,8 @@ describe('SetupCard', () => {
         onCancel={vi.fn()}
       />
     );
-    const key = m.container.querySelector<HTMLInputElement>('.jp-ThinkSetup-key')!;
+    const key =
+      m.container.querySelector<HTMLInputElement>('.jp-ThinkSetup-key')!;
     expect(key.value).toBe('');
     expect(key.placeholder).toContain('…abcd');
     expect(button(m.container, 'Save').disabled).toBe(false);
@@ -136,8 +138,8 @@ describe('SetupCard', () => {
     expect(
       presetFor({ ...NONE, configured: true, base_url: 'http://h:11434/v1' })
     ).toBe(PRESETS[1]);
-    expect(presetFor({ ...NONE, configured: true, base_url: 'http://h/v1' })).toBe(
-      PRESETS[2]
-    );
+    expect(
+      presetFor({ ...NONE, configured: true, base_url: 'http://h/v1' })
+    ).toBe(PRESETS[2]);
   });
 });

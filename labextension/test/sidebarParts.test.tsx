@@ -70,9 +70,9 @@ describe('sessions', () => {
     ]);
     const select = m.container.querySelector('select')!;
     expect(select.title).toBe('A %%think cell · work/a.ipynb');
-    expect(sessionLabel({ id: 'x', title: '', kind: 'notebook', path: '/abs' })).toBe(
-      'Untitled'
-    );
+    expect(
+      sessionLabel({ id: 'x', title: '', kind: 'notebook', path: '/abs' })
+    ).toBe('Untitled');
   });
 });
 
@@ -82,7 +82,10 @@ describe('context blocks', () => {
       text: 'plot x',
       contexts: ['x = 1']
     });
-    expect(splitContext('no context')).toEqual({ text: 'no context', contexts: [] });
+    expect(splitContext('no context')).toEqual({
+      text: 'no context',
+      contexts: []
+    });
   });
 
   it('show as a chip that expands', () => {
@@ -92,9 +95,9 @@ describe('context blocks', () => {
     expect(chip.textContent).toContain('Context attached (2 lines)');
     expect(m.container.querySelector('.jp-ThinkContext-body')).toBeNull();
     click(chip);
-    expect(m.container.querySelector('.jp-ThinkContext-body')?.textContent).toBe(
-      'a\nb'
-    );
+    expect(
+      m.container.querySelector('.jp-ThinkContext-body')?.textContent
+    ).toBe('a\nb');
   });
 });
 
@@ -138,7 +141,13 @@ describe('errors', () => {
       {
         type: 'history',
         messages: [
-          { id: 'u1', role: 'user', content: 'first', status: 'complete', seq: 1 },
+          {
+            id: 'u1',
+            role: 'user',
+            content: 'first',
+            status: 'complete',
+            seq: 1
+          },
           { id: 'u2', role: 'user', content: 'later', status: 'queued', seq: 2 }
         ]
       } as never,
@@ -158,7 +167,9 @@ describe('errors', () => {
     const order = [
       ...m.container.querySelectorAll('.jp-ThinkMessage, .jp-ThinkError')
     ].map(e =>
-      e.classList.contains('jp-ThinkError') ? 'error' : e.getAttribute('data-message-id')
+      e.classList.contains('jp-ThinkError')
+        ? 'error'
+        : e.getAttribute('data-message-id')
     );
     expect(order).toEqual(['u1', 'error', 'u2']);
     expect(m.container.querySelector('.jp-ThinkBanner')).toBeNull();

@@ -6,6 +6,8 @@
  * Run: `npm run test:e2e` (needs `npm run build` first and Chromium at /usr/bin/chromium).
  */
 
+/* global localStorage, sessionStorage, navigator -- used in page.evaluate (the browser) */
+
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
