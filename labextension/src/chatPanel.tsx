@@ -106,8 +106,18 @@ function ChatApp(
       .then(setEndpoint)
       .catch(e => console.warn('think: model endpoint not loaded', e));
   }, [api]);
-  const showSetup = setupOpen || (endpoint !== null && !endpoint.configured);
-  const openSetup = useCallback(() => setSetupOpen(true), []);
+  // (An endpoint in the user's Settings → Think also works without the card.)
+  const showSetup =
+    setupOpen ||
+    (endpoint !== null && !endpoint.configured && !settings.endpoint);
+  // Another tab (or the environment) may have set the endpoint since: ask again.
+  const openSetup = useCallback(() => {
+    setSetupOpen(true);
+    api
+      .getModel()
+      .then(setEndpoint)
+      .catch(() => undefined);
+  }, [api]);
 
   const refreshSessions = useCallback(async (): Promise<ISession[]> => {
     try {
@@ -314,7 +324,7 @@ function ChatApp(
             title={`Model: ${modelName} (role: primary, the main loop) at ${
               settings.endpoint || endpoint.effective_url
             }${endpoint.source === 'saved' ? ', saved from the setup card' : ', from the server environment'}. Click to change.`}
-            onClick={() => setSetupOpen(!setupOpen)}
+            onClick={() => (setupOpen ? setSetupOpen(false) : openSetup())}
           >
             <span className="jp-ThinkModelBadge-name">{modelName}</span>
             <span className="jp-ThinkModelBadge-role">primary</span>

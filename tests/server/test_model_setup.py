@@ -125,3 +125,48 @@ async def test_zero_to_answer_and_a_change_without_restart(api, ws, think, no_mo
     finally:
         first.stop()
         second.stop()
+
+
+async def test_the_routes_need_auth_and_the_think_permission(
+    jp_serverapp, http_server_client, jp_base_url, api, no_model_env
+):
+    from tornado.httpclient import HTTPClientError
+
+    await api("GET", "model")  # the store is ready
+    for method, path, body in (
+        ("GET", "model", None),
+        ("PUT", "model", '{"base_url": "http://h/v1", "model": "m"}'),
+        ("DELETE", "model", None),
+        ("POST", "model/test", '{"base_url": "http://h/v1"}'),
+    ):
+        for headers in ({}, {"Authorization": "token wrong"}):
+            try:
+                resp = await http_server_client.fetch(
+                    f"{jp_base_url}api/think/{path}",
+                    method=method,
+                    body=body,
+                    headers=headers,
+                    raise_error=False,
+                    allow_nonstandard_methods=True,
+                )
+                code = resp.code
+            except HTTPClientError as e:
+                code = e.code
+            assert code == 403, (method, path, headers, code)
+
+    class DenyThink(type(jp_serverapp.authorizer)):  # type: ignore[misc]
+        def is_authorized(self, handler, user, action, resource):
+            return resource != "think"
+
+    original = jp_serverapp.web_app.settings["authorizer"]
+    jp_serverapp.web_app.settings["authorizer"] = DenyThink(parent=jp_serverapp)
+    try:
+        for method, path in (("GET", "model"), ("POST", "model/test")):
+            code, _ = await api(
+                method, path, {"base_url": "http://h/v1"} if method == "POST" else None
+            )
+            assert code == 403, (method, path)
+    finally:
+        jp_serverapp.web_app.settings["authorizer"] = original
+    _, ep = await api("GET", "model")
+    assert ep["configured"] is False  # nothing was saved by the refused requests
