@@ -471,12 +471,24 @@ class Runtime:
             if isinstance(event, ToolCall):
                 self.current_message_id = event.message_id
             elif isinstance(event, ErrorEvent) and self.kind == "chat":
-                event = dataclasses.replace(event, message=chat_error(event.code, event.message))
+                said = chat_error(event.code, event.message)
+                if said != event.message:
+                    await self._restate_error(event.message, said)
+                    event = dataclasses.replace(event, message=said)
             answered = answered or isinstance(event, Chat)
             await self.emit(event)
             yield event
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
+
+    async def _restate_error(self, original: str, said: str) -> None:
+        """The failed reply keeps the chat's wording too (its history outlives the event)."""
+        assert self.store is not None
+        rows, _ = await self.store.page_messages(self.session_id, None, 3)
+        for row in reversed(rows):
+            if row["role"] == "assistant" and row.get("error") == original:
+                await self.store.update_message(row["id"], error=said)
+                return
 
     async def _title_later(self, agent: Agent, request: str) -> None:
         """Name an untitled session with the fast model, in the background (issue 14)."""

@@ -170,3 +170,25 @@ async def test_the_routes_need_auth_and_the_think_permission(
         jp_serverapp.web_app.settings["authorizer"] = original
     _, ep = await api("GET", "model")
     assert ep["configured"] is False  # nothing was saved by the refused requests
+
+
+async def test_a_refused_key_reads_as_a_sidebar_fix_also_after_reload(
+    api, ws, no_model_env, keyed_model
+):
+    await api(
+        "PUT", "model", {"base_url": keyed_model.url, "api_key": "sk-bad-key", "model": "fake-a"}
+    )
+    _, s = await api("POST", "sessions", {"title": "bad key"})
+    tab = await ws(s["id"])
+    await api("POST", f"sessions/{s['id']}/messages", {"content": "hi"})
+    await until(lambda: tab.of("task_failed"), 60, "the failed run")
+    err = tab.of("error")[0]
+    assert err["code"] == "auth" and "Set up a model" in err["message"]
+    # What a reload shows (the history) says the same: no kernel restart, no env variable.
+    _, page = await api("GET", f"sessions/{s['id']}/messages")
+    failed = [m for m in page["messages"] if m["status"] == "error"]
+    assert {m["role"] for m in failed} == {"assistant", "system"}, failed
+    for m in failed:
+        text = m.get("error") or m["content"]
+        assert "Set up a model" in text and "restart the kernel" not in text, m
+        assert "OPENAI_API_KEY" not in text, m
