@@ -176,6 +176,54 @@ describe('errors', () => {
   });
 });
 
+describe('failure notes', () => {
+  it('offer the setup card when the advice names it, also from history', async () => {
+    const state = reduceAll(initialState({ id: 's', title: 't' }), [
+      {
+        type: 'history',
+        messages: [
+          { id: 'u1', role: 'user', content: 'hi', status: 'complete', seq: 1 },
+          {
+            id: 'n1',
+            role: 'system',
+            content:
+              'The request failed: the key was refused.\n\nOpen **Set up a model** here.',
+            status: 'error',
+            seq: 2
+          },
+          {
+            id: 'n2',
+            role: 'system',
+            content: 'The request failed: disk full',
+            status: 'error',
+            seq: 3
+          }
+        ]
+      } as never
+    ]);
+    const onSetup = vi.fn();
+    m = mount(
+      <MessageList
+        state={state}
+        rendermime={fakeRendermime()}
+        onOpenPath={vi.fn()}
+        onEdit={vi.fn()}
+        onLoadOlder={async () => false}
+        onSetup={onSetup}
+      />
+    );
+    await settle();
+    const notes = [...m.container.querySelectorAll('.jp-ThinkError')];
+    expect(notes.length).toBe(2);
+    expect(notes[0].querySelector('strong')?.textContent).toBe(
+      'Set up a model'
+    );
+    click(button(notes[0] as HTMLElement, 'Set up a model'));
+    expect(onSetup).toHaveBeenCalled();
+    expect(notes[1].querySelector('button')).toBeNull();
+  });
+});
+
 describe('composer keys', () => {
   const props = (running: boolean) => ({
     running,
