@@ -146,9 +146,13 @@ class ModelTestHandler(ThinkHandler):
 
 async def list_models(base_url: str | None, api_key: str) -> list[str]:
     """The model ids an OpenAI-compatible endpoint lists (sorted, at most MAX_MODELS)."""
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-    client = AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=TEST_TIMEOUT, max_retries=0)
+    # The SDK's own client follows redirects; this request must not (module docstring).
+    http = DefaultAsyncHttpxClient(follow_redirects=False, timeout=TEST_TIMEOUT)
+    client = AsyncOpenAI(
+        api_key=api_key, base_url=base_url, timeout=TEST_TIMEOUT, max_retries=0, http_client=http
+    )
     try:
         ids: list[str] = []
         async for model in client.models.list():
@@ -158,6 +162,7 @@ async def list_models(base_url: str | None, api_key: str) -> list[str]:
         return sorted(set(ids))
     finally:
         await client.close()
+        await http.aclose()
 
 
 def describe_failure(error: Exception, base_url: str) -> str:

@@ -192,3 +192,27 @@ async def test_a_refused_key_reads_as_a_sidebar_fix_also_after_reload(
         text = m.get("error") or m["content"]
         assert "Set up a model" in text and "restart the kernel" not in text, m
         assert "OPENAI_API_KEY" not in text, m
+
+
+async def test_the_test_request_follows_no_redirect(api, no_model_env, keyed_model):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(307)
+            self.send_header("Location", f"{keyed_model.url}/models")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        _, r = await api("POST", "model/test", {"base_url": url, "api_key": keyed_model.api_key})
+        assert r["ok"] is False and "307" in r["error"], r
+        assert keyed_model.headers == [], "the redirect was followed"
+    finally:
+        server.shutdown()
