@@ -29,6 +29,7 @@ from .contents import ThinkCheckpoints, ThinkContentsManager
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
+from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .recovery import Recovery
 from .scheduler import Scheduler
@@ -164,6 +165,7 @@ class ThinkExtension(ExtensionApp):
         """Register the REST, WebSocket and link routes."""
         kw = {"name": self.name, "services": self.services}
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
         self.handlers.append(
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )

@@ -16,10 +16,12 @@ from .sessions import SessionNotFound
 
 SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
 ID = r"[A-Za-z0-9_.\-]{1,128}"
+#: Session kinds: the sidebar's chats, think notebooks, ``%%think`` in another kernel.
+KINDS = ("chat", "notebook", "magic")
 
 
 class SessionsHandler(ThinkHandler):
-    """``GET`` lists sessions; ``POST {"title"?, "path"?}`` creates one."""
+    """``GET ?kind=`` lists sessions; ``POST {"title"?, "path"?}`` creates a chat session."""
 
     @authorized
     async def get(self) -> None:
@@ -27,7 +29,10 @@ class SessionsHandler(ThinkHandler):
         limit = self.int_arg("limit", 100, 1, self.svc.limits.page_limit)
         offset = self.int_arg("offset", 0, 0)
         assert limit is not None and offset is not None
-        self.send({"sessions": await self.svc.store.list_sessions(limit, offset)})
+        kind = self.get_query_argument("kind", None) or None
+        if kind is not None and kind not in KINDS:
+            raise web.HTTPError(400, f"kind must be one of {', '.join(KINDS)}")
+        self.send({"sessions": await self.svc.store.list_sessions(limit, offset, kind)})
 
     @authorized
     async def post(self) -> None:

@@ -183,7 +183,8 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
     tools, usage."""
     props = await rt.props()
     cfg = rt.config
-    configured = bool(cfg.api_key or cfg.base_url)
+    ep = await rt.refresh_endpoint()  # the setup card's endpoint, else config / environment
+    configured = ep.configured
     tier = getattr(getattr(rt.sandbox, "tier", None), "description", None)
     if tier is None:
         from .sandbox import detect_tier
@@ -199,8 +200,14 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
             f"{rt.context_window(primary):,} tokens; older turns are summarised past "
             f"{cfg.compact_at:.0%}",
         ),
-        ("endpoint", code_span(cfg.base_url or "https://api.openai.com/v1")),
-        ("API key", "set" if cfg.api_key else "not set"),
+        ("endpoint", code_span(ep.base_url or "https://api.openai.com/v1")),
+        ("API key", "set" if ep.api_key else "not set"),
+        (
+            "set in",
+            {"saved": "the chat sidebar's setup card", "": "nowhere"}.get(
+                ep.source, "the environment or config"
+            ),
+        ),
         ("configured", "yes" if configured else "**no**: see `%think_help`"),
         ("session", code_span(rt.session_id)),
         ("workspace", code_span(str(rt.workspace.root))),

@@ -232,15 +232,26 @@ class ThinkKernel(IPythonKernel):
                 root = Path.cwd()
                 config = ThinkConfig(parent=self)
                 linked = await self._linked_setup(root, config)  # may set the store path
-                sid = remembered_session(store_dir(root, config.store_path), self._session_key)
+                # A chat kernel serves the sidebar session it was started for (no stray
+                # notebook session of its own); a notebook's kernel resumes its pointer.
+                chat = os.environ.get("THINK_SESSION_ID", "").strip()
+                sid = chat or remembered_session(
+                    store_dir(root, config.store_path), self._session_key
+                )
                 runtime = self.runtime_class(
-                    config, root, session_id=sid, workspace=linked.get("workspace")
+                    config,
+                    root,
+                    session_id=sid,
+                    workspace=linked.get("workspace"),
+                    kind="chat" if chat else "notebook",
+                    session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
                 )
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
                 runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
-                remember_session(runtime.store_dir, self._session_key, runtime.session_id)
+                if not chat:
+                    remember_session(runtime.store_dir, self._session_key, runtime.session_id)
                 self.runtime = runtime
             return self.runtime
 

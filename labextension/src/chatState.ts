@@ -88,6 +88,8 @@ export interface IChatMessage {
   /** True until the server acknowledges an optimistic user message. */
   local?: boolean;
   error?: string;
+  /** The machine-readable code of `error` (e.g. `not_configured`, `auth`). */
+  errorCode?: string;
   /** The role and model of the call that wrote it, and its tokens (assistant messages). */
   usage?: IMessageUsage;
   attachments?: IAttachment[];

@@ -559,6 +559,25 @@ describe('runs as durable tasks (the server ends a run with task_*)', () => {
     expect(isRunning(s)).toBe(false);
   });
 
+  it('task_failed keeps the code of the error frame before it (issue 16)', () => {
+    const s = run([
+      ...started,
+      { type: 'error', message: 'key refused', code: 'auth' },
+      {
+        type: 'task_failed',
+        task_id: 'r1',
+        run_id: 'r1',
+        detail: 'key refused'
+      }
+    ]);
+    expect(s.error).toEqual({
+      message: 'key refused',
+      code: 'auth',
+      retryable: true
+    });
+    expect(s.messages.a1.errorCode).toBe('auth');
+  });
+
   it('task_complete ends the run', () => {
     const s = run([
       ...started,

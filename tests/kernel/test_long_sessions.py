@@ -75,7 +75,7 @@ def test_large_output_summary_in_the_cell_whole_on_demand(kernel: Kernel, model:
         and "text/markdown" in m["content"]["data"]
     ]
     cell = "\n".join(shown_md)
-    assert "> 🔧 **bash** `seq 1 30000` · ✓" in cell
+    assert "> ▸ **bash** `seq 1 30000` · ✓" in cell
     assert "whole output (" in cell and "`%think_output call_" in cell
     # The cell itself expands to the whole output (a collapsed block after the tool line),
     # and the answer follows it.
