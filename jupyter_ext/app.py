@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from .contents import ThinkCheckpoints, ThinkContentsManager
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
+from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .recovery import Recovery
 from .scheduler import Scheduler
@@ -176,6 +179,7 @@ class ThinkExtension(ExtensionApp):
         """Register the REST, WebSocket and link routes."""
         kw = {"name": self.name, "services": self.services}
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
         self.handlers.append(
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
@@ -263,6 +267,7 @@ class ThinkExtension(ExtensionApp):
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Open the store, then start the pipeline, scheduler and recovery loops."""
+        _stop_cleanly_on_sigint(serverapp, self.log)
         await self.ensure_started()
 
     async def ensure_started(self) -> None:
@@ -338,3 +343,21 @@ class ThinkExtension(ExtensionApp):
         await svc.links.close()
         if svc.store is not None:
             await svc.store.close()
+
+
+def _stop_cleanly_on_sigint(serverapp: Any, log: logging.Logger) -> None:
+    """Make SIGINT stop the server as SIGTERM does, when jupyter_server left it to Python."""
+    # With a terminal, jupyter_server asks "Shut down?" on ^C. Without one (JupyterHub's
+    # spawners, systemd, `kill -INT`) it leaves SIGINT to Python: a KeyboardInterrupt ends the
+    # event loop with no cleanup, kernels are orphaned, and the store's SQLite thread then
+    # keeps the process alive until SIGKILL (a hub stops a user's server with SIGINT first).
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        log.info("SIGINT: stopping the server and shutting its kernels down")
+        serverapp.stop(from_signal=True)
+
+    signal.signal(signal.SIGINT, stop)

@@ -16,10 +16,12 @@ from .sessions import SessionNotFound
 
 SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
 ID = r"[A-Za-z0-9_.\-]{1,128}"
+#: Session kinds: the sidebar's chats, think notebooks, ``%%think`` in another kernel.
+KINDS = ("chat", "notebook", "magic")
 
 
 class SessionsHandler(ThinkHandler):
-    """``GET`` lists sessions; ``POST {"title"?, "path"?}`` creates one."""
+    """``GET ?kind=`` lists sessions; ``POST {"title"?, "path"?}`` creates a chat session."""
 
     @authorized
     async def get(self) -> None:
@@ -27,7 +29,10 @@ class SessionsHandler(ThinkHandler):
         limit = self.int_arg("limit", 100, 1, self.svc.limits.page_limit)
         offset = self.int_arg("offset", 0, 0)
         assert limit is not None and offset is not None
-        self.send({"sessions": await self.svc.store.list_sessions(limit, offset)})
+        kind = self.get_query_argument("kind", None) or None
+        if kind is not None and kind not in KINDS:
+            raise web.HTTPError(400, f"kind must be one of {', '.join(KINDS)}")
+        self.send({"sessions": await self.svc.store.list_sessions(limit, offset, kind)})
 
     @authorized
     async def post(self) -> None:
@@ -156,6 +161,40 @@ class MessageContentHandler(ThinkHandler):
             raise web.HTTPError(410, "the blob of this message is missing") from None
         size = message.get("output_size") or message["content_size"]
         self.send({"id": message_id, "content": content, "size": size})
+
+
+#: What an attachment may be served as; anything else goes out as bytes to download.
+SERVED_IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+
+class MessageAttachmentHandler(ThinkHandler):
+    """``GET``: the bytes of a message's ``n``-th attachment (an uploaded file or image, or a
+    screenshot a tool took), so a reloaded chat can show them again."""
+
+    @authorized
+    async def get(self, session_id: str, message_id: str, index: str) -> None:
+        """The stored bytes, with the attachment's MIME type (images) or as a download."""
+        message = await self.svc.store.get_message(message_id)
+        if message is None or message["session_id"] != session_id:
+            raise web.HTTPError(404, f"no message {message_id!r} in session {session_id!r}")
+        items = message.get("attachments") or []
+        n = int(index)
+        item = items[n] if isinstance(items, list) and n < len(items) else None
+        if not isinstance(item, dict) or not isinstance(item.get("blob"), str):
+            raise web.HTTPError(404, f"message {message_id!r} has no attachment {n}")
+        try:
+            data = await self.svc.store.load_blob(item["blob"])
+        except (KeyError, ValueError, OSError):
+            raise web.HTTPError(410, "the stored bytes of this attachment are missing") from None
+        mime = str(item.get("mime") or "")
+        # Stored bytes are served, never interpreted: no sniffing, no scripts, no same origin.
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
+        self.set_header("Cache-Control", "private, max-age=86400, immutable")
+        if mime not in SERVED_IMAGES:
+            mime = "application/octet-stream"
+            self.set_header("Content-Disposition", "attachment")
+        self.finish(data, set_content_type=mime)  # APIHandler would say application/json
 
 
 class UsageHandler(ThinkHandler):
@@ -375,6 +414,10 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (s, SessionHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),
+        (
+            f"{s}/messages/(?P<message_id>{ID})/attachments/(?P<index>[0-9]{{1,3}})",
+            MessageAttachmentHandler,
+        ),
         (f"{s}/usage", UsageHandler),
         (f"{s}/attachments", AttachmentsHandler),
         (f"{s}/cancel", CancelHandler),

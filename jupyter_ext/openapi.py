@@ -65,6 +65,15 @@ _SESSION_BODY = {
     "properties": {"title": {"type": "string"}, "path": {"type": "string"}},
 }
 
+_ENDPOINT_BODY = {
+    "type": "object",
+    "properties": {
+        "base_url": {"type": "string"},
+        "api_key": {"type": "string"},
+        "model": {"type": "string"},
+    },
+}
+
 OPENAPI: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "Think for Jupyter", "version": "1"},
@@ -81,6 +90,7 @@ OPENAPI: dict[str, Any] = {
                     "path": {"type": "string"},
                     "status": {"type": "string"},
                     "options": _OBJ,
+                    "kind": {"type": "string", "enum": ["chat", "notebook", "magic"]},
                     "created_at": {"type": "number"},
                     "updated_at": {"type": "number"},
                 },
@@ -125,6 +135,18 @@ OPENAPI: dict[str, Any] = {
                     "cells": {"type": "array", "items": _OBJ},
                 },
             },
+            "Endpoint": {
+                "type": "object",
+                "properties": {
+                    "configured": {"type": "boolean"},
+                    "source": {"type": "string", "enum": ["saved", "environment", ""]},
+                    "base_url": {"type": "string"},
+                    "effective_url": {"type": "string"},
+                    "model": {"type": "string"},
+                    "api_key_set": {"type": "boolean"},
+                    "api_key_hint": {"type": "string"},
+                },
+            },
             "UsageTotals": {
                 "type": "object",
                 "properties": {
@@ -142,6 +164,33 @@ OPENAPI: dict[str, Any] = {
     },
     "paths": {
         "/openapi.json": {"get": _op("This document", _json(_OBJ))},
+        "/model": {
+            "get": _op("The model endpoint in force (never its key)", _json(_ref("Endpoint"))),
+            "put": _op(
+                "Save the model endpoint for this server (the setup card)",
+                _json(_ref("Endpoint")),
+                body=_ENDPOINT_BODY,
+            ),
+            "delete": _op(
+                "Forget the saved endpoint (the environment applies)", _json(_ref("Endpoint"))
+            ),
+        },
+        "/model/test": {
+            "post": _op(
+                "List the models of an endpoint (server-side)",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "ok": {"type": "boolean"},
+                            "models": {"type": "array", "items": {"type": "string"}},
+                            "error": {"type": "string"},
+                        },
+                    }
+                ),
+                body=_ENDPOINT_BODY,
+            )
+        },
         "/sessions": {
             "get": _op(
                 "List sessions",
@@ -154,6 +203,7 @@ OPENAPI: dict[str, Any] = {
                 params=[
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
                     _query("offset", {"type": "integer", "minimum": 0}),
+                    _query("kind", {"type": "string", "enum": ["chat", "notebook", "magic"]}),
                 ],
             ),
             "post": _op(
@@ -269,6 +319,29 @@ OPENAPI: dict[str, Any] = {
                 ),
                 params=[SID, _path_param("message_id")],
             ),
+        },
+        "/sessions/{session_id}/messages/{message_id}/attachments/{index}": {
+            "get": {
+                **_op(
+                    "The bytes of a message's attachment (an upload or a tool's screenshot)",
+                    _json(_OBJ),
+                    params=[SID, _path_param("message_id"), _path_param("index")],
+                ),
+                "responses": {
+                    "200": {
+                        "description": "the image (its MIME type) or the file's bytes",
+                        "content": {
+                            "image/png": {"schema": {"type": "string", "format": "binary"}},
+                            "application/octet-stream": {
+                                "schema": {"type": "string", "format": "binary"}
+                            },
+                        },
+                    },
+                    "403": _ERR,
+                    "404": _ERR,
+                    "410": _ERR,
+                },
+            },
         },
         "/sessions/{session_id}/usage": {
             "get": _op(

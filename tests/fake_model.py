@@ -99,6 +99,7 @@ class FakeModel:
     def __init__(self, api_key: str | None = None, models: set[str] | None = None) -> None:
         self.api_key = api_key
         self.models = models
+        self.listed = ["fake-model", "fake-model-large"]  # GET /v1/models when models is None
         self.script: list[Reply] = []
         self.default = Reply(text="(fake model: script exhausted)")
         self.requests: list[dict[str, Any]] = []
@@ -168,7 +169,12 @@ class FakeModel:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             self._loop = loop
-            app = tornado.web.Application([(r"/v1/chat/completions", _Handler, {"fm": self})])
+            app = tornado.web.Application(
+                [
+                    (r"/v1/chat/completions", _Handler, {"fm": self}),
+                    (r"/v1/models", _Models, {"fm": self}),
+                ]
+            )
             server = tornado.httpserver.HTTPServer(app)
             server.add_sockets(sockets)
             loop.call_soon(ready.set)
@@ -221,6 +227,26 @@ def _usage(model: str, prompt: int, completion: int, r: Reply) -> bytes:
 
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or []
+
+
+class _Models(tornado.web.RequestHandler):
+    """``GET /v1/models``: the ``models`` it accepts (or ``listed``), as OpenAI lists them."""
+
+    def initialize(self, fm: FakeModel) -> None:
+        self.fm = fm
+
+    def get(self) -> None:
+        self.fm.headers.append(dict(self.request.headers))
+        self.set_header("Content-Type", "application/json")
+        auth = self.request.headers.get("Authorization", "")
+        if self.fm.api_key and auth != f"Bearer {self.fm.api_key}":
+            self.set_status(401)
+            err = {"message": "Incorrect API key provided", "code": "invalid_api_key"}
+            self.finish(json.dumps({"error": err}))
+            return
+        names = sorted(self.fm.models) if self.fm.models is not None else self.fm.listed
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": "fake"} for n in names]
+        self.finish(json.dumps({"object": "list", "data": data}))
 
 
 class _Handler(tornado.web.RequestHandler):

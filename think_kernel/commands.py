@@ -183,7 +183,8 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
     tools, usage."""
     props = await rt.props()
     cfg = rt.config
-    configured = bool(cfg.api_key or cfg.base_url)
+    ep = await rt.refresh_endpoint()  # the setup card's endpoint, else config / environment
+    configured = ep.configured
     tier = getattr(getattr(rt.sandbox, "tier", None), "description", None)
     if tier is None:
         from .sandbox import detect_tier
@@ -199,8 +200,14 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
             f"{rt.context_window(primary):,} tokens; older turns are summarised past "
             f"{cfg.compact_at:.0%}",
         ),
-        ("endpoint", code_span(cfg.base_url or "https://api.openai.com/v1")),
-        ("API key", "set" if cfg.api_key else "not set"),
+        ("endpoint", code_span(ep.base_url or "https://api.openai.com/v1")),
+        ("API key", "set" if ep.api_key else "not set"),
+        (
+            "set in",
+            {"saved": "the chat sidebar's setup card", "": "nowhere"}.get(
+                ep.source, "the environment or config"
+            ),
+        ),
         ("configured", "yes" if configured else "**no**: see `%think_help`"),
         ("session", code_span(rt.session_id)),
         ("workspace", code_span(str(rt.workspace.root))),
@@ -305,11 +312,37 @@ async def think_output(rt: Any, arg: str) -> CommandReply:
         whole = await rt.store.full_output(row)
     except KeyError:
         raise CommandError("the stored output of this call is missing") from None
-    shown = whole if len(whole) <= OUTPUT_CHARS else whole[:OUTPUT_CHARS]
-    fence = "~~~~" if "~~~" in shown else "~~~"
-    more = f"\n\n*(first {OUTPUT_CHARS:,} of {len(whole):,} characters)*" if shown != whole else ""
     head = f"**{row.get('name') or 'tool'}** {code_span(str(row.get('tool_call_id')))}:"
-    return CommandReply(f"{head}\n\n{fence}\n{shown}\n{fence}{more}", value=whole)
+    return CommandReply(f"{head}\n\n{fenced_output(whole, OUTPUT_CHARS)}", value=whole)
+
+
+#: Characters of a whole tool output that a cell shows when expanded (``%think_output``: all).
+CELL_OUTPUT_CHARS = 200_000
+
+
+def fenced_output(whole: str, limit: int, call_id: str = "") -> str:
+    """Markdown of a tool output in a fence, cut to ``limit`` characters with a note saying so."""
+    shown = whole if len(whole) <= limit else whole[:limit]
+    fence = "~~~~" if "~~~" in shown else "~~~"
+    more = ""
+    if shown != whole:
+        rest = f"; all of it: {code_span('%think_output ' + call_id)}" if call_id else ""
+        more = f"\n\n*(first {limit:,} of {len(whole):,} characters{rest})*"
+    return f"{fence}\n{shown}\n{fence}{more}"
+
+
+async def whole_output_markdown(rt: Any, result_id: str, call_id: str) -> str | None:
+    """A collapsed block with a stored tool output, for the cell of the call (None if missing)."""
+    row = await rt.store.get_message(result_id) if result_id else None
+    if row is None:
+        return None
+    try:
+        whole = await rt.store.full_output(row)
+    except KeyError:
+        return None
+    body = fenced_output(whole, CELL_OUTPUT_CHARS, call_id)
+    title = f"Whole output of {row.get('name') or 'the tool'} ({len(whole):,} characters)"
+    return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>\n"
 
 
 async def think_doctor(rt: Any, arg: str) -> CommandReply:

@@ -13,21 +13,47 @@ from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
 HOW_TO_CONFIGURE = """\
-**Think has no model configured.** Set an OpenAI-compatible endpoint, then restart the kernel:
+**Think has no model configured.** Either
 
-- OpenAI: `export OPENAI_API_KEY=sk-...` (optionally `THINK_MODEL=gpt-4o-mini`)
-- A local server (Ollama, vLLM, LiteLLM): `export OPENAI_BASE_URL=http://localhost:11434/v1`
-  and `THINK_MODEL=llama3.1` (a key is optional there)
+- open the **Think chat sidebar** in JupyterLab: its setup card saves an endpoint for this
+  server, used from the next request on (nothing restarts); or
+- set an OpenAI-compatible endpoint in the environment, then restart the kernel:
+  `export OPENAI_API_KEY=sk-...` for OpenAI (optionally `THINK_MODEL=gpt-4o-mini`), or
+  `export OPENAI_BASE_URL=http://localhost:11434/v1 THINK_MODEL=llama3.1` for a local server
+  (Ollama, vLLM, LiteLLM; a key is optional there).
 
-or put `c.ThinkConfig.api_key`, `c.ThinkConfig.base_url` and `c.ThinkConfig.primary_model` in
-`~/.jupyter/think_kernel_config.py`. See the README, section Configuration."""
+`c.ThinkConfig.api_key`, `base_url` and `primary_model` in `~/.jupyter/think_kernel_config.py`
+work too. See the README, section Configuration."""
+
+#: The same for the chat sidebar, where the setup card is one click away (issue 16).
+HOW_TO_CONFIGURE_CHAT = """\
+**Think has no model configured.** Click **Set up a model** in this sidebar and choose
+OpenAI, Ollama or any OpenAI-compatible endpoint; **Test connection** lists its models.
+It is saved on the server for you and used from your next message: nothing restarts."""
+
+
+#: Error codes of the endpoint that the setup card fixes (agent/model.py classifies them).
+ENDPOINT_ERRORS = {"auth", "permission", "model_not_found", "connection"}
+CHAT_ADVICE = (
+    "Open **Set up a model** in this sidebar (the model name in its header) to change the "
+    "endpoint, key or model; it applies from your next message, nothing restarts."
+)
+
+
+def chat_error(code: str, message: str) -> str:
+    """An endpoint error as the chat sidebar says it: what happened, then the setup card
+    (not the environment and a kernel restart, which a sidebar user has no hand on)."""
+    if code not in ENDPOINT_ERRORS:
+        return message
+    what = message.split(". ", 1)[0].rstrip(".")
+    return f"{what}.\n\n{CHAT_ADVICE}"
 
 
 class NotConfigured(Exception):
     """No model endpoint is configured; the message says what to set."""
 
-    def __init__(self) -> None:
-        super().__init__(HOW_TO_CONFIGURE)
+    def __init__(self, message: str = HOW_TO_CONFIGURE) -> None:
+        super().__init__(message)
 
 
 class ThinkConfig(Configurable):

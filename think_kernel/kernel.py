@@ -36,7 +36,7 @@ from . import __version__
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
 from .cellcode import run_cell_code
 from .collab.linked import linked_access
-from .commands import COMMANDS, CommandError, run_command
+from .commands import COMMANDS, CommandError, run_command, whole_output_markdown
 from .config import ThinkConfig
 from .link import start_link
 from .render import Transcript
@@ -239,6 +239,7 @@ class ThinkKernel(IPythonKernel):
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.open_store()
+                await runtime.refresh_endpoint()  # the setup card's endpoint, if one is saved
                 runtime.prewarm_sandbox()
                 runtime.prewarm_model()
                 self._prepared = runtime
@@ -272,21 +273,37 @@ class ThinkKernel(IPythonKernel):
                 # The session comes with the first chat frame (the server claimed us for it).
                 link = self.think_link
                 runtime.session_id = (link.session_id if link else None) or runtime.session_id
+                runtime.kind = "chat"  # only chat kernels prepare ahead
                 await runtime.start()
                 self.runtime = runtime
             if self.runtime is None:
                 root = Path.cwd()
                 config = ThinkConfig(parent=self)
                 linked = await self._linked_setup(root, config)  # may set the store path
-                sid = remembered_session(store_dir(root, config.store_path), self._session_key)
+                # A chat kernel serves the sidebar session it was started for (no stray
+                # notebook session of its own); a notebook's kernel resumes its pointer.
+                link = self.think_link
+                chat = ""
+                if os.environ.get("THINK_CHAT_KERNEL") and link is not None:
+                    chat = link.session_id or ""  # set by the chat frame that got us here
+                chat = chat or os.environ.get("THINK_SESSION_ID", "").strip()
+                sid = chat or remembered_session(
+                    store_dir(root, config.store_path), self._session_key
+                )
                 runtime = self.runtime_class(
-                    config, root, session_id=sid, workspace=linked.get("workspace")
+                    config,
+                    root,
+                    session_id=sid,
+                    workspace=linked.get("workspace"),
+                    kind="chat" if chat else "notebook",
+                    session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
                 )
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
                 runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
-                remember_session(runtime.store_dir, self._session_key, runtime.session_id)
+                if not chat:
+                    remember_session(runtime.store_dir, self._session_key, runtime.session_id)
                 self.runtime = runtime
             return self.runtime
 
@@ -472,6 +489,11 @@ class ThinkKernel(IPythonKernel):
                 out.feed(event)
                 if isinstance(event, ToolResult) and event.display:
                     out.bundles(event.display)
+                if isinstance(event, ToolResult) and event.full_size:
+                    # The model saw a summary: the cell can expand to the whole output.
+                    whole = await whole_output_markdown(runtime, event.result_id, event.call_id)
+                    if whole:
+                        out.bundles([{"text/markdown": whole, "text/plain": whole}])
         except asyncio.CancelledError:
             out.view.add_note("*Interrupted.*")
             out.flush(final=True)

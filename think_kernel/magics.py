@@ -93,7 +93,13 @@ class ThinkMagics(Magics):
         key = notebook_key()
         config = ThinkConfig(parent=self.shell)
         sid = remembered_session(store_dir(root, config.store_path), key)
-        runtime = Runtime(config, root, session_id=sid)
+        runtime = Runtime(
+            config,
+            root,
+            session_id=sid,
+            kind="magic",
+            session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
+        )
         await runtime.start()
         remember_session(runtime.store_dir, key, runtime.session_id)
         self._runtime = runtime

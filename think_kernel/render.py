@@ -169,9 +169,9 @@ class Transcript:
         if self.status == "waiting" and self.wait_until is not None:
             left = max(0.0, self.wait_until - now)
             detail = _RETRY_IN.sub(f"in {left:.0f} s", detail)
-        icon = {"thinking": "⏳", "executing": "⚙️", "waiting": "⌛"}.get(self.status, "")
+        # No emoji: some systems have no font for them (issue 16).
         tail = f": {detail}" if detail else ""
-        return f"*{icon} {self.status}{_escape_emphasis(tail)}…*"
+        return f"*{self.status}{_escape_emphasis(tail)}…*"
 
     def render(self, final: bool = False, now: float = 0.0, start: int = 0) -> str:
         """Markdown of blocks[start:], with the status line unless ``final``."""
@@ -210,7 +210,8 @@ def _render_tool(block: _Block, final: bool) -> str:
     tool = block.tool
     name = tool.get("name", "?")
     args = tool.get("args", "")
-    head = f"> 🔧 **{name}**" + (f" {code_span(args)}" if args else "")
+    # U+25B8, a geometric shape every text font has (the wrench emoji was missing on some).
+    head = f"> ▸ **{name}**" + (f" {code_span(args)}" if args else "")
     state = tool.get("state", "running")
     if state == "running":
         line = f"{head} · running…"

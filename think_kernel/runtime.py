@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import inspect
 import logging
 import os
@@ -28,7 +29,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .agent.calls import FALLBACK, ROLES
+from .agent.calls import FALLBACK, ROLES, ModelCaller
 from .agent.catalog import window_for
 from .agent.events import Chat, ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent, record_action
@@ -38,7 +39,8 @@ from .agent.titles import make_title
 from .agent.tokens import Calibration
 from .collab import local_access
 from .collab.filesync import FileSync
-from .config import NotConfigured, ThinkConfig
+from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
+from .endpoint import SETTING, Endpoint, resolve
 from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .store import Store, location, new_id
 from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
@@ -95,8 +97,14 @@ class Runtime:
         workspace: Workspace | None = None,
         model: ModelClient | None = None,
         extensions: list[Any] | None = None,
+        kind: str = "notebook",
+        session_path: str = "",
     ) -> None:
         self.config = config or ThinkConfig()
+        # What a new session is recorded as (the sidebar groups sessions by kind and shows
+        # the notebook a session belongs to).
+        self.kind = kind
+        self.session_path = session_path
         root = Path(workspace_root or os.getcwd()).resolve()
         # Outside the workspace: sandboxed code can write anywhere in it (issue 9).
         self.store_dir = location.store_dir(root, self.config.store_path)
@@ -110,7 +118,12 @@ class Runtime:
         self.store = store
         self._own_store = store is None
         self._model = model
+        self._model_injected = model is not None
         self._model_url: str | None = None
+        self._model_key: tuple[str, str | None] | None = None
+        # The endpoint in force: config/env until the store says otherwise (refreshed before
+        # every request, so the setup card's choice reaches running kernels; issue 16).
+        self.endpoint: Endpoint = resolve(self.config)
         self._closing: set[asyncio.Future[None]] = set()
         self._extensions = load_extensions() if extensions is None else extensions
         self.sinks: list[Sink] = []
@@ -154,10 +167,27 @@ class Runtime:
             log.debug("model client not built ahead", exc_info=True)
 
     async def start(self) -> None:
-        """Open the store and make sure the session exists."""
+        """Open the store, make sure the session exists, read the saved endpoint."""
         await self.open_store()
+        await self._ensure_session()
+        await self.refresh_endpoint()
+
+    async def _ensure_session(self) -> dict[str, Any]:
         assert self.store is not None
-        await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
+        return await self.store.ensure_session(
+            self.session_id, path=self.session_path or str(self.workspace.root), kind=self.kind
+        )
+
+    async def refresh_endpoint(self) -> Endpoint:
+        """Re-read the endpoint saved from the setup card (cheap: one indexed row)."""
+        saved = None
+        if self.store is not None:
+            try:
+                saved = await self.store.get_setting(SETTING)
+            except Exception:  # an old store without the table: config/env apply
+                log.debug("no saved endpoint", exc_info=True)
+        self.endpoint = resolve(self.config, saved)
+        return self.endpoint
 
     async def close(self) -> None:
         """Close what this runtime opened."""
@@ -292,7 +322,9 @@ class Runtime:
         for ext in self._extensions:
             if getattr(ext, "models", {}).get(role):
                 return str(ext.models[role])
-        return self.config.model_for(role) if role != "primary" else ""
+        if role == "primary":
+            return self.endpoint.model
+        return self.config.model_for(role)
 
     def role_models(self, props: dict[str, Any]) -> dict[str, str]:
         """Every role's model for this session."""
@@ -308,9 +340,22 @@ class Runtime:
     def _vision(self) -> ModelVision:
         """The ``vision`` role for tools that ask about images (screenshots)."""
 
-        async def resolve() -> tuple[ModelClient, str]:
+        async def resolve(session_id: str) -> ModelCaller:
             props = await self.props()
-            return self._model_client(props), self.model_name(props, "vision")
+            await self.refresh_endpoint()
+            assert self.store is not None  # tools run only after start()
+            return ModelCaller(
+                self._model_client(props),
+                self.store,
+                session_id or self.session_id,
+                self.role_models(props),
+                prices=self.config.prices,
+                calibration=self.calibration,
+                windows=lambda name: window_for(
+                    name, self.config.context_windows, self.config.context_window
+                ),
+                learned=self.learned_windows,
+            )
 
         return ModelVision(resolve)
 
@@ -330,26 +375,37 @@ class Runtime:
             raise KeyError(f"no session {session_id!r}; %think_sessions lists them")
         self.session_id = session_id or new_id("s_")
         self.read_paths = set()
-        return await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
+        return await self._ensure_session()
 
     # -- running -----------------------------------------------------------------------------
 
     def _model_client(self, props: dict[str, Any]) -> ModelClient:
-        """The model client; a session's ``base_url`` prop (the sidebar's endpoint setting)
-        points it elsewhere, with the key from the environment or config."""
+        """The model client of the endpoint in force (the setup card's, else config/env); a
+        session's ``base_url`` prop (the sidebar's endpoint setting) points it elsewhere."""
         url = props.get("base_url") or None
-        if self._model is not None and (url is None or url == self._model_url):
-            return self._model
+        if self._model_injected and (url is None or url == self._model_url):
+            return self._model  # type: ignore[return-value]
+        ep = self.endpoint
+        if url is None:
+            if not ep.configured:
+                raise NotConfigured()
+            key, base = ep.api_key, ep.base_url
+        else:
+            # The saved key goes only to the URL it was saved with.
+            key = ep.api_key if ep.base_url == url else self.config.api_key
+            base = url
         # Local servers accept any key; the SDK insists on one.
-        key, default_url = (
-            self.config.credentials() if url is None else (self.config.api_key or "not-needed", url)
-        )
+        wanted = (key or "not-needed", base)
+        if self._model is not None and self._model_key == wanted:
+            return self._model
         if isinstance(self._model, OpenAIModel):  # the old endpoint's pool, closed in passing
             task = asyncio.ensure_future(self._model.aclose())
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
-        self._model = OpenAIModel(key, url or default_url, timeout=self.config.request_timeout)
+        self._model = OpenAIModel(wanted[0], base, timeout=self.config.request_timeout)
+        self._model_injected = False
         self._model_url = url
+        self._model_key = wanted
         return self._model
 
     def make_context(self, message_id: str, call_id: str) -> ToolContext:
@@ -399,10 +455,13 @@ class Runtime:
             await self.start()
         assert self.store is not None
         props = await self.props()
+        await self.refresh_endpoint()
         try:
             model = self._model_client(props)
         except NotConfigured as e:
-            final: list[Event] = [ErrorEvent(str(e), code="not_configured"), StatusEvent("idle")]
+            # Say what to do where the user is: the sidebar has the setup card.
+            text = HOW_TO_CONFIGURE_CHAT if self.kind == "chat" else str(e)
+            final: list[Event] = [ErrorEvent(text, code="not_configured"), StatusEvent("idle")]
             for ev in final:
                 await self.emit(ev)
                 yield ev
@@ -439,11 +498,25 @@ class Runtime:
         ):
             if isinstance(event, ToolCall):
                 self.current_message_id = event.message_id
+            elif isinstance(event, ErrorEvent) and self.kind == "chat":
+                said = chat_error(event.code, event.message)
+                if said != event.message:
+                    await self._restate_error(event.message, said)
+                    event = dataclasses.replace(event, message=said)
             answered = answered or isinstance(event, Chat)
             await self.emit(event)
             yield event
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
+
+    async def _restate_error(self, original: str, said: str) -> None:
+        """The failed reply keeps the chat's wording too (its history outlives the event)."""
+        assert self.store is not None
+        rows, _ = await self.store.page_messages(self.session_id, None, 3)
+        for row in reversed(rows):
+            if row["role"] == "assistant" and row.get("error") == original:
+                await self.store.update_message(row["id"], error=said)
+                return
 
     async def _title_later(self, agent: Agent, request: str) -> None:
         """Name an untitled session with the fast model, in the background (issue 14)."""

@@ -8,6 +8,9 @@ import { ServerConnection } from '@jupyterlab/services';
 import type {
   IAction,
   IAttachment,
+  IEndpoint,
+  IEndpointInput,
+  IEndpointTest,
   IMessageContext,
   ISession,
   IUsageReport,
@@ -176,6 +179,26 @@ export class ThinkApi {
       `sessions/${enc(id)}/events${query({ after: String(after) })}`
     );
     return r.events;
+  }
+
+  /** The model endpoint in force on the server (never its key). */
+  getModel(): Promise<IEndpoint> {
+    return this.request<IEndpoint>('model');
+  }
+
+  /** Save the endpoint for this server (the setup card); an omitted key keeps the saved one. */
+  saveModel(body: IEndpointInput): Promise<IEndpoint> {
+    return this.request<IEndpoint>('model', 'PUT', body);
+  }
+
+  /** Forget the saved endpoint (the server's environment applies again). */
+  forgetModel(): Promise<IEndpoint> {
+    return this.request<IEndpoint>('model', 'DELETE');
+  }
+
+  /** Ask an endpoint for its models, from the server. */
+  testModel(body: IEndpointInput): Promise<IEndpointTest> {
+    return this.request<IEndpointTest>('model/test', 'POST', body);
   }
 
   /** The WebSocket URL of a session, with the token when the settings have one. */

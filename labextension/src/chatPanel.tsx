@@ -24,12 +24,23 @@ import type { ContextProvider } from './context';
 import { DebugEvents } from './debugEvents';
 import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
-import { SessionsList } from './sessionsList';
-import { StatusIndicator } from './statusIndicator';
+import { SetupCard } from './setupCard';
+import {
+  defaultSession,
+  kindOf,
+  notebookOf,
+  SessionsList
+} from './sessionsList';
+import { badgeStatus, StatusIndicator } from './statusIndicator';
 import { UsageBadge } from './usageView';
 import { isRunning } from './reducer';
 import { ChatStore } from './store';
-import type { IAttachment, ISession, IThinkSettings } from './tokens';
+import type {
+  IAttachment,
+  IEndpoint,
+  ISession,
+  IThinkSettings
+} from './tokens';
 
 /** What the chat panel needs from the application. */
 export interface IChatPanelOptions {
@@ -39,6 +50,8 @@ export interface IChatPanelOptions {
   settings: () => IThinkSettings;
   openPath: (path: string) => void;
   openActionLog: () => void;
+  /** Put code in a new cell below the active cell of the current notebook. */
+  insertCell?: (code: string) => void;
 }
 
 const LAST_SESSION_KEY = 'think:last-session';
@@ -77,8 +90,34 @@ function ChatApp(
   const [attach, setAttach] = useState(props.settings().attachContext);
   const [contextLabel, setContextLabel] = useState<string | null>(null);
   const [showDebug, setShowDebug] = useState(false);
+  const [endpoint, setEndpoint] = useState<IEndpoint | null>(null);
+  const [setupOpen, setSetupOpen] = useState(false);
+  const [editRequest, setEditRequest] = useState<{
+    id: string;
+    n: number;
+  } | null>(null);
   const settings = props.settings();
   const currentId = state.session?.id ?? null;
+
+  // With no model configured the sidebar opens on the setup card (issue 16).
+  useEffect(() => {
+    api
+      .getModel()
+      .then(setEndpoint)
+      .catch(e => console.warn('think: model endpoint not loaded', e));
+  }, [api]);
+  // (An endpoint in the user's Settings → Think also works without the card.)
+  const showSetup =
+    setupOpen ||
+    (endpoint !== null && !endpoint.configured && !settings.endpoint);
+  // Another tab (or the environment) may have set the endpoint since: ask again.
+  const openSetup = useCallback(() => {
+    setSetupOpen(true);
+    api
+      .getModel()
+      .then(setEndpoint)
+      .catch(() => undefined);
+  }, [api]);
 
   const refreshSessions = useCallback(async (): Promise<ISession[]> => {
     try {
@@ -94,7 +133,7 @@ function ChatApp(
 
   const select = useCallback(
     (s: ISession | null) => {
-      if (s) {
+      if (s && kindOf(s) === 'chat') {
         window.localStorage.setItem(LAST_SESSION_KEY, s.id);
       }
       store.open(s);
@@ -108,7 +147,7 @@ function ChatApp(
         return;
       }
       const last = window.localStorage.getItem(LAST_SESSION_KEY);
-      select(list.find(s => s.id === last) ?? list[0] ?? null);
+      select(defaultSession(list, last));
     });
   }, []);
 
@@ -144,7 +183,8 @@ function ChatApp(
     interrupt = false
   ): Promise<void> => {
     let id = store.sessionId;
-    if (!id) {
+    // A sidebar message never goes into a notebook's or a %%think session: a new chat.
+    if (!id || kindOf(store.state.session) !== 'chat') {
       try {
         const s = await api.createSession({ title: text.slice(0, 60) });
         await refreshSessions();
@@ -250,6 +290,17 @@ function ChatApp(
   );
 
   const running = isRunning(state);
+  const chatKind = kindOf(state.session);
+  const notebook = state.session ? notebookOf(state.session) : '';
+  const onEditLast = (): void => {
+    const last = [...state.order]
+      .reverse()
+      .find(id => state.messages[id].role === 'user');
+    if (last) {
+      setEditRequest({ id: last, n: (editRequest?.n ?? 0) + 1 });
+    }
+  };
+  const modelName = settings.model || endpoint?.model || '';
   const lastUser = [...state.order]
     .reverse()
     .find(id => state.messages[id].role === 'user');
@@ -261,11 +312,24 @@ function ChatApp(
           <thinkIcon.react tag="span" /> Think
         </span>
         <StatusIndicator
-          status={state.status}
+          status={badgeStatus(state)}
           detail={state.statusDetail}
           connected={state.connected || currentId === null}
         />
         <span className="jp-ThinkComposer-spacer" />
+        {endpoint?.configured ? (
+          <button
+            className="jp-ThinkModelBadge"
+            aria-label="Model settings"
+            title={`Model: ${modelName} (role: primary, the main loop) at ${
+              settings.endpoint || endpoint.effective_url
+            }${endpoint.source === 'saved' ? ', saved from the setup card' : ', from the server environment'}. Click to change.`}
+            onClick={() => (setupOpen ? setSetupOpen(false) : openSetup())}
+          >
+            <span className="jp-ThinkModelBadge-name">{modelName}</span>
+            <span className="jp-ThinkModelBadge-role">primary</span>
+          </button>
+        ) : null}
         {currentId ? <UsageBadge usage={state.usage} /> : null}
         <button
           className="jp-ThinkIconButton"
@@ -300,13 +364,21 @@ function ChatApp(
           Cannot reach the Think server extension: {loadError}
         </div>
       ) : null}
-      {state.error ? (
-        <div className="jp-ThinkBanner jp-mod-error" role="alert">
-          {state.error.message}
-          {state.error.retryable ? ' (you can retry)' : ''}
+      {showSetup ? (
+        <div className="jp-ThinkSetupHost">
+          <SetupCard
+            api={api}
+            current={endpoint}
+            onSaved={ep => {
+              setEndpoint(ep);
+              setSetupOpen(false);
+            }}
+            onCancel={
+              endpoint?.configured ? () => setSetupOpen(false) : undefined
+            }
+          />
         </div>
-      ) : null}
-      {showDebug && settings.debugEvents ? (
+      ) : showDebug && settings.debugEvents ? (
         <DebugEvents events={store.debugEvents} />
       ) : (
         <MessageList
@@ -316,20 +388,57 @@ function ChatApp(
           onEdit={onEdit}
           onLoadOlder={onLoadOlder}
           loadWhole={loadWhole}
+          onSetup={openSetup}
+          onInsertCode={props.insertCell}
+          editRequest={editRequest}
+          readOnly={chatKind !== 'chat'}
         />
       )}
-      <Composer
-        running={running}
-        canRetry={!!lastUser}
-        attach={attach}
-        contextLabel={contextLabel}
-        onAttachChange={setAttach}
-        onSend={(text, pending) => void onSend(text, pending)}
-        onStopAndSend={(text, pending) => void onSend(text, pending, true)}
-        cellsPath={source => context.notebookPath(source)}
-        onStop={() => void store.stop().catch(report('stopping'))}
-        onRetry={() => void store.retry(sendOptions()).catch(report('retry'))}
-      />
+      {showSetup ? null : chatKind !== 'chat' && state.session ? (
+        <div className="jp-ThinkForeign" role="note">
+          {chatKind === 'magic' ? (
+            <>
+              This session belongs to <code>%%think</code> cells
+            </>
+          ) : (
+            'This session belongs to a Think notebook'
+          )}
+          {notebook ? (
+            <>
+              {' '}
+              in{' '}
+              <button
+                className="jp-ThinkLinkButton"
+                onClick={() => openPath(notebook)}
+              >
+                {notebook}
+              </button>
+            </>
+          ) : null}
+          : continue it there, or{' '}
+          <button
+            className="jp-ThinkLinkButton"
+            onClick={() => void onCreate()}
+          >
+            start a new chat
+          </button>
+          .
+        </div>
+      ) : (
+        <Composer
+          running={running}
+          canRetry={!!lastUser}
+          attach={attach}
+          contextLabel={contextLabel}
+          onAttachChange={setAttach}
+          onSend={(text, pending) => void onSend(text, pending)}
+          onStopAndSend={(text, pending) => void onSend(text, pending, true)}
+          cellsPath={source => context.notebookPath(source)}
+          onStop={() => void store.stop().catch(report('stopping'))}
+          onRetry={() => void store.retry(sendOptions()).catch(report('retry'))}
+          onEditLast={onEditLast}
+        />
+      )}
     </div>
   );
 }

@@ -7,10 +7,10 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { MainAreaWidget } from '@jupyterlab/apputils';
+import { MainAreaWidget, showErrorMessage } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 import {
   IRenderMimeRegistry,
   RenderMimeRegistry
@@ -91,6 +91,21 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
+    // "Insert as cell below" on code blocks of answers: into the notebook last active.
+    const insertCell = (code: string): void => {
+      const nb = notebooks?.currentWidget;
+      if (!nb) {
+        void showErrorMessage(
+          'Think: no notebook',
+          'Open a notebook first: the code goes in a new cell below its active cell.'
+        );
+        return;
+      }
+      NotebookActions.insertBelow(nb.content);
+      nb.content.activeCell?.model.sharedModel.setSource(code);
+      app.shell.activateById(nb.id);
+    };
+
     let actionLog: MainAreaWidget<ActionLogPanel> | null = null;
     const panel = new ChatPanel({
       store,
@@ -98,6 +113,7 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
       context: new ContextProvider(app, docManager, notebooks),
       settings: () => settings,
       openPath,
+      insertCell,
       openActionLog: () => void app.commands.execute(CommandIDs.openActionLog)
     });
     app.shell.add(panel, 'right', { rank: 600 });

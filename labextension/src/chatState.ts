@@ -28,6 +28,17 @@ export interface IToolCallState {
   resultId?: string;
   /** Size of the whole output when the model saw only a summary of it. */
   fullSize?: number;
+  /** Images the store keeps for this call (a screenshot), shown again after a reload. */
+  storedImages?: IStoredImage[];
+}
+
+/** An image attached to a stored tool message (`GET .../attachments/{index}` serves it). */
+export interface IStoredImage {
+  sessionId: string;
+  messageId: string;
+  index: number;
+  /** The page a screenshot shows. */
+  name?: string;
 }
 
 /** Tokens and cost of the model call that wrote a message. */
@@ -77,6 +88,8 @@ export interface IChatMessage {
   /** True until the server acknowledges an optimistic user message. */
   local?: boolean;
   error?: string;
+  /** The machine-readable code of `error` (e.g. `not_configured`, `auth`). */
+  errorCode?: string;
   /** The role and model of the call that wrote it, and its tokens (assistant messages). */
   usage?: IMessageUsage;
   attachments?: IAttachment[];

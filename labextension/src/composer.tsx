@@ -30,6 +30,8 @@ export interface IComposerProps {
   onStopAndSend: (text: string, attachments: IPendingAttachment[]) => void;
   onStop: () => void;
   onRetry: () => void;
+  /** Up in an empty composer: edit the last message you sent. */
+  onEditLast?: () => void;
   /** The notebook path of cells dragged from a notebook widget (the drag's source). */
   cellsPath?: (source: unknown) => string | null;
 }
@@ -148,7 +150,8 @@ export function Composer(props: IComposerProps): JSX.Element {
       <textarea
         className="jp-ThinkComposer-input"
         aria-label="Message to Think"
-        placeholder="Ask Think… (Enter to send, Shift+Enter for a new line)"
+        placeholder="Ask Think… (Enter to send)"
+        title="Enter sends, Shift+Enter adds a line, Escape stops the run, Up (in an empty box) edits your last message"
         rows={3}
         value={text}
         onChange={e => setText(e.target.value)}
@@ -162,6 +165,19 @@ export function Composer(props: IComposerProps): JSX.Element {
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
             e.preventDefault();
             send();
+          } else if (e.key === 'Escape' && running) {
+            e.preventDefault();
+            e.stopPropagation(); // JupyterLab would otherwise take the focus away
+            props.onStop();
+          } else if (
+            e.key === 'ArrowUp' &&
+            !text &&
+            !running &&
+            canRetry &&
+            props.onEditLast
+          ) {
+            e.preventDefault();
+            props.onEditLast();
           }
         }}
       />
@@ -208,12 +224,13 @@ export function Composer(props: IComposerProps): JSX.Element {
         <span className="jp-ThinkComposer-spacer" />
         {canRetry && !running ? (
           <button
-            className="jp-ThinkIconButton"
+            className="jp-ThinkLabelButton jp-ThinkComposer-retry"
             aria-label="Retry the last message"
-            title="Retry"
+            title="Send the last message again (drops the answer after it)"
             onClick={props.onRetry}
           >
             <refreshIcon.react tag="span" />
+            <span>Retry</span>
           </button>
         ) : null}
         {running ? (

@@ -9,6 +9,7 @@ import {
   IChatMessage,
   IChatState,
   ICompactionState,
+  IStoredImage,
   IToolCallState,
   putMessage,
   putTool,
@@ -68,8 +69,21 @@ function toolFromWire(tc: IToolCallState, w: IWireMessage): IToolCallState {
     summary: w.summary ?? w.result_summary ?? '',
     durationMs: w.duration_ms ?? tc.durationMs,
     resultId: String(w.id),
-    fullSize: w.output_size ?? undefined
+    fullSize: w.output_size ?? undefined,
+    storedImages: storedImages(w)
   };
+}
+
+/** The images a stored tool message keeps (undefined when none). */
+function storedImages(w: IWireMessage): IStoredImage[] | undefined {
+  const sessionId = typeof w.session_id === 'string' ? w.session_id : '';
+  const out: IStoredImage[] = [];
+  (w.attachments ?? []).forEach((a, index) => {
+    if (a && a.kind === 'image' && a.blob && sessionId) {
+      out.push({ sessionId, messageId: String(w.id), index, name: a.name });
+    }
+  });
+  return out.length ? out : undefined;
 }
 
 /** Turn stored messages into ordered chat messages plus tool cards. */

@@ -1,5 +1,7 @@
 /**
- * Launcher and command-palette entries: "New Think notebook" and "Open Think chat".
+ * Launcher and command-palette entries: "Open Think chat" in the launcher (a Think notebook
+ * already has its card there, from the kernel spec), both in the palette: one launcher item
+ * per action (issue 16).
  */
 
 import {
@@ -45,11 +47,6 @@ export const launcherPlugin: JupyterFrontEndPlugin<void> = {
     });
 
     if (launcher) {
-      launcher.add({
-        command: CommandIDs.newNotebook,
-        category: 'Other',
-        rank: 100
-      });
       launcher.add({
         command: CommandIDs.openChat,
         category: 'Other',

@@ -7,9 +7,10 @@
 
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { editIcon } from '@jupyterlab/ui-components';
-import React, { useLayoutEffect, useRef, useState } from 'react';
+import React, { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import { SentAttachments } from './attachmentBar';
+import { ErrorNote } from './errorNote';
 import { displayItems } from './longSession';
 import { Markdown } from './markdown';
 import { Reasoning } from './reasoning';
@@ -21,6 +22,7 @@ import {
 } from './reducer';
 import { ToolCard } from './toolCard';
 import { CompactionMarker, MessageUsage } from './usageView';
+import { UserText } from './userText';
 
 /** How many messages are mounted at first, and how many more per step. */
 export const INITIAL_WINDOW = 40;
@@ -36,6 +38,18 @@ export interface IMessageItemProps {
   editable: boolean;
   /** Fetch the whole output of a tool call (its stored tool message). */
   loadWhole?: (resultId: string) => Promise<string>;
+  /** Open the setup card (offered on errors about the endpoint). */
+  onSetup?: () => void;
+  /** Put a code block of an answer in a new cell below the active one. */
+  onInsertCode?: (code: string) => void;
+  /** Changes (to a new positive number) to open this message's editor (Up key). */
+  editNow?: number;
+}
+
+/** A stored failure note has no error code (also after a reload); the kernel's advice for
+ * the chat names the setup card in bold (think_kernel/config.py), which marks it. */
+function setupCode(text: string): string | undefined {
+  return text.includes('**Set up a model**') ? 'not_configured' : undefined;
 }
 
 function sameTools(a: IToolCallState[], b: IToolCallState[]): boolean {
@@ -52,10 +66,19 @@ export const MessageItem = React.memo(
       onOpenPath,
       onEdit,
       editable,
-      loadWhole
+      loadWhole,
+      onSetup,
+      onInsertCode,
+      editNow
     } = props;
     const [editing, setEditing] = useState(false);
     const [draft, setDraft] = useState(m.content);
+    useEffect(() => {
+      if (editNow && editable && onEdit) {
+        setDraft(m.content);
+        setEditing(true);
+      }
+    }, [editNow]);
     const streaming = m.status === 'streaming';
     const cls = `jp-ThinkMessage jp-mod-${m.role} jp-mod-${m.status}`;
     if (m.role === 'user') {
@@ -103,19 +126,20 @@ export const MessageItem = React.memo(
             </div>
           ) : (
             <>
-              <div className="jp-ThinkMessage-userText">{m.content}</div>
+              <UserText content={m.content} />
               <SentAttachments items={m.attachments} />
               {editable && onEdit ? (
                 <button
-                  className="jp-ThinkIconButton jp-ThinkMessage-edit"
+                  className="jp-ThinkLabelButton jp-ThinkMessage-edit"
                   aria-label="Edit and resend this message"
-                  title="Edit and resend"
+                  title="Edit this message and send it again (Up in an empty composer)"
                   onClick={() => {
                     setDraft(m.content);
                     setEditing(true);
                   }}
                 >
                   <editIcon.react tag="span" />
+                  <span>Edit</span>
                 </button>
               ) : null}
             </>
@@ -140,9 +164,12 @@ export const MessageItem = React.memo(
       // The server's note of a run that failed: its reason stays in the chat.
       return (
         <div className={cls} data-message-id={m.id} data-status={m.status}>
-          <div className="jp-ThinkMessage-error" role="alert">
-            {m.content || m.error}
-          </div>
+          <ErrorNote
+            message={m.content || m.error || 'The request failed.'}
+            code={m.errorCode ?? setupCode(m.content || m.error || '')}
+            rendermime={rendermime}
+            onSetup={onSetup}
+          />
         </div>
       );
     }
@@ -157,6 +184,8 @@ export const MessageItem = React.memo(
             text={m.content}
             rendermime={rendermime}
             onOpenPath={onOpenPath}
+            onInsertCode={onInsertCode}
+            codeActions
           />
         ) : null}
         {tools.map(t => (
@@ -173,7 +202,12 @@ export const MessageItem = React.memo(
           </div>
         ) : null}
         {m.status === 'error' && m.error ? (
-          <div className="jp-ThinkMessage-error">{m.error}</div>
+          <ErrorNote
+            message={m.error}
+            code={m.errorCode}
+            rendermime={rendermime}
+            onSetup={onSetup}
+          />
         ) : null}
         {m.status === 'cancelled' ? (
           <div className="jp-ThinkMessage-note">Stopped.</div>
@@ -186,7 +220,8 @@ export const MessageItem = React.memo(
     a.message === b.message &&
     sameTools(a.tools, b.tools) &&
     a.editable === b.editable &&
-    a.rendermime === b.rendermime
+    a.rendermime === b.rendermime &&
+    a.editNow === b.editNow
 );
 
 /** Props of the message list. */
@@ -197,12 +232,28 @@ export interface IMessageListProps {
   onEdit: (messageId: string, content: string) => void;
   onLoadOlder: () => Promise<boolean>;
   loadWhole?: (resultId: string) => Promise<string>;
+  onSetup?: () => void;
+  onInsertCode?: (code: string) => void;
+  /** Open the editor of message `id` (the Up key); `n` changes on every request. */
+  editRequest?: { id: string; n: number } | null;
+  /** A notebook's or `%%think` session: shown, never edited from the sidebar. */
+  readOnly?: boolean;
 }
 
 /** The scrolling list of messages of a session. */
 export function MessageList(props: IMessageListProps): JSX.Element {
-  const { state, rendermime, onOpenPath, onEdit, onLoadOlder, loadWhole } =
-    props;
+  const {
+    state,
+    rendermime,
+    onOpenPath,
+    onEdit,
+    onLoadOlder,
+    loadWhole,
+    onSetup,
+    onInsertCode,
+    editRequest,
+    readOnly
+  } = props;
   const [windowSize, setWindowSize] = useState(INITIAL_WINDOW);
   const scroller = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
@@ -229,10 +280,21 @@ export function MessageList(props: IMessageListProps): JSX.Element {
   const start = Math.max(0, order.length - windowSize);
   const visible = order.slice(start);
   const idle = !isRunning(state);
+  // The run's error goes after the message it belongs to: the last one that is not
+  // waiting in the queue (unless that message already shows it).
+  const err = state.error;
+  const errorAfter = err
+    ? [...order].reverse().find(id => state.messages[id].status !== 'queued')
+    : undefined;
+  const shownOnMessage =
+    !!err &&
+    !!errorAfter &&
+    state.messages[errorAfter].status === 'error' &&
+    state.messages[errorAfter].error === err.message;
 
   const renderItem = (id: string): JSX.Element => {
     const m = state.messages[id];
-    return (
+    const item = (
       <MessageItem
         key={id}
         message={m}
@@ -242,10 +304,27 @@ export function MessageList(props: IMessageListProps): JSX.Element {
         rendermime={rendermime}
         onOpenPath={onOpenPath}
         onEdit={onEdit}
-        editable={idle && !m.local && m.status !== 'queued'}
+        editable={!readOnly && idle && !m.local && m.status !== 'queued'}
         loadWhole={loadWhole}
+        onSetup={onSetup}
+        onInsertCode={onInsertCode}
+        editNow={editRequest?.id === id ? editRequest.n : 0}
       />
     );
+    if (err && id === errorAfter && !shownOnMessage) {
+      return (
+        <React.Fragment key={id}>
+          {item}
+          <ErrorNote
+            message={err.message}
+            code={err.code}
+            rendermime={rendermime}
+            onSetup={onSetup}
+          />
+        </React.Fragment>
+      );
+    }
+    return item;
   };
 
   useLayoutEffect(() => {
@@ -312,6 +391,14 @@ export function MessageList(props: IMessageListProps): JSX.Element {
           </CompactionMarker>
         )
       )}
+      {err && !errorAfter ? (
+        <ErrorNote
+          message={err.message}
+          code={err.code}
+          rendermime={rendermime}
+          onSetup={onSetup}
+        />
+      ) : null}
     </div>
   );
 }

@@ -344,9 +344,11 @@ function onRunTask(
   const cancelled = status === 'failed' && a.detail === 'cancelled';
   let next: IChatState = { ...state, awaitingRun: false };
   if (status === 'failed' && !cancelled) {
+    // The detail is the final word (it counts the retries); an `error` frame of this run
+    // that came first gives its code (e.g. `auth`, which the setup card fixes).
     next.error = {
       message: a.detail || 'The request failed.',
-      code: 'run_failed',
+      code: state.error?.code ?? 'run_failed',
       retryable: true
     };
   }
@@ -423,7 +425,8 @@ function onError(state: IChatState, a: IErrorFrame): IChatState {
     next = putMessage(next, {
       ...state.messages[id],
       status: 'error',
-      error: a.message
+      error: a.message,
+      errorCode: a.code ?? 'error'
     });
   }
   return settle(next, 'error');

@@ -1,11 +1,47 @@
 /**
- * The session picker: switch, create, rename and delete chat sessions.
+ * The session picker: switch, create, rename and delete sessions. Sessions are grouped by
+ * kind (the sidebar's chats, think notebooks, `%%think` cells) with their notebook path.
  */
 
 import { addIcon, deleteIcon, editIcon } from '@jupyterlab/ui-components';
 import React, { useState } from 'react';
 
-import type { ISession } from './tokens';
+import type { ISession, SessionKind } from './tokens';
+
+/** The groups of the picker, in order. */
+export const GROUPS: { kind: SessionKind; label: string }[] = [
+  { kind: 'chat', label: 'Chats' },
+  { kind: 'notebook', label: 'Think notebooks' },
+  { kind: 'magic', label: '%%think in notebooks' }
+];
+
+/** A session's kind (sessions from before kinds existed are chats). */
+export function kindOf(s: ISession | null | undefined): SessionKind {
+  return s?.kind === 'notebook' || s?.kind === 'magic' ? s.kind : 'chat';
+}
+
+/** The notebook a session belongs to (none for chats or when the kernel did not know). */
+export function notebookOf(s: ISession): string {
+  const path = s.path ?? '';
+  return kindOf(s) !== 'chat' && path && !path.startsWith('/') ? path : '';
+}
+
+/** The label of a session in the picker: its title, and its notebook. */
+export function sessionLabel(s: ISession): string {
+  const title = s.title || 'Untitled';
+  const nb = notebookOf(s);
+  return nb ? `${title} · ${nb}` : title;
+}
+
+/** The session the sidebar opens by default: the remembered chat, else the newest chat;
+ * never a notebook's or a `%%think` session (a sidebar message must not go there). */
+export function defaultSession(
+  sessions: ISession[],
+  remembered: string | null
+): ISession | null {
+  const chats = sessions.filter(s => kindOf(s) === 'chat');
+  return chats.find(s => s.id === remembered) ?? chats[0] ?? null;
+}
 
 /** Props of the session picker. */
 export interface ISessionsListProps {
@@ -58,15 +94,23 @@ export function SessionsList(props: ISessionsListProps): JSX.Element {
       <select
         className="jp-ThinkSessions-select"
         aria-label="Chat session"
+        title={current ? sessionLabel(current) : 'No session'}
         value={currentId ?? ''}
         onChange={e => onSelect(e.target.value)}
       >
         {currentId === null ? <option value="">No session</option> : null}
-        {sessions.map(s => (
-          <option key={s.id} value={s.id}>
-            {s.title || 'Untitled'}
-          </option>
-        ))}
+        {GROUPS.map(g => {
+          const members = sessions.filter(s => kindOf(s) === g.kind);
+          return members.length ? (
+            <optgroup key={g.kind} label={g.label}>
+              {members.map(s => (
+                <option key={s.id} value={s.id} title={sessionLabel(s)}>
+                  {sessionLabel(s)}
+                </option>
+              ))}
+            </optgroup>
+          ) : null;
+        })}
       </select>
       <button
         className="jp-ThinkIconButton"

@@ -4,19 +4,35 @@
 
 import React from 'react';
 
+import type { IChatState } from './chatState';
 import type { AgentStatus } from './tokens';
 
-const LABELS: Record<AgentStatus, string> = {
+/** What the badge shows: the agent's status, or `starting` between a send and its run's
+ * first status (the kernel may be starting), which used to read "Idle". */
+export type BadgeStatus = AgentStatus | 'starting';
+
+const LABELS: Record<BadgeStatus, string> = {
   idle: 'Idle',
+  starting: 'Starting…',
   thinking: 'Thinking',
   executing: 'Running tools',
   waiting: 'Waiting',
   running: 'Working'
 };
 
+/** The badge's status for a chat state. */
+export function badgeStatus(state: IChatState): BadgeStatus {
+  if (state.status !== 'idle') {
+    return state.status;
+  }
+  return state.awaitingRun || state.run !== null || state.streamingId !== null
+    ? 'starting'
+    : 'idle';
+}
+
 /** Props of the status indicator. */
 export interface IStatusIndicatorProps {
-  status: AgentStatus;
+  status: BadgeStatus;
   detail: string;
   connected: boolean;
 }

@@ -6,9 +6,39 @@
  */
 
 /** A chat session as the server returns it. */
+/** Where a session was started: the sidebar, a think notebook, `%%think` in a notebook. */
+export type SessionKind = 'chat' | 'notebook' | 'magic';
+
+/** The model endpoint in force on the server, as the browser may see it (no key). */
+export interface IEndpoint {
+  configured: boolean;
+  /** `saved`: the setup card; `environment`: env or config; `''`: nowhere. */
+  source: 'saved' | 'environment' | '';
+  base_url: string;
+  effective_url: string;
+  model: string;
+  api_key_set: boolean;
+  api_key_hint: string;
+}
+
+/** What the setup card sends (the key only when typed). */
+export interface IEndpointInput {
+  base_url: string;
+  api_key?: string;
+  model?: string;
+}
+
+/** The answer of "Test connection". */
+export interface IEndpointTest {
+  ok: boolean;
+  models?: string[];
+  error?: string;
+}
+
 export interface ISession {
   id: string;
   title: string;
+  kind?: SessionKind;
   path?: string | null;
   created_at?: string;
   updated_at?: string;

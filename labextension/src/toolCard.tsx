@@ -7,7 +7,7 @@ import React, { useState } from 'react';
 
 import { formatDuration, summariseInput } from './format';
 import type { IToolCallState } from './reducer';
-import { ToolImages, toolImages } from './toolImages';
+import { storedToolImages, ToolImages, toolImages } from './toolImages';
 
 const PREVIEW_CHARS = 2000;
 
@@ -35,7 +35,9 @@ export const ToolCard = React.memo(function ToolCard({
   const [whole, setWhole] = useState<string | null>(null);
   const [wholeError, setWholeError] = useState<string | null>(null);
   const args = summariseInput(call.input);
-  const images = toolImages(call.display);
+  const live = toolImages(call.display);
+  // Live bundles while the run streams; after a reload, the images the store keeps.
+  const images = live.length ? live : storedToolImages(call.storedImages);
   const output = whole ?? call.output ?? '';
   const canLoadWhole =
     !!call.fullSize && !!call.resultId && !!loadWhole && whole === null;

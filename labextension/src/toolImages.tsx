@@ -6,7 +6,10 @@
  * it shows and where the store keeps it.
  */
 
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import React, { useState } from 'react';
+
+import type { IStoredImage } from './chatState';
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg'] as const;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -46,6 +49,29 @@ export function toolImages(display?: Record<string, unknown>[]): IToolImage[] {
     out.push({ src: `data:${mime};base64,${data}`, alt, url });
   }
   return out;
+}
+
+/**
+ * Images of a stored tool message (after a reload the stream's bundles are gone): served by
+ * the attachment route, which the browser's session cookie authenticates like `/files/`.
+ */
+export function storedToolImages(
+  stored: IStoredImage[] | undefined,
+  baseUrl: string = PageConfig.getBaseUrl()
+): IToolImage[] {
+  return (stored ?? []).map(img => ({
+    src: URLExt.join(
+      baseUrl,
+      'api/think/sessions',
+      encodeURIComponent(img.sessionId),
+      'messages',
+      encodeURIComponent(img.messageId),
+      'attachments',
+      String(img.index)
+    ),
+    alt: img.name ? `Screenshot of ${img.name}` : 'Tool image',
+    url: img.name || undefined
+  }));
 }
 
 /** Props of the image strip. */

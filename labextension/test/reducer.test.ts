@@ -329,6 +329,53 @@ describe('history replay and reconnect', () => {
     });
   });
 
+  it('a stored tool message keeps its images for the card', () => {
+    const shot: IWireMessage[] = [
+      {
+        id: 'a1',
+        role: 'assistant',
+        content: '',
+        status: 'complete',
+        tool_calls: [
+          {
+            id: 'c9',
+            type: 'function',
+            function: { name: 'screenshot', arguments: '{}' }
+          }
+        ]
+      },
+      {
+        id: 't9',
+        role: 'tool',
+        session_id: 's1',
+        content: 'Screenshot of the page',
+        tool_call_id: 'c9',
+        name: 'screenshot',
+        status: 'complete',
+        attachments: [
+          {
+            kind: 'image',
+            blob: 'b'.repeat(64),
+            mime: 'image/png',
+            name: 'https://example.org/'
+          }
+        ]
+      }
+    ];
+    const s = run([{ type: 'history', messages: shot }]);
+    expect(s.toolCalls.c9.storedImages).toEqual([
+      {
+        sessionId: 's1',
+        messageId: 't9',
+        index: 0,
+        name: 'https://example.org/'
+      }
+    ]);
+    expect(
+      run([{ type: 'history', messages: history }]).toolCalls.c1.storedImages
+    ).toBeUndefined();
+  });
+
   it('replaying the same history keeps message identities', () => {
     const s = run([{ type: 'history', messages: history }]);
     const again = reduce(s, { type: 'history', messages: history });
@@ -510,6 +557,25 @@ describe('runs as durable tasks (the server ends a run with task_*)', () => {
     expect(s.messages.a1.status).toBe('error');
     expect(s.error?.message).toBe('model 500');
     expect(isRunning(s)).toBe(false);
+  });
+
+  it('task_failed keeps the code of the error frame before it (issue 16)', () => {
+    const s = run([
+      ...started,
+      { type: 'error', message: 'key refused', code: 'auth' },
+      {
+        type: 'task_failed',
+        task_id: 'r1',
+        run_id: 'r1',
+        detail: 'key refused'
+      }
+    ]);
+    expect(s.error).toEqual({
+      message: 'key refused',
+      code: 'auth',
+      retryable: true
+    });
+    expect(s.messages.a1.errorCode).toBe('auth');
   });
 
   it('task_complete ends the run', () => {

@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 
 import type { IToolCallState } from '../src/reducer';
 import { ToolCard } from '../src/toolCard';
-import { MAX_IMAGE_CHARS, toolImages } from '../src/toolImages';
+import {
+  MAX_IMAGE_CHARS,
+  storedToolImages,
+  toolImages
+} from '../src/toolImages';
 
 // A 1x1 PNG.
 const PNG =
@@ -69,6 +73,31 @@ describe('ToolCard', () => {
     expect(html).toContain(`src="data:image/png;base64,${PNG}"`);
     expect(html).toContain('alt="Screenshot of https://example.org/"');
     expect(html).toContain('<figcaption');
+  });
+
+  it('after a reload, shows the stored screenshot from the attachment route', () => {
+    const reloaded: IToolCallState = {
+      ...call,
+      display: [],
+      storedImages: [
+        {
+          sessionId: 's 1',
+          messageId: 'm1',
+          index: 0,
+          name: 'https://example.org/'
+        }
+      ]
+    };
+    const html = renderToStaticMarkup(
+      React.createElement(ToolCard, { call: reloaded })
+    );
+    expect(html).toContain(
+      'src="/api/think/sessions/s%201/messages/m1/attachments/0"'
+    );
+    expect(html).toContain('alt="Screenshot of https://example.org/"');
+    expect(storedToolImages(reloaded.storedImages, '/user/ada/')[0].src).toBe(
+      '/user/ada/api/think/sessions/s%201/messages/m1/attachments/0'
+    );
   });
 
   it('shows no image strip for other tools', () => {

@@ -111,8 +111,9 @@ describe('Think chat in JupyterLab', () => {
 
   test('the sidebar, launcher and palette entries exist', async () => {
     assert.equal(await chat(page).isVisible(), true);
+    // A Think notebook: the kernel spec's card (one launcher item per action, issue 16).
     await page.waitForSelector(
-      '.jp-LauncherCard[title*="Think notebook" i], .jp-LauncherCard:has-text("New Think notebook")'
+      '.jp-LauncherCard[data-category="Notebook"][title="Think"]'
     );
     assert.ok(
       await page.locator('.jp-LauncherCard:has-text("Open Think chat")').count()

@@ -51,8 +51,16 @@ function extensionInstalled(env) {
   return `${r.stdout}${r.stderr}`.includes('@think/jupyter-think');
 }
 
-/** Start `jupyter lab`; resolves when it answers `/api/status`. */
-export async function startLab({ backend = 'real', env: extra = {} } = {}) {
+/**
+ * Start `jupyter lab`; resolves when it answers `/api/status`. `configured: false` starts
+ * the scripted model but gives the server no endpoint (a new user's first start): the
+ * tests then enter `lab.modelUrl` in the setup card.
+ */
+export async function startLab({
+  backend = 'real',
+  env: extra = {},
+  configured = true
+} = {}) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'think-e2e-'));
   const root = path.join(tmp, 'root');
   fs.mkdirSync(root);
@@ -127,9 +135,15 @@ export async function startLab({ backend = 'real', env: extra = {} } = {}) {
       .filter(Boolean)
       .join(path.delimiter);
     model = await startFakeModel();
-    env.OPENAI_BASE_URL = model.modelUrl;
-    env.OPENAI_API_KEY = 'fake-key';
-    env.THINK_MODEL = 'fake-model';
+    if (configured) {
+      env.OPENAI_BASE_URL = model.modelUrl;
+      env.OPENAI_API_KEY = 'fake-key';
+      env.THINK_MODEL = 'fake-model';
+    } else {
+      for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'THINK_MODEL']) {
+        delete env[name];
+      }
+    }
     fs.writeFileSync(path.join(root, 'analysis.ipynb'), EMPTY_NOTEBOOK);
     fs.mkdirSync(env.JUPYTER_CONFIG_DIR, { recursive: true });
     fs.writeFileSync(
@@ -173,6 +187,7 @@ export async function startLab({ backend = 'real', env: extra = {} } = {}) {
     root,
     tmp,
     backend,
+    modelUrl: model?.modelUrl ?? null,
     log: path.join(tmp, 'lab.log'),
     /** REST call with the token, for test setup. */
     async api(method, route, body) {
@@ -256,6 +271,7 @@ export const SCRIPTS = {
     { text: 'The command failed.', delay: 0.02 }
   ],
   slow: [{ tokens: words('word', 400), delay: 0.02 }],
+  unauthorized: [{ error: 401, error_message: 'Incorrect API key provided' }],
   long: [
     {
       tokens: [

@@ -47,8 +47,8 @@ def test_multi_step_tool_use_creates_file_and_lists(
     assert shown[0]["content"]["metadata"] == {} or "think" in shown[0]["content"]["metadata"]
     final = markdown_of(outputs)
     assert final.startswith("I'll create it.")
-    assert "> 🔧 **write_file** `hello.py, content=<2 lines>` · ✓" in final
-    assert "> 🔧 **list_files** · ✓" in final
+    assert "> ▸ **write_file** `hello.py, content=<2 lines>` · ✓" in final
+    assert "> ▸ **list_files** · ✓" in final
     assert final.rstrip().endswith("the folder holds `hello.py`.")
     assert "thinking" not in final and "running" not in final
     assert not [m for m in outputs if m["msg_type"] in ("error", "stream")]

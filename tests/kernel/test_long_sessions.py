@@ -68,9 +68,20 @@ def test_large_output_summary_in_the_cell_whole_on_demand(kernel: Kernel, model:
     model.reply(text="counted")
     reply, outputs = kernel.execute("count to 30000", timeout=120)
     assert reply["status"] == "ok"
-    cell = markdown_of(outputs)
-    assert "> 🔧 **bash** `seq 1 30000` · ✓" in cell
+    shown_md = [
+        m["content"]["data"]["text/markdown"]
+        for m in outputs
+        if m["msg_type"] in ("display_data", "update_display_data")
+        and "text/markdown" in m["content"]["data"]
+    ]
+    cell = "\n".join(shown_md)
+    assert "> ▸ **bash** `seq 1 30000` · ✓" in cell
     assert "whole output (" in cell and "`%think_output call_" in cell
+    # The cell itself expands to the whole output (a collapsed block after the tool line),
+    # and the answer follows it.
+    (whole,) = [t for t in shown_md if t.startswith("<details><summary>Whole output of bash")]
+    assert "\n1\n2\n3\n" in whole and "\n29999\n30000\n" in whole and "exit code 0" in whole
+    assert shown_md.index(whole) < len(shown_md) - 1 and "counted" in markdown_of(outputs)
     (summary_call,) = [r for r in model.internal_requests if r["_purpose"] == "tool_summary"]
     assert summary_call["model"] == "quick" and summary_call["_purpose"] == "tool_summary"
     sent = [m for m in model.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]

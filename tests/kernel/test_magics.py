@@ -43,7 +43,7 @@ def test_think_cell_sees_the_namespace_and_keeps_the_answer(
     assert "big: list len=100000" in first and "99999" not in first
     assert "_private" not in first and "pd:" not in first and "In:" not in first
     final = markdown_of(outputs)
-    assert "> 🔧 **list_files** · ✓" in final
+    assert "> ▸ **list_files** · ✓" in final
     assert final.rstrip().endswith("df has **price** and city.")
     ids = {m["content"]["transient"]["display_id"] for m in outputs if "transient" in m["content"]}
     assert len(ids) == 1

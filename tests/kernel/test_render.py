@@ -42,17 +42,17 @@ def test_reasoning_is_collapsed_and_tools_are_compact_lines() -> None:
     )
     live = view.render()
     assert "<details><summary>Reasoning</summary>\n\nI should write the file.\n\n</details>" in live
-    assert "> 🔧 **write_file** `hello.py, content=<2 lines>` · running…" in live
+    assert "> ▸ **write_file** `hello.py, content=<2 lines>` · running…" in live
     view.feed(ToolResult("c1", "write_file", "ok", 3.2, True, summary="wrote hello.py: 1 line"))
     view.feed(ToolCall("c2", "read_file", {"path": "../x"}))
     view.feed(ToolResult("c2", "read_file", "Error: ../x is outside the workspace", 0.4, False))
     final = view.render(final=True)
-    write = "> 🔧 **write_file** `hello.py, content=<2 lines>` · ✓ · 3 ms · wrote hello.py: 1 line"
+    write = "> ▸ **write_file** `hello.py, content=<2 lines>` · ✓ · 3 ms · wrote hello.py: 1 line"
     assert write in final
-    refused = "> 🔧 **read_file** `../x` · ✗ error · 0 ms · Error: ../x is outside the workspace"
+    refused = "> ▸ **read_file** `../x` · ✗ error · 0 ms · Error: ../x is outside the workspace"
     assert refused in final
     # Blocks are separate paragraphs so Markdown renderers keep them apart.
-    assert "</details>\n\n> 🔧" in final
+    assert "</details>\n\n> ▸" in final
 
 
 def test_tool_progress_shows_live_and_is_dropped_from_the_final_text() -> None:

@@ -12,10 +12,11 @@ import urllib.request
 
 import pytest
 import websocket
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jupyter_ext.handlers import routes
+from jupyter_ext.modelsetup import model_routes
 from jupyter_ext.openapi import OPENAPI
 from think_kernel.link import link_mac
 
@@ -132,7 +133,7 @@ def _template(pattern: str) -> str:
 
 def test_the_fuzz_covers_every_route():
     """Every REST route the extension serves is in the OpenAPI document the fuzz reads."""
-    served = {_template(pattern) for pattern, _ in routes()}
+    served = {_template(pattern) for pattern, _ in routes() + model_routes()}
     assert served <= set(OPENAPI["paths"]), served - set(OPENAPI["paths"])
 
 
@@ -297,8 +298,19 @@ async def test_link_frames_never_break_it(api, think, jp_http_port, jp_base_url)
             params,
         )
 
+        # Always at least one call with parameters of the wrong type (a draw may have none).
+        bad_params = json.dumps(
+            {
+                "type": "rpc",
+                "id": 7,
+                "method": "doc.revert",
+                "params": {"path": "a.txt", "version": "seven"},
+            }  # fmt: skip
+        )
+
         @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
         @given(st.one_of(ws_frame, rpc))
+        @example(bad_params)
         def linked(frame: str | bytes) -> None:
             _send(conn, frame)
             replies = _until_pong(conn)

@@ -1,4 +1,5 @@
-"""A server killed mid-run: the next server recovers the run from SQLite (real processes)."""
+"""A server killed mid-run: the next server recovers the run from SQLite; a server stopped
+with SIGINT stops cleanly (real processes)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 from .conftest import write_kernelspec
@@ -51,6 +53,7 @@ class Server:
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,  # no terminal, as under JupyterHub or systemd
             start_new_session=True,
         )
 
@@ -220,3 +223,43 @@ def _running(marker: str) -> bool:
             except OSError:
                 continue
     return False
+
+
+def test_sigint_without_a_terminal_stops_the_server_and_its_kernels(tmp_path, fake_model):
+    """JupyterHub stops a user's server with SIGINT, with no terminal: the server must shut its
+    chat kernels down and exit (it ended its loop with no cleanup, then the store's SQLite
+    thread kept it alive until SIGKILL)."""
+    env = _setup(tmp_path, fake_model)
+    fake_model.reply(text="Hello.")
+    server = Server(tmp_path, env)
+    try:
+        server.wait_up()
+        sid = server.call("POST", "sessions", {"title": "sigint"})["id"]
+        server.call("POST", f"sessions/{sid}/messages", {"content": "hi"})
+        until(
+            lambda: (
+                server.call("GET", f"sessions/{sid}")["run"] is None
+                and server.call("GET", f"sessions/{sid}/messages")["messages"][-1]["content"]
+                == "Hello."
+            ),
+            90,
+            "the answer",
+        )
+        kernels = [
+            p
+            for p in psutil.Process(server.proc.pid).children(recursive=True)
+            if "think_kernel" in " ".join(p.cmdline())
+        ]
+        assert kernels, "no think kernel was started for the chat"
+        os.kill(server.proc.pid, signal.SIGINT)
+        try:
+            server.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the server did not exit within 60 s of SIGINT") from None
+        _, alive = psutil.wait_procs(kernels, timeout=30)
+        assert not alive, f"kernels left running: {alive}"
+        log = (tmp_path / f"server-{server.port}.log").read_text()
+        assert "Shutting down 1 kernel" in log, log[-2000:]
+    finally:
+        if server.proc.poll() is None:
+            server.kill()

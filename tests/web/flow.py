@@ -7,7 +7,7 @@ import base64
 import json
 from typing import Any
 
-from tests.fake_model import FakeModel
+from tests.fake_model import FakeModel, Reply
 
 from .servers import Server
 
@@ -35,11 +35,13 @@ def web_env(site: Server, brave: Server) -> dict[str, str]:
 
 
 def script(fm: FakeModel, site: Server) -> None:
-    """Queue the model's replies (the vision call takes the reply after the screenshot's)."""
+    """Queue the model's replies; the vision role's call is an internal one (its own purpose)."""
+    fm.internal = lambda body: Reply(
+        text="The banner is red." if body["_purpose"] == "vision" else "(fake internal answer)"
+    )
     fm.reply(tool_calls=[("web_search", {"query": "think test site", "count": 2})])
     fm.reply(tool_calls=[("browse_url", {"url": site.origin + "/"})])
     fm.reply(tool_calls=[("screenshot", {"question": "What colour is the banner?"})])
-    fm.reply(text="The banner is red.")  # the vision role's answer
     fm.reply(tool_calls=[("browse_url", {"url": site.origin + "/form"})])
     fm.reply(
         tool_calls=[("interact_with_page", {"action": "type", "text": "Your name", "value": "Ada"})]
@@ -63,8 +65,10 @@ def script(fm: FakeModel, site: Server) -> None:
 
 def check_model_requests(fm: FakeModel) -> None:
     """What the model (and the vision role) were sent."""
-    vision = [r for r in fm.requests if r.get("model") == VISION_MODEL]
-    assert len(vision) == 1, [r.get("model") for r in fm.requests]
+    vision = [r for r in fm.internal_requests if r.get("model") == VISION_MODEL]
+    assert len(vision) == 1, [r.get("model") for r in fm.internal_requests]
+    assert vision[0]["_purpose"] == "vision"
+    assert all(r.get("model") != VISION_MODEL for r in fm.requests)
     parts = vision[0]["messages"][-1]["content"]
     assert parts[0] == {"type": "text", "text": "What colour is the banner?"}
     url = parts[1]["image_url"]["url"]

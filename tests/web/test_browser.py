@@ -208,7 +208,9 @@ class FakeVision:
     def __init__(self) -> None:
         self.asked: list[tuple[str, Sequence[Image]]] = []
 
-    async def ask(self, question: str, images: Sequence[Image]) -> str:
+    async def ask(
+        self, question: str, images: Sequence[Image], *, session_id: str = "", message_id: str = ""
+    ) -> str:
         self.asked.append((question, images))
         return "The banner is red."
 

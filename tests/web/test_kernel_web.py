@@ -79,7 +79,12 @@ def test_search_browse_screenshot_interact_scrape_in_a_cell(
     with sqlite3.connect(db) as conn:
         conn.row_factory = sqlite3.Row
         actions = [dict(r) for r in conn.execute("SELECT * FROM action_log ORDER BY ts")]
+        usage = [dict(r) for r in conn.execute("SELECT * FROM usage WHERE purpose = 'vision'")]
     thumb_key = check_actions(actions, site)
+    # the vision call's tokens are recorded like every model call's, against its message
+    ((vision,),) = [usage]
+    assert vision["role"] == "vision" and vision["model"] == "fake-vision"
+    assert vision["tokens_in"] > 0 and vision["message_id"]
     thumb = (db.parent / "blobs" / thumb_key[:2] / thumb_key).read_bytes()
     assert thumb[:8] == b"\x89PNG\r\n\x1a\n" and len(thumb) < len(png)
 

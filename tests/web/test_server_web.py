@@ -4,9 +4,11 @@ agent opens cannot reach the very server the kernel runs under."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
+from tornado.httpclient import HTTPClientError
 
 from tests.server.conftest import *  # noqa: F403  (the real server, its API and tabs)
 from tests.server.conftest import until
@@ -37,7 +39,9 @@ async def _run(api: Any, ws: Any, content: str) -> tuple[str, Any]:
     return sid, tab
 
 
-async def test_research_flow_through_the_server(api, ws, model_env, web_envs, site: Server) -> None:
+async def test_research_flow_through_the_server(
+    api, ws, model_env, web_envs, site: Server, jp_fetch, http_server_client, jp_base_url
+) -> None:
     script(model_env, site)
     sid, tab = await _run(api, ws, "Research the test site and order a pear for Ada.")
     results = tab.of("tool_result")
@@ -56,6 +60,29 @@ async def test_research_flow_through_the_server(api, ws, model_env, web_envs, si
     assert any(
         "Thanks Ada" in (m["content"] or "") for m in page["messages"] if m["role"] == "tool"
     )
+    # After a reload the chat shows the screenshot again: the tool message names it, and the
+    # attachment route serves the PNG, as an image that cannot run anything.
+    (stored,) = [m for m in page["messages"] if m.get("tool_call_id") == shot["call_id"]]
+    (image,) = stored["attachments"]
+    assert image["kind"] == "image" and image["mime"] == "image/png"
+    assert image["name"] == site.origin + "/" and image["blob"] == bundle["think"]["blob"]
+    path = ["api", "think", "sessions", sid, "messages", stored["id"], "attachments", "0"]
+    resp = await jp_fetch(*path)
+    assert resp.code == 200 and resp.headers["Content-Type"] == "image/png"
+    assert resp.body == base64.b64decode(bundle["image/png"])
+    assert resp.headers["X-Content-Type-Options"] == "nosniff"
+    assert "sandbox" in resp.headers["Content-Security-Policy"]
+    # Not from another session, not past the list, not without the token.
+    code, other = await api("POST", "sessions", {"title": "other"})
+    for bad in (
+        ["api", "think", "sessions", other["id"], "messages", stored["id"], "attachments", "0"],
+        path[:-1] + ["1"],
+    ):
+        with pytest.raises(HTTPClientError) as e:
+            await jp_fetch(*bad)
+        assert e.value.code == 404
+    anonymous = await http_server_client.fetch(jp_base_url + "/".join(path), raise_error=False)
+    assert anonymous.code == 403
 
 
 async def test_a_page_cannot_reach_the_server_the_kernel_runs_under(

@@ -392,6 +392,10 @@ class Agent:
                 # The model saw less than all of it: keep the whole output (issue 14).
                 extra["output_blob"] = await self.store.save_blob(whole.encode("utf-8"))
                 extra["output_size"] = len(whole)
+            images = stored_images(out.display)
+            if images:
+                # A reloaded chat shows them again (GET .../messages/{id}/attachments/{n}).
+                extra["attachments"] = images
             row = await self.store.add_message(
                 session_id,
                 "tool",
@@ -468,6 +472,22 @@ async def record_action(
         error=out.error or None,
         message_id=message_id or None,
     )
+
+
+def stored_images(display: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Attachments for a tool message: the images of its display bundles that the store keeps
+    (a screenshot's ``think.blob``), with the page they show."""
+    out: list[dict[str, Any]] = []
+    for bundle in display or []:
+        meta = bundle.get("think") if isinstance(bundle, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("blob"), str):
+            continue
+        mime = next((m for m in ("image/png", "image/jpeg") if m in bundle), "image/png")
+        item = {"kind": "image", "blob": meta["blob"], "mime": mime, "name": meta.get("url") or ""}
+        if isinstance(meta.get("thumbnail"), str):
+            item["thumbnail"] = meta["thumbnail"]
+        out.append(item)
+    return out
 
 
 def _call_record(index: int, call: dict[str, str]) -> dict[str, Any]:

@@ -209,6 +209,24 @@ migration(
 )
 
 
+# Issue 16: the model endpoint saved from the sidebar's setup card (server-side, outside the
+# workspace: the key never reaches the browser or sandboxed code), and each session's kind
+# (chat, notebook, magic) so the sidebar can group them. Sessions from before: those a
+# kernel made carry the workspace's absolute path, the sidebar's do not.
+migration(
+    "m008_settings",
+    """
+    CREATE TABLE settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at REAL NOT NULL
+    );
+    ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'chat';
+    UPDATE sessions SET kind = 'notebook' WHERE path LIKE '/%';
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

@@ -28,6 +28,7 @@ import aiosqlite
 
 from .migrations import migrate
 from .records import RecordsMixin
+from .settings import SettingsMixin
 from .usage import UsageMixin
 
 JSON_COLUMNS = {
@@ -70,7 +71,7 @@ MESSAGE_FIELDS = {
     "attachments",
     "compaction",
 }
-SESSION_FIELDS = {"title", "path", "status", "options"}
+SESSION_FIELDS = {"title", "path", "status", "options", "kind"}
 PREVIEW_CHARS = 2000
 _MESSAGE_COLUMNS = (
     "id session_id seq role content content_blob content_size tool_calls tool_call_id name"
@@ -106,7 +107,7 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin, UsageMixin):
+class Store(RecordsMixin, UsageMixin, SettingsMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -211,14 +212,16 @@ class Store(RecordsMixin, UsageMixin):
         path: str = "",
         options: dict[str, Any] | None = None,
         id: str | None = None,
+        kind: str = "chat",
     ) -> dict[str, Any]:
-        """Create a session and return it."""
+        """Create a session and return it. ``kind``: chat (the sidebar), notebook (a think
+        notebook's kernel) or magic (``%%think`` in another kernel)."""
         now = time.time()
         sid = id or new_id("s_")
         await self.db.execute(
-            "INSERT INTO sessions (id, title, path, status, options, created_at, updated_at)"
-            " VALUES (?, ?, ?, 'idle', ?, ?, ?)",
-            (sid, title, path, json.dumps(options or {}), now, now),
+            "INSERT INTO sessions (id, title, path, status, options, created_at, updated_at,"
+            " kind) VALUES (?, ?, ?, 'idle', ?, ?, ?, ?)",
+            (sid, title, path, json.dumps(options or {}), now, now, kind),
         )
         session = await self.get_session(sid)
         assert session is not None
@@ -234,12 +237,17 @@ class Store(RecordsMixin, UsageMixin):
             id=session_id, **kwargs
         )
 
-    async def list_sessions(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
-        """Sessions, most recently updated first, with their message counts."""
+    async def list_sessions(
+        self, limit: int = 100, offset: int = 0, kind: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Sessions (of one kind, if given), most recently updated first, with their
+        message counts."""
+        where, params = ("WHERE s.kind = ?", [kind]) if kind else ("", [])
         return await self._all(
             "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)"
-            " AS message_count FROM sessions s ORDER BY updated_at DESC LIMIT ? OFFSET ?",
-            (limit, offset),
+            f" AS message_count FROM sessions s {where} ORDER BY updated_at DESC"
+            " LIMIT ? OFFSET ?",
+            (*params, limit, offset),
         )
 
     async def update_session(self, session_id: str, **fields: Any) -> None:

@@ -264,7 +264,12 @@ async def screenshot(
             lines.append("No vision model is available to answer the question.")
         else:
             try:
-                answer = await web.vision.ask(question, [Image("image/png", shot.png)])
+                answer = await web.vision.ask(
+                    question,
+                    [Image("image/png", shot.png)],
+                    session_id=ctx.session_id,
+                    message_id=ctx.message_id,
+                )
             except Exception as e:  # the screenshot stands; the model learns the ask failed
                 lines.append(f"The vision model could not answer: {type(e).__name__}: {e}")
             else:

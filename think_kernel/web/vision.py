@@ -1,12 +1,14 @@
 """Asking the ``vision`` model role about an image (a screenshot): one seam, two methods.
 
-    vision = ModelVision(resolve)          # resolve() -> (ModelClient, model name of "vision")
-    answer = await vision.ask("Is the form filled in?", [Image("image/png", png_bytes)])
+    vision = ModelVision(resolve)          # resolve(session_id) -> the session's ModelCaller
+    answer = await vision.ask("Is the form filled in?", [Image("image/png", png)], session_id=sid)
 
 The main loop's model may not see images at all (many local models cannot); the screenshot
 tool sends the picture and the question to the vision role and hands the main model the
-answer as text. :func:`image_part` builds the OpenAI content part, so the loop can attach
-images the same way when it routes a call to the vision role itself.
+answer as text. The call goes through the session's :class:`ModelCaller`, so its tokens and
+cost are recorded like every other model call (purpose ``vision``). :func:`image_part` builds
+the OpenAI content part, so the loop can attach images the same way when it routes a call to
+the vision role itself.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..agent.model import ModelClient
+from ..agent.calls import ModelCaller
 
 VISION_SYSTEM = (
     "You look at screenshots of web pages for a coding agent. Answer its question about the "
@@ -47,12 +49,14 @@ class VisionAsker(Protocol):
         """The model that answers (for the tool result and the log)."""
         ...
 
-    async def ask(self, question: str, images: Sequence[Image]) -> str:
+    async def ask(
+        self, question: str, images: Sequence[Image], *, session_id: str = "", message_id: str = ""
+    ) -> str:
         """The answer text; raise on failure."""
         ...
 
 
-Resolve = Callable[[], Awaitable[tuple[ModelClient, str]]]
+Resolve = Callable[[str], Awaitable[ModelCaller]]
 
 
 class ModelVision:
@@ -62,18 +66,20 @@ class ModelVision:
         self._resolve = resolve
         self.model_name = ""
 
-    async def ask(self, question: str, images: Sequence[Image]) -> str:
-        """One non-tool chat completion with the images as content parts."""
-        client, model = await self._resolve()
-        self.model_name = model
+    async def ask(
+        self, question: str, images: Sequence[Image], *, session_id: str = "", message_id: str = ""
+    ) -> str:
+        """One non-tool chat completion with the images as content parts; its usage is stored
+        for ``session_id`` against ``message_id`` (the assistant message that asked)."""
+        caller = await self._resolve(session_id)
+        self.model_name = caller.model("vision")
         content: list[dict[str, Any]] = [{"type": "text", "text": question}]
         content += [image_part(i) for i in images]
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": VISION_SYSTEM},
             {"role": "user", "content": content},
         ]
-        parts: list[str] = []
-        async for chunk in client.stream(messages, [], model):
-            if chunk.kind == "text":
-                parts.append(chunk.text)
-        return "".join(parts).strip()
+        text, _usage = await caller.complete(
+            messages, role="vision", purpose="vision", message_id=message_id
+        )
+        return text
