@@ -66,7 +66,12 @@ def jp_server_config(jp_root_dir: Path, jp_data_dir: Path) -> dict[str, Any]:  #
             "db_path": str(jp_data_dir / "fileid.db"),
             "db_journal_mode": "OFF",
         },
-        "ThinkExtension": {"kernel_name": "no-such-kernel", "retry_delays": []},
+        # No chat kernels here (and no spare: tests/server/test_kernel_pool.py tests the pool).
+        "ThinkExtension": {
+            "kernel_name": "no-such-kernel",
+            "retry_delays": [],
+            "kernel_pool_size": 0,
+        },
     }
 
 
