@@ -36,6 +36,7 @@ from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
 from .agent.titles import make_title
 from .agent.tokens import Calibration
+from .approvals import ApprovalGate, Policy, decision_record, local_user
 from .collab import local_access
 from .collab.filesync import FileSync
 from .config import NotConfigured, ThinkConfig
@@ -137,6 +138,7 @@ class Runtime:
         self.learned_windows: dict[str, int] = {}
         self.pending_attachments: list[dict[str, Any]] = []
         self._titles: set[asyncio.Future[None]] = set()
+        self.gate: ApprovalGate | None = None  # made with the store (start)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -146,6 +148,62 @@ class Runtime:
             path = location.store_file(self.workspace.root, self.config.store_path)
             self.store = await Store.open(path)
         await self.store.ensure_session(self.session_id, path=str(self.workspace.root))
+        self._make_gate()
+
+    def _make_gate(self) -> None:
+        assert self.store is not None
+        self.gate = ApprovalGate(
+            self.store,
+            policy=self.policy,
+            known=self.known_tools,
+            timeout=lambda: float(self.config.approval_timeout),
+            on_always=self.always_allow,
+        )
+
+    # -- approvals (issue 11) ----------------------------------------------------------------
+
+    async def policy(self) -> Policy:
+        """The approval policy in force: config, then the session's ``approval`` prop."""
+        return Policy.from_settings(
+            self.config.approval_policy,
+            self.config.approval_rules,
+            await self.props(),
+            kernel_exec=self.config.kernel_exec,
+        )
+
+    def known_tools(self) -> set[str]:
+        """Tools that never ask by default mode: core ones and those marked read-only."""
+        known = set(self.tools.core)
+        for name, tool in self.tools.tools.items():
+            if getattr(tool.func, "read_only", False):
+                known.add(name)
+        return known
+
+    async def always_allow(self, tool: str) -> None:
+        """ "Always allow this tool for this session" (stored with the session)."""
+        approval = dict((await self.props()).get("approval") or {})
+        always = list(approval.get("always") or [])
+        if tool not in always:
+            approval["always"] = [*always, tool]
+            await self.set_props(approval=approval)
+
+    async def resolve_approval(self, approval_id: Any, frame: dict[str, Any]) -> bool:
+        """A decision: from the server link (already stored there: read it now) or, with
+        ``frame["local"]``, made here (the cell's buttons). False if another came first."""
+        if self.gate is None or not isinstance(approval_id, str):
+            return False
+        if not frame.get("local"):
+            self.gate.wake(approval_id)
+            return True
+        record = decision_record(
+            str(frame.get("decision")),
+            input=frame.get("input") if isinstance(frame.get("input"), dict) else None,
+            reason=str(frame.get("reason") or ""),
+            always=bool(frame.get("always")),
+            source=str(frame.get("source") or "notebook"),
+            user=str(frame.get("user") or local_user()),
+        )
+        return await self.gate.resolve(approval_id, record)
 
     async def close(self) -> None:
         """Close what this runtime opened."""
@@ -381,6 +439,8 @@ class Runtime:
         if self.store is None:
             await self.start()
         assert self.store is not None
+        if self.gate is None:
+            self._make_gate()
         props = await self.props()
         try:
             model = self._model_client(props)
@@ -408,6 +468,7 @@ class Runtime:
             compact_at=self.config.compact_at,
             compact_keep=self.config.compact_keep,
             summarize_outputs=self.config.summarize_outputs,
+            gate=self.gate,
         )
         text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
         attachments = [*self.pending_attachments, *(attachments or [])]

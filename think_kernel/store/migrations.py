@@ -209,6 +209,20 @@ migration(
 )
 
 
+# Issue 11: what a person sees before deciding (summary, diff), when an unanswered approval
+# counts as rejected, and which process ran the approved call (so it runs at most once).
+migration(
+    "m006_approvals",
+    """
+    ALTER TABLE approvals ADD COLUMN summary TEXT;
+    ALTER TABLE approvals ADD COLUMN diff TEXT;
+    ALTER TABLE approvals ADD COLUMN expires_at REAL;
+    ALTER TABLE approvals ADD COLUMN executed_at REAL;
+    CREATE UNIQUE INDEX approvals_call ON approvals(session_id, call_id);
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""
