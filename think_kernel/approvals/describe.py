@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from ..tools.workspace import LocalWorkspace
+
 MAX_DIFF_LINES = 400
 
 
@@ -34,8 +36,11 @@ async def describe_call(tool: str, args: Mapping[str, Any], workspace: Any) -> t
     path = str(args.get("path") or "")
 
     async def current() -> str:
+        # From disk, through the workspace's safe path: reading through a room would count
+        # as the agent having read the file (and a preview must change nothing).
+        read = LocalWorkspace.read_text if isinstance(workspace, LocalWorkspace) else None
         try:
-            return str(await workspace.read_text(path))
+            return str(await (read(workspace, path) if read else workspace.read_text(path)))
         except Exception:  # a new file, or one the workspace refuses: diff against nothing
             return ""
 
