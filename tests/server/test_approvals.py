@@ -127,3 +127,57 @@ async def test_a_killed_kernel_resumes_waiting_and_continues_without_repeats(
     assert len(model_env.requests) == 2
     _, page = await api("GET", f"sessions/{sid}/messages")
     assert page["messages"][-1]["content"] == "Deleted after the restart."
+
+
+def test_a_killed_server_leaves_the_run_waiting_and_approval_continues_it(tmp_path, fake_model):
+    """Server and kernel killed while a run waits; the next server shows the same pending
+    approval, and approving it runs the call once without asking the model again."""
+    from .test_restart import Server, _setup
+    from .test_restart import until as until_sync
+
+    env = _setup(tmp_path, fake_model)
+    config = tmp_path / "config" / "think_kernel_config.py"
+    config.write_text('c.ThinkConfig.approval_policy = "strict"\n')
+    fake_model.reply(tool_calls=[("bash", {"command": "echo ran >> count.txt"})])
+    fake_model.reply(text="Counted after the restart.")
+    root = tmp_path / "root"
+    first = Server(tmp_path, env)
+    try:
+        first.wait_up()
+        sid = first.call("POST", "sessions", {"title": "durable approval"})["id"]
+        first.call("POST", f"sessions/{sid}/messages", {"content": "count"})
+        pending = until_sync(
+            lambda: first.call("GET", f"sessions/{sid}/approvals?status=pending")["approvals"],
+            90,
+            "the approval",
+        )
+    finally:
+        first.kill()
+    second = Server(tmp_path, env)
+    try:
+        second.wait_up()
+        # A reloaded page asks the new server: the approval is still pending, the run waits.
+        listed = second.call("GET", f"sessions/{sid}/approvals?status=pending")["approvals"]
+        assert [a["id"] for a in listed] == [pending[0]["id"]]
+
+        def asked_again() -> bool:
+            events = second.call("GET", f"sessions/{sid}/events")["events"]
+            return any(
+                e["type"] == "approval_requested" and e["data"]["id"] == pending[0]["id"]
+                for e in events[len(events) // 2 :]
+            ) and any(e["type"] == "task_retrying" for e in events)
+
+        until_sync(asked_again, 120, "the resumed run waits on the same approval")
+        assert len(fake_model.requests) == 1
+        second.call("POST", f"sessions/{sid}/approvals/{pending[0]['id']}", {"decision": "approve"})
+
+        def finished():
+            run = second.call("GET", f"sessions/{sid}")["run"]
+            return run is None and second.call("GET", f"sessions/{sid}/messages")
+
+        page = until_sync(finished, 120, "the run to finish on the second server")
+        assert page["messages"][-1]["content"] == "Counted after the restart."
+        assert (root / "count.txt").read_text() == "ran\n"
+        assert len(fake_model.requests) == 2
+    finally:
+        second.kill()
