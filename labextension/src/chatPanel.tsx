@@ -18,6 +18,8 @@ import React, {
   useSyncExternalStore
 } from 'react';
 
+import { ApprovalCards } from './approvalCards';
+import { ApprovalsModel } from './approvals';
 import type { IPendingAttachment } from './attachments';
 import { Composer } from './composer';
 import type { ContextProvider } from './context';
@@ -72,6 +74,7 @@ function ChatApp(
   const { store, rendermime, context, openPath } = props;
   const api = store.api;
   const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
+  const [approvals] = useState(() => new ApprovalsModel(store));
   const [sessions, setSessions] = useState<ISession[]>([]);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attach, setAttach] = useState(props.settings().attachContext);
@@ -318,6 +321,7 @@ function ChatApp(
           loadWhole={loadWhole}
         />
       )}
+      <ApprovalCards model={approvals} />
       <Composer
         running={running}
         canRetry={!!lastUser}
