@@ -105,6 +105,7 @@ class ThinkMagics(Magics):
         key = notebook_key()
         config = ThinkConfig(parent=self.shell)
         sid = remembered_session(store_dir(root, config.store_path), key)
+
         class KernelRuntime(Runtime):
             instructions = KERNEL_PROMPT  # which tool reaches the user's variables
 

@@ -166,3 +166,23 @@ def test_reject_button_sends_the_reason_to_the_model(py_kernel: Kernel, model: F
     assert "rejected" in tool["content"] and "keep my data" in tool["content"]
     reply, outputs = py_kernel.execute("print(list(df.columns))")
     assert "['price']" in _text(outputs)
+
+
+def test_think_kernel_cell_card_approve(tmp_path, model: FakeModel) -> None:
+    """The same card in a think kernel's request cell, clicked while the cell runs."""
+    ws = workspace_in(tmp_path)
+    (ws / "old.txt").write_text("old\n")
+    kernel = start_kernel(ws, kernel_env(tmp_path, model), name="think")
+    try:
+        model.reply(tool_calls=[("delete_file", {"path": "old.txt"})])
+        model.reply(text="Deleted old.txt.")
+        msg_id = kernel.kc.execute("delete old.txt")
+        seen, ids = _card(kernel, msg_id)
+        assert "-old" in _text(seen) or "delete old.txt" in _text(seen)
+        assert (ws / "old.txt").exists()
+        _send_comm(kernel, ids["Approve"], {"method": "custom", "content": {"event": "click"}})
+        _, reply = _drain(kernel, msg_id)
+        assert reply["status"] == "ok"
+        assert not (ws / "old.txt").exists()
+    finally:
+        kernel.stop()

@@ -1,0 +1,186 @@
+/**
+ * Browser tests of the approval cards (issue 11) against a real JupyterLab, real think
+ * kernels and the real store; only the model is scripted (see harness.mjs).
+ *
+ * Run: `npm run test:e2e` (needs `npm run build` first and Chromium at /usr/bin/chromium).
+ */
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  SCRIPTS,
+  launchBrowser,
+  openChat,
+  openLab,
+  shot,
+  startLab
+} from './harness.mjs';
+
+const TIMEOUT = 60000;
+
+Object.assign(SCRIPTS, {
+  approveWrite: [
+    {
+      text: 'I will write the file.',
+      tool_calls: [['write_file', { path: 'hello.txt', content: 'hello\n' }]]
+    },
+    { text: 'Wrote hello.txt.' }
+  ],
+  rejectDelete: [
+    {
+      text: 'I will delete the notes.',
+      tool_calls: [['bash', { command: 'rm notes.md' }]]
+    },
+    { text: 'Understood, I kept notes.md.' }
+  ],
+  afterReload: [
+    {
+      text: 'Counting.',
+      tool_calls: [['bash', { command: 'echo ran >> count.txt' }]]
+    },
+    { text: 'Counted once.' }
+  ]
+});
+
+let lab;
+let browser;
+let page;
+
+async function newSession(p) {
+  const known = (await lab.api('GET', 'sessions')).sessions.map(s => s.id);
+  await p.getByRole('button', { name: 'New session' }).click();
+  await p.waitForFunction(known => {
+    const el = document.querySelector('.jp-ThinkSessions-select');
+    return el && el.value && !known.includes(el.value);
+  }, known);
+  await p.waitForSelector('.jp-ThinkStatus[data-status="idle"]');
+}
+
+async function ask(p, kind, text) {
+  await lab.script(kind);
+  await p.fill('.jp-ThinkComposer-input', text);
+  await p.keyboard.press('Enter');
+}
+
+async function waitIdle(p) {
+  await p.waitForSelector('.jp-ThinkChat-body[data-running="false"]', {
+    timeout: TIMEOUT
+  });
+}
+
+const pending = p => p.locator('.jp-ThinkApproval[data-status="pending"]');
+
+describe('Approvals in the sidebar', () => {
+  before(async () => {
+    lab = await startLab();
+    // Kernels start on the first message: they read this (ask before every write).
+    fs.writeFileSync(
+      path.join(lab.tmp, 'config', 'think_kernel_config.py'),
+      'c.ThinkConfig.approval_policy = "strict"\n'
+    );
+    browser = await launchBrowser();
+    const context = await browser.newContext({
+      viewport: { width: 1400, height: 900 }
+    });
+    page = await openLab(context, lab);
+    await openChat(page);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await lab?.stop();
+  });
+
+  test('approve: the card shows the diff, the call runs', async () => {
+    await newSession(page);
+    await ask(page, 'approveWrite', 'write hello.txt');
+    const card = pending(page);
+    await card.waitFor({ timeout: TIMEOUT });
+    assert.match(
+      await card
+        .locator('.jp-ThinkDiff-add')
+        .allTextContents()
+        .then(t => t.join('\n')),
+      /\+hello/
+    );
+    assert.equal(fs.existsSync(path.join(lab.root, 'hello.txt')), false);
+    await shot(page, 'approval-pending', card);
+    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.waitForSelector('.jp-ThinkApproval[data-status="approved"]', {
+      timeout: TIMEOUT
+    });
+    await waitIdle(page);
+    await page.waitForFunction(
+      () =>
+        [...document.querySelectorAll('.jp-ThinkMessage.jp-mod-assistant')]
+          .map(m => m.textContent)
+          .join(' ')
+          .includes('Wrote hello.txt.'),
+      null,
+      { timeout: TIMEOUT }
+    );
+    assert.equal(
+      fs.readFileSync(path.join(lab.root, 'hello.txt'), 'utf8'),
+      'hello\n'
+    );
+    const decided = await page
+      .locator(
+        '.jp-ThinkApproval[data-status="approved"] .jp-ThinkApproval-decided'
+      )
+      .textContent();
+    assert.match(decided, /Approved .*via sidebar/);
+  });
+
+  test('reject: the reason reaches the model, nothing runs', async () => {
+    await newSession(page);
+    await ask(page, 'rejectDelete', 'delete my notes');
+    const card = pending(page);
+    await card.waitFor({ timeout: TIMEOUT });
+    await card.getByLabel('Reason').fill('those notes are mine');
+    await card.getByRole('button', { name: 'Reject' }).click();
+    await page.waitForSelector('.jp-ThinkApproval[data-status="rejected"]', {
+      timeout: TIMEOUT
+    });
+    await waitIdle(page);
+    assert.equal(fs.existsSync(path.join(lab.root, 'notes.md')), true);
+    const stats = await lab.modelStats();
+    const last = stats.requests[stats.requests.length - 1].messages;
+    const tool = last.filter(m => m.role === 'tool').pop();
+    assert.match(tool.content, /those notes are mine/);
+    await shot(page, 'approval-rejected', page.locator('.jp-ThinkChat'));
+  });
+
+  test('a pending approval survives a page reload', async () => {
+    await newSession(page);
+    await ask(page, 'afterReload', 'count');
+    await pending(page).waitFor({ timeout: TIMEOUT });
+    const before = (await lab.modelStats()).requests.length;
+    await page.reload();
+    await page.waitForSelector('#jp-main-dock-panel');
+    await openChat(page);
+    const card = pending(page);
+    await card.waitFor({ timeout: TIMEOUT });
+    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await waitIdle(page);
+    await page.waitForSelector('.jp-ThinkApproval[data-status="approved"]', {
+      timeout: TIMEOUT
+    });
+    await page.waitForFunction(
+      () =>
+        [...document.querySelectorAll('.jp-ThinkMessage.jp-mod-assistant')]
+          .map(m => m.textContent)
+          .join(' ')
+          .includes('Counted once.'),
+      null,
+      { timeout: TIMEOUT }
+    );
+    assert.equal(
+      fs.readFileSync(path.join(lab.root, 'count.txt'), 'utf8'),
+      'ran\n'
+    );
+    assert.equal((await lab.modelStats()).requests.length, before + 1);
+  });
+});
