@@ -71,6 +71,24 @@ async function waitIdle(p) {
   });
 }
 
+function read(file) {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+async function until(cond, what, timeout = TIMEOUT) {
+  const end = Date.now() + timeout;
+  while (!cond()) {
+    if (Date.now() > end) {
+      throw new Error(`timed out waiting for ${what}`);
+    }
+    await new Promise(r => setTimeout(r, 100));
+  }
+}
+
 const pending = p => p.locator('.jp-ThinkApproval[data-status="pending"]');
 
 describe('Approvals in the sidebar', () => {
@@ -122,9 +140,10 @@ describe('Approvals in the sidebar', () => {
       null,
       { timeout: TIMEOUT }
     );
-    assert.equal(
-      fs.readFileSync(path.join(lab.root, 'hello.txt'), 'utf8'),
-      'hello\n'
+    // The write goes through the file's collaboration room, saved to disk shortly after.
+    await until(
+      () => read(path.join(lab.root, 'hello.txt')) === 'hello\n',
+      'hello.txt saved'
     );
     const decided = await page
       .locator(
