@@ -227,6 +227,18 @@ class ThinkMagics(Magics):
         self._command("think_output", line)
 
 
+class _Stopped(Exception):
+    """The stop button in an awaited %think cell (shown like any stopped cell)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return ["KeyboardInterrupt: the run was stopped"]
+
+
+# ipykernel cancels an awaited cell on interrupt; a real KeyboardInterrupt raised in an asyncio
+# task would stop the kernel's loop, so the cell ends with an Exception of the usual name.
+_Stopped.__name__ = _Stopped.__qualname__ = "KeyboardInterrupt"
+
+
 def _in_running_loop() -> bool:
     try:
         asyncio.get_running_loop()
@@ -435,11 +447,11 @@ class _CellRun:
                     last, dirty = now, False
         except (asyncio.CancelledError, KeyboardInterrupt):
             fut.cancel()
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(concurrent.futures.wait, [fut], INTERRUPT_GRACE)
             self.view.add_note("*Interrupted.*")
             self.show(final=True)
-            raise
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(concurrent.futures.wait, [fut], INTERRUPT_GRACE)
+            raise _Stopped() from None
         finally:
             self.magics._cell_sink = None
         self.finish()
