@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fake_model import FakeModel
-from tests.kernel.conftest import Kernel, fm, kernel_env, model, start_kernel, workspace_in  # noqa: F401
+from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -63,7 +63,9 @@ def test_plot_of_df_price_ends_with_a_png_in_the_cell(py_kernel: Kernel, model: 
     assert reply["status"] == "ok", reply
     assert not _errors(outputs) and "NameError" not in _text(outputs)
     pngs = [
-        m for m in outputs if m["msg_type"] == "display_data" and "image/png" in m["content"]["data"]
+        m
+        for m in outputs
+        if m["msg_type"] == "display_data" and "image/png" in m["content"]["data"]
     ]
     assert pngs, [m["msg_type"] for m in outputs]
     # The model read what happened; the system prompt names the tool that reaches df.
@@ -116,8 +118,10 @@ def _drain(kernel: Kernel, msg_id: str, timeout: float = 120) -> tuple[list[dict
 def _card(kernel: Kernel, msg_id: str) -> tuple[list[dict], dict[str, str]]:
     seen = kernel.wait_output(
         msg_id,
-        lambda m: m["msg_type"] == "display_data"
-        and "application/vnd.jupyter.widget-view+json" in m["content"]["data"],
+        lambda m: (
+            m["msg_type"] == "display_data"
+            and "application/vnd.jupyter.widget-view+json" in m["content"]["data"]
+        ),
         timeout=120,
     )
     by_name: dict[str, str] = {}
@@ -140,7 +144,9 @@ def test_approve_button_works_while_the_cell_runs(py_kernel: Kernel, model: Fake
     _send_comm(py_kernel, ids["Approve"], {"method": "custom", "content": {"event": "click"}})
     outputs, reply = _drain(py_kernel, msg_id)
     assert reply["status"] == "ok"
-    assert "2.3" in "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+    assert "2.3" in "".join(
+        m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream"
+    )
     tool = [m for m in model.wait_for_requests(2)[1]["messages"] if m["role"] == "tool"][-1]
     assert tool["content"].startswith("2.3")
     # The card shows the decision (the buttons are retired).
