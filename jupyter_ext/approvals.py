@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from think_kernel.approvals import decide, decision_record
+from tornado import web
+
+from think_kernel.approvals import Policy, PolicyError, decide, decision_record
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -93,3 +95,33 @@ async def reject_pending(
                 {"type": "approval_resolved", "id": row["id"], "tool": row["tool"], **record},
             )
     return count
+
+
+def session_approval(session: dict[str, Any], value: Any) -> dict[str, Any]:
+    """The session's options with its ``approval`` prop replaced (HTTP 400 if invalid).
+
+    ``{"mode": "strict", "rules": [...], "always": [...]}``; ``null`` drops it (the kernel's
+    configured policy applies again).
+    """
+    options = dict(session.get("options") or {})
+    if value is None:
+        options.pop("approval", None)
+        return options
+    if not isinstance(value, dict):
+        raise web.HTTPError(400, "'approval' must be an object or null")
+    unknown = set(value) - {"mode", "rules", "always", "kernel_exec"}
+    if unknown:
+        raise web.HTTPError(400, f"unknown approval keys: {sorted(unknown)}")
+    for key in ("rules", "always"):
+        if key in value and not isinstance(value[key], list):
+            raise web.HTTPError(400, f"approval '{key}' must be a list")
+    if any(not isinstance(t, str) for t in value.get("always") or []):
+        raise web.HTTPError(400, "approval 'always' lists tool names")
+    if value.get("kernel_exec") not in (None, "ask", "auto"):
+        raise web.HTTPError(400, "approval 'kernel_exec' is 'ask' or 'auto'")
+    try:
+        Policy.from_settings("default", (), {"approval": value})
+    except (PolicyError, TypeError) as e:
+        raise web.HTTPError(400, f"invalid approval policy: {e}") from None
+    options["approval"] = value
+    return options

@@ -15,6 +15,7 @@ from .approvals import (
     BadDecision,
     decide_approval,
     parse_decision,
+    session_approval,
 )
 from .attachments import checked_attachments
 from .base import ThinkHandler, field
@@ -69,6 +70,9 @@ class SessionHandler(ThinkHandler):
             changes["title"] = (field(body, "title", str) or "")[:500]
         if "path" in body:
             changes["path"] = (field(body, "path", str) or "")[:4096]
+        if "approval" in body:  # the session's approval policy (issue 11), None: config's
+            session = await self.session_or_404(session_id)
+            changes["options"] = session_approval(session, body["approval"])
         if not changes:
             raise web.HTTPError(400, "nothing to change: send a 'title'")
         await self.svc.store.update_session(session_id, **changes)

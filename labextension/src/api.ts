@@ -202,6 +202,14 @@ export class ThinkApi {
     return r.approvals;
   }
 
+  /** Set the session's approval policy (`null`: the kernel's configured one). */
+  setApprovalPolicy(
+    id: string,
+    approval: Record<string, unknown> | null
+  ): Promise<ISession> {
+    return this.request<ISession>(`sessions/${enc(id)}`, 'PATCH', { approval });
+  }
+
   /** Decide an approval; 409 (thrown) when another surface decided first. */
   decideApproval(
     id: string,

@@ -6,7 +6,74 @@
 
 import React, { useState, useSyncExternalStore } from 'react';
 
+import type { ThinkApi } from './api';
 import type { ApprovalsModel, IApproval, IDecision } from './approvals';
+import type { ISession } from './tokens';
+
+const MODES: [string, string][] = [
+  ['', 'as configured'],
+  ['auto', 'auto: never ask'],
+  ['default', 'default: deletions, reverts, your kernel'],
+  ['strict', 'strict: every write and execution']
+];
+
+/** The session's approval mode (the kernel's configured policy when unset). */
+function PolicyPicker(props: {
+  session: ISession;
+  api: ThinkApi;
+}): JSX.Element {
+  const options = (props.session.options ?? {}) as Record<string, unknown>;
+  const approval = (options.approval ?? null) as Record<string, unknown> | null;
+  const [mode, setMode] = useState(String(approval?.mode ?? ''));
+  const [error, setError] = useState<string | null>(null);
+  const always = Array.isArray(approval?.always) ? approval.always : [];
+  const change = async (next: string): Promise<void> => {
+    const previous = mode;
+    setMode(next);
+    setError(null);
+    const rest = { ...(approval ?? {}) };
+    delete rest.mode;
+    const body = next ? { ...rest, mode: next } : rest;
+    try {
+      await props.api.setApprovalPolicy(
+        props.session.id,
+        Object.keys(body).length ? body : null
+      );
+    } catch (e) {
+      setMode(previous);
+      setError(String(e));
+    }
+  };
+  return (
+    <div className="jp-ThinkApprovals-policy">
+      <label>
+        Approvals{' '}
+        <select
+          aria-label="Approval mode"
+          value={mode}
+          onChange={e => void change(e.target.value)}
+        >
+          {MODES.map(([value, label]) => (
+            <option key={value} value={value}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </label>
+      {always.length ? (
+        <span className="jp-ThinkApproval-why">
+          {' '}
+          always allowed: {always.join(', ')}
+        </span>
+      ) : null}
+      {error ? (
+        <div className="jp-ThinkBanner jp-mod-error" role="alert">
+          {error}
+        </div>
+      ) : null}
+    </div>
+  );
+}
 
 /** Every approval of the open session (pending first). */
 export function ApprovalCards(props: {
@@ -16,11 +83,20 @@ export function ApprovalCards(props: {
     props.model.subscribe,
     props.model.getSnapshot
   );
-  if (!list.length) {
+  const state = useSyncExternalStore(
+    props.model.store.subscribe,
+    props.model.store.getSnapshot
+  );
+  if (!state.session) {
     return null;
   }
   return (
     <div className="jp-ThinkApprovals" aria-label="Approvals">
+      <PolicyPicker
+        key={state.session.id}
+        session={state.session}
+        api={props.model.store.api}
+      />
       {list.map(a => (
         <ApprovalCard
           key={a.id}

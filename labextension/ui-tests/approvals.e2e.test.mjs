@@ -36,6 +36,13 @@ Object.assign(SCRIPTS, {
     },
     { text: 'Understood, I kept notes.md.' }
   ],
+  autoWrite: [
+    {
+      text: 'Writing.',
+      tool_calls: [['write_file', { path: 'auto.txt', content: 'auto\n' }]]
+    },
+    { text: 'Wrote auto.txt without asking.' }
+  ],
   afterReload: [
     {
       text: 'Counting.',
@@ -201,5 +208,26 @@ describe('Approvals in the sidebar', () => {
       'ran\n'
     );
     assert.equal((await lab.modelStats()).requests.length, before + 1);
+  });
+
+  test('the sidebar sets the session policy: auto runs without asking', async () => {
+    await newSession(page);
+    const picker = page.getByLabel('Approval mode');
+    await picker.selectOption('auto');
+    const id = await page.locator('.jp-ThinkSessions-select').inputValue();
+    const stored = async () =>
+      (await lab.api('GET', `sessions/${id}`)).options?.approval?.mode;
+    for (let i = 0; i < 50 && (await stored()) !== 'auto'; i++) {
+      await new Promise(r => setTimeout(r, 100));
+    }
+    assert.equal(await stored(), 'auto');
+    await ask(page, 'autoWrite', 'write auto.txt');
+    await waitIdle(page);
+    await until(
+      () => read(path.join(lab.root, 'auto.txt')) === 'auto\n',
+      'auto.txt saved'
+    );
+    assert.equal(await pending(page).count(), 0);
+    await shot(page, 'approval-policy', page.locator('.jp-ThinkApprovals'));
   });
 });

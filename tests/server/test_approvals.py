@@ -181,3 +181,20 @@ def test_a_killed_server_leaves_the_run_waiting_and_approval_continues_it(tmp_pa
         assert len(fake_model.requests) == 2
     finally:
         second.kill()
+
+
+async def test_the_session_policy_is_set_over_the_api(api, think):
+    sid = await _session(api)
+    code, s = await api("PATCH", f"sessions/{sid}", {"approval": {"mode": "strict"}})
+    assert code == 200 and s["options"]["approval"] == {"mode": "strict"}
+    for bad in (
+        {"mode": "lax"},
+        {"rules": [{"tool": "bash", "arg": "command", "regex": "("}]},
+        {"always": "bash"},
+        {"colour": "red"},
+        "strict",
+    ):
+        code, _ = await api("PATCH", f"sessions/{sid}", {"approval": bad})
+        assert code == 400, bad
+    code, s = await api("PATCH", f"sessions/{sid}", {"approval": None})
+    assert code == 200 and "approval" not in s["options"]
