@@ -68,7 +68,7 @@ class ThinkMagics(Magics):
         self._cell_sink: Any = None  # where run_in_kernel requests go while a cell runs
         # In a kernel with an asyncio loop, %think cells are awaited (see _AsyncThink), so
         # the kernel dispatches widget clicks while the agent works.
-        self._async_cells = _install_async_cells(shell)
+        _install_async_cells(shell)
         self._start_loop()
 
     # -- the private loop -----------------------------------------------------------------------
@@ -145,15 +145,30 @@ class ThinkMagics(Magics):
         name, extra = _parse_args(line)
         return self._ask("\n".join(p for p in (extra, cell.strip()) if p), name)
 
-    def _ask(self, request: str, out_name: str | None) -> Any:
+    @line_magic("think_await")  # type: ignore[arg-type]
+    def think_await(self, line: str) -> Any:
+        """Internal: ``%think`` as the awaited form (the cell's input transformer uses it)."""
+        name, request = _parse_args(line)
+        return self._ask_async(request, name)
+
+    @cell_magic("think_await")  # type: ignore[arg-type]
+    def think_await_cell(self, line: str, cell: str) -> Any:
+        """Internal: ``%%think`` as the awaited form (the cell's input transformer uses it)."""
+        name, extra = _parse_args(line)
+        return self._ask_async("\n".join(p for p in (extra, cell.strip()) if p), name)
+
+    def _ask(self, request: str, out_name: str | None) -> None:
         if not request:
             print("usage: %think [-o NAME] REQUEST, or %%think [-o NAME] with the request below")
-            return None
-        cell = _CellRun(self, request, out_name)
-        if self._async_cells and _in_running_loop():
-            return cell.run_async()  # awaited by the cell (see _AsyncThink): comms flow
-        cell.run_sync()
-        return None
+            return
+        _CellRun(self, request, out_name).run_sync()
+
+    async def _ask_async(self, request: str, out_name: str | None) -> None:
+        """The same, awaited by the cell: the kernel dispatches widget clicks meanwhile."""
+        if not request:
+            print("usage: %think [-o NAME] REQUEST, or %%think [-o NAME] with the request below")
+            return
+        await _CellRun(self, request, out_name).run_async()
 
     def _submit(self, request: Any) -> bool:
         """Hand a run_in_kernel request to the cell running %%think (False: none is)."""
@@ -239,14 +254,6 @@ class _Stopped(Exception):
 _Stopped.__name__ = _Stopped.__qualname__ = "KeyboardInterrupt"
 
 
-def _in_running_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 class _AsyncThink:
     """IPython input transformer: ``%think`` / ``%%think`` cells await the magic.
 
@@ -254,15 +261,17 @@ class _AsyncThink:
     messages (ipywidgets clicks) while such a cell runs: the approval card works mid-run.
     """
 
-    PREFIXES = ("get_ipython().run_cell_magic('think'", "get_ipython().run_line_magic('think'")
+    FORMS = ("get_ipython().run_cell_magic('think',", "get_ipython().run_line_magic('think',")
 
     def __call__(self, lines: list[str]) -> list[str]:
-        if (
-            lines
-            and lines[0].startswith(self.PREFIXES)
-            and len(lines) == 1 + sum(1 for line in lines[1:] if not line.strip())
-        ):
-            return ["await " + lines[0], *lines[1:]]
+        # Only a cell that is nothing but the magic (IPython made it one statement).
+        if not lines or any(line.strip() for line in lines[1:]):
+            return lines
+        first = lines[0]
+        for form in self.FORMS:
+            if first.startswith(form):
+                awaited = form.replace("'think'", "'think_await'")
+                return ["await " + awaited + first[len(form) :], *lines[1:]]
         return lines
 
 
