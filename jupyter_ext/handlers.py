@@ -9,6 +9,14 @@ from tornado import web
 
 from think_kernel.agent.attachments import MAX_IMAGE_BYTES, describe_attachment
 
+from .approvals import (
+    AlreadyDecided,
+    ApprovalNotFound,
+    BadDecision,
+    decide_approval,
+    parse_decision,
+    session_approval,
+)
 from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .openapi import OPENAPI
@@ -67,6 +75,9 @@ class SessionHandler(ThinkHandler):
             changes["title"] = (field(body, "title", str) or "")[:500]
         if "path" in body:
             changes["path"] = (field(body, "path", str) or "")[:4096]
+        if "approval" in body:  # the session's approval policy (issue 11), None: config's
+            session = await self.session_or_404(session_id)
+            changes["options"] = session_approval(session, body["approval"])
         if not changes:
             raise web.HTTPError(400, "nothing to change: send a 'title'")
         await self.svc.store.update_session(session_id, **changes)
@@ -323,7 +334,8 @@ class ApprovalsHandler(ThinkHandler):
 
 
 class ApprovalHandler(ThinkHandler):
-    """``GET`` one approval; ``POST {"decision": "approve"|"reject", "input"?}`` resolves it."""
+    """``GET`` one approval; ``POST {"decision": "approve"|"reject", "input"?, "reason"?,
+    "always"?}`` decides it (409 when another surface decided first)."""
 
     async def _approval(self, session_id: str, approval_id: str) -> dict[str, Any]:
         row = await self.svc.store.get_approval(approval_id)
@@ -338,24 +350,20 @@ class ApprovalHandler(ThinkHandler):
 
     @authorized
     async def post(self, session_id: str, approval_id: str) -> None:
-        """Approve, reject, or approve with modified arguments."""
+        """Approve, reject (with a reason the model sees), or approve with edited arguments."""
         body = self.body()
-        decision = field(body, "decision", str, required=True)
-        if decision not in ("approve", "reject"):
-            raise web.HTTPError(400, "'decision' must be 'approve' or 'reject'")
-        new_input = field(body, "input", dict)
-        reason = field(body, "reason", str) or ""
-        await self._approval(session_id, approval_id)
-        record = {"decision": decision, "input": new_input, "reason": reason[:2000]}
-        status = "approved" if decision == "approve" else "rejected"
-        if not await self.svc.store.resolve_approval(approval_id, status, record):
-            raise web.HTTPError(409, "this approval is already resolved")
-        frame = {"type": "approval", "approval_id": approval_id, **record}
-        delivered = await self.svc.chats.deliver_approval(session_id, frame)
-        await self.svc.pipeline.emit(
-            session_id, {"type": "approval_resolved", "id": approval_id, **record}
-        )
-        row = await self._approval(session_id, approval_id)
+        user = getattr(self.current_user, "username", "") or ""
+        try:
+            record = parse_decision(body, user, "api")
+            row, delivered = await decide_approval(self.svc, session_id, approval_id, record)
+        except BadDecision as e:
+            raise web.HTTPError(400, str(e)) from None
+        except ApprovalNotFound:
+            raise web.HTTPError(
+                404, f"no approval {approval_id!r} in session {session_id!r}"
+            ) from None
+        except AlreadyDecided:
+            raise web.HTTPError(409, "this approval is already resolved") from None
         self.send(dict(row, delivered=delivered))
 
 

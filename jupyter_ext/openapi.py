@@ -463,7 +463,9 @@ OPENAPI: dict[str, Any] = {
         "/sessions/{session_id}/approvals/{approval_id}": {
             "get": _op("One approval", _json(_OBJ), params=[SID, _path_param("approval_id")]),
             "post": _op(
-                "Approve, reject, or approve with modified arguments",
+                "Approve, reject (the reason is the model's tool result), approve with edited "
+                "arguments, or approve and always allow the tool in this session; 409 when "
+                "another surface decided first",
                 _json(_OBJ),
                 params=[SID, _path_param("approval_id")],
                 body={
@@ -473,6 +475,8 @@ OPENAPI: dict[str, Any] = {
                         "decision": {"type": "string", "enum": ["approve", "reject"]},
                         "input": _OBJ,
                         "reason": {"type": "string"},
+                        "always": {"type": "boolean"},
+                        "source": {"type": "string", "enum": ["sidebar", "api"]},
                     },
                 },
             ),

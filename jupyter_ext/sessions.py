@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from think_kernel.agent.events import TaskEvent
 from think_kernel.store import new_id
 
+from .approvals import reject_pending
 from .chatkernels import ChatKernels
 
 if TYPE_CHECKING:
@@ -212,6 +213,9 @@ class ChatSessions:
         run = self.active(session_id)
         if run is None:
             return last
+        # A cancelled run's pending approvals count as rejected (issue 11); the kernel does
+        # the same when its run stops, whichever comes first wins.
+        await reject_pending(self.store, self.pipeline, session_id, "the run was cancelled")
         if run.state == "retrying":
             await self._finish(run, "cancelled", "cancelled")
         else:

@@ -4,7 +4,9 @@ On connect: ``sync`` (session, status, run), ``history`` (the newest messages), 
 (the message being streamed, if any), then every live frame (event ``to_dict()`` + ``seq`` +
 ``session_id``). Frames published while the first three are prepared are held back and sent
 after them, minus those the partial already contains. Clients may send ``{"type": "ping"}``
-(answered ``pong``) and ``{"type": "cancel"}``; anything else gets an ``error`` frame.
+(answered ``pong``), ``{"type": "cancel"}`` and ``{"type": "approval", "id", "decision",
+"input"?, "reason"?, "always"?}`` (answered ``approval_decided``, or an error frame with code
+``already_decided`` when another surface was first); anything else gets an ``error`` frame.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from .approvals import (
+    AlreadyDecided,
+    ApprovalNotFound,
+    BadDecision,
+    decide_approval,
+    parse_decision,
+)
 from .base import AUTH_RESOURCE, parse_json
 from .services import Services
 
@@ -120,12 +129,17 @@ class SessionSocket(  # type: ignore[misc]
             task = asyncio.create_task(self._cancel())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        elif kind == "approval":
+            task = asyncio.create_task(self._approval(frame))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         else:
             self._write(
                 {
                     "type": "error",
                     "code": "bad_frame",
-                    "message": "expected {'type': 'ping'} or {'type': 'cancel'}",
+                    "message": "expected {'type': 'ping'}, {'type': 'cancel'} or "
+                    "{'type': 'approval', 'id': ..., 'decision': ...}",
                 }
             )
 
@@ -138,6 +152,35 @@ class SessionSocket(  # type: ignore[misc]
             return
         run = await self.svc.chats.cancel(self.session_id)
         self._write({"type": "cancelled", "run": run})
+
+    async def _approval(self, frame: dict[str, Any]) -> None:
+        """Decide an approval (the sidebar's buttons): answered ``approval_decided`` or an
+        error frame; every tab hears ``approval_resolved`` through the session's events."""
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "write", AUTH_RESOURCE)
+        )
+        if not allowed:
+            self._write({"type": "error", "code": "forbidden", "message": "not authorised"})
+            return
+        aid = frame.get("id")
+        user = getattr(self.current_user, "username", "") or ""
+        try:
+            if not isinstance(aid, str):
+                raise BadDecision("'id' must be the approval's id")
+            record = parse_decision(frame, user, "sidebar")
+            row, _ = await decide_approval(self.svc, self.session_id, aid, record)
+        except BadDecision as e:
+            self._write({"type": "error", "code": "bad_frame", "message": str(e)})
+            return
+        except ApprovalNotFound:
+            self._write({"type": "error", "code": "not_found", "message": f"no approval {aid!r}"})
+            return
+        except AlreadyDecided:
+            current = await self.svc.store.get_approval(str(aid))
+            self._write({"type": "error", "code": "already_decided", "approval": current,
+                         "message": "this approval was already decided"})  # fmt: skip
+            return
+        self._write({"type": "approval_decided", "approval": row})
 
     def on_close(self) -> None:
         """Unsubscribe."""

@@ -178,6 +178,15 @@ def _sandbox_limits(rt: Any) -> str:
     return markdown_table(rows)
 
 
+async def _approvals(rt: Any) -> str:
+    from .approvals import PolicyError
+
+    try:
+        return str((await rt.policy()).describe()) + " (`%think_approve` changes it)"
+    except PolicyError as e:
+        return f"**invalid**: {e}"
+
+
 async def think_status(rt: Any, arg: str) -> CommandReply:
     """Models, endpoint (never the key), session, workspace, sandbox tier and limits, web
     tools, usage."""
@@ -212,6 +221,7 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("session", code_span(rt.session_id)),
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
+        ("approvals", await _approvals(rt)),
     ]
     web = getattr(rt, "extras", {}).get("web")
     if web is not None:  # search provider, browser, network allowlist, cache
@@ -219,6 +229,39 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
     text = "\n".join(f"- **{k}**: {v}" for k, v in rows)
     usage = usage_table(await rt.store.usage_totals(rt.session_id))
     return CommandReply(f"{text}\n\n{usage}\n\n**Sandbox limits**\n\n{_sandbox_limits(rt)}")
+
+
+async def think_approve(rt: Any, arg: str) -> CommandReply:
+    """Show or change this session's approval policy (issue 11).
+
+    ``auto|default|strict`` sets the mode; ``ask TOOL [ARG~REGEX|ARG=GLOB|ARG!=GLOB]`` and
+    ``allow TOOL`` add a rule (checked before the mode); ``reset`` drops the session's
+    changes (config applies again).
+    """
+    from .approvals import MODES, PolicyError, Rule
+
+    text = arg.strip()
+    approval = dict((await rt.props()).get("approval") or {})
+    if text == "reset":
+        await rt.set_props(approval=None)
+    elif text in MODES:
+        await rt.set_props(approval={**approval, "mode": text})
+    elif text:
+        try:
+            rule = Rule.parse(text)
+        except PolicyError as e:
+            raise CommandError(
+                f"{e}. Usage: `%think_approve auto|default|strict`, "
+                "`%think_approve ask bash command~rm\\s`, `%think_approve ask write_file "
+                "path!=src/**`, `%think_approve allow TOOL`, `%think_approve reset`."
+            ) from None
+        rules = [r for r in approval.get("rules") or [] if r != rule.to_dict()]
+        await rt.set_props(approval={**approval, "rules": [rule.to_dict(), *rules]})
+    try:
+        policy = await rt.policy()
+    except PolicyError as e:
+        raise CommandError(str(e)) from None
+    return CommandReply(f"**Approvals**: {policy.describe()}")
 
 
 def _cost(value: float | None, complete: bool = True) -> str:
@@ -379,6 +422,7 @@ HELP = """\
 | `%think_output [CALL_ID]` | the whole output of a tool call (the last one by default) |
 | `%think_instructions [TEXT\\|-]` | extra instructions for this session |
 | `%think_config [key=value]` | show or change settings |
+| `%think_approve [MODE\\|RULE\\|reset]` | which tool calls wait for your approval |
 | `%think_status` | models, context window, endpoint, sandbox limits, tokens and cost per role |
 | `%think_doctor [all]` | try the sandbox's containment here (`jupyter think doctor`) |
 
@@ -397,6 +441,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_instructions": think_instructions,
     "think_config": think_config,
     "think_status": think_status,
+    "think_approve": think_approve,
     "think_attach": think_attach,
     "think_output": think_output,
     "think_doctor": think_doctor,

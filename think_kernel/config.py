@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
 HOW_TO_CONFIGURE = """\
@@ -155,11 +155,59 @@ class ThinkConfig(Configurable):
         "<jupyter data dir>/think/<folder name>-<hash of the workspace path>/think.db: never "
         "inside the workspace, which sandboxed code can write.",
     )
+    approval_policy = Unicode(
+        "default",
+        config=True,
+        help="Which tool calls wait for a person's approval: 'auto' (never ask), 'default' "
+        "(deletions, reverts, run_in_kernel, non-GET fetch, tools neither core nor read-only) "
+        "or 'strict' (also every write and execution). Per session: %think_approve. "
+        "Default: 'default'.",
+    )
+    approval_rules = List(
+        Dict(),
+        default_value=[],
+        config=True,
+        help="Rules checked before the mode, first match wins, e.g. "
+        "{'tool': 'bash', 'arg': 'command', 'regex': 'rm\\s'} (ask when it matches), "
+        "{'tool': 'write_file', 'arg': 'path', 'outside': 'src/**'} (ask outside a glob), "
+        "{'tool': 'fetch', 'arg': 'method', 'not': 'GET'}, {'tool': 'X', 'action': 'allow'}. "
+        "Default: none.",
+    )
+    approval_timeout = Float(
+        600.0,
+        config=True,
+        help="Seconds an approval waits for a decision before it counts as rejected. "
+        "Default: 600 (10 minutes).",
+    )
+    kernel_exec = Unicode(
+        "ask",
+        config=True,
+        help="run_in_kernel (%%think in an IPython kernel runs code in your namespace): 'ask' "
+        "for approval under the default policy, or 'auto' to allow it. Default: 'ask'.",
+    )
     display_interval = Float(
         0.05,
         config=True,
         help="Seconds between live output updates in a cell (at most 20 a second). Default: 0.05.",
     )
+
+    @validate("approval_policy")
+    def _check_approval_policy(self, proposal: dict) -> str:
+        if proposal["value"] not in ("auto", "default", "strict"):
+            raise TraitError("approval_policy is 'auto', 'default' or 'strict'")
+        return str(proposal["value"])
+
+    @validate("kernel_exec")
+    def _check_kernel_exec(self, proposal: dict) -> str:
+        if proposal["value"] not in ("ask", "auto"):
+            raise TraitError("kernel_exec is 'ask' or 'auto'")
+        return str(proposal["value"])
+
+    @validate("approval_timeout")
+    def _check_approval_timeout(self, proposal: dict) -> float:
+        if proposal["value"] <= 0:
+            raise TraitError("approval_timeout is a positive number of seconds")
+        return float(proposal["value"])
 
     @default("context_window")
     def _context_window_default(self) -> int:

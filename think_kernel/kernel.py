@@ -483,9 +483,12 @@ class ThinkKernel(IPythonKernel):
             runtime = await self.ensure_runtime()
             out.interval = float(runtime.config.display_interval)
             out.metadata = {"session_id": runtime.session_id}
+            cards = ApprovalCards(self, parent, runtime) if not silent else None
             async for event in runtime.run(request):
                 if isinstance(event, ErrorEvent):
                     failed = event
+                if cards is not None:
+                    cards.feed(event)
                 out.feed(event)
                 if isinstance(event, ToolResult) and event.display:
                     out.bundles(event.display)
@@ -577,6 +580,41 @@ class ThinkKernel(IPythonKernel):
                     log.exception("closing the runtime failed")
         self.runtime = self._prepared = None
         return super().do_shutdown(restart)
+
+
+class ApprovalCards:
+    """ipywidgets approval cards in a request cell (the cell awaits, so clicks arrive)."""
+
+    def __init__(self, kernel: ThinkKernel, parent: dict[str, Any], runtime: Runtime) -> None:
+        self.kernel, self.parent, self.runtime = kernel, parent, runtime
+        self.cards: dict[str, Any] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def feed(self, event: Event) -> None:
+        """Show a card for ``approval_requested``; settle it on ``approval_resolved``."""
+        from .agent.events import ApprovalRequested, ApprovalResolved
+
+        if isinstance(event, ApprovalRequested):
+            from .approvals.widget import ApprovalCard
+
+            aid = event.id
+
+            def decide(frame: dict[str, Any]) -> None:
+                task = asyncio.ensure_future(self.runtime.resolve_approval(aid, frame))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+            try:
+                card = ApprovalCard(event.to_dict(), decide)
+            except Exception:  # no widgets here: the sidebar and the API still decide
+                log.exception("approval card")
+                return
+            self.cards[aid] = card
+            bundle = card.widget._repr_mimebundle_()
+            content = {"data": bundle, "metadata": {}, "transient": {}}
+            self.kernel.send_iopub("display_data", content, self.parent)
+        elif isinstance(event, ApprovalResolved) and event.id in self.cards:
+            self.cards[event.id].resolved(event.to_dict())
 
 
 def _error_reply(ename: str, evalue: str) -> dict[str, Any]:

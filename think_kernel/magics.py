@@ -31,8 +31,16 @@ from typing import Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display, update_display
 
+from .kernelexec import KernelExec, execute, make_run_in_kernel
+
 _DONE = object()
 INTERRUPT_GRACE = 5.0
+KERNEL_PROMPT = """You are running inside the user's own notebook (an IPython kernel, through
+%%think). Two ways to run code, pick on purpose:
+- run_in_kernel(code) runs in the user's kernel: their variables (listed in <context>),
+  imports and data are there, and its output and plots appear in their cell. Use it for
+  anything that needs their objects (for example df). It may wait for their approval.
+- execute_code and bash run isolated in a sandbox: they cannot see the user's variables."""
 
 
 def _parse_args(line: str) -> tuple[str | None, str]:
@@ -57,6 +65,10 @@ class ThinkMagics(Magics):
         self._thread: threading.Thread | None = None
         self._runtime: Any = None
         self._runtime_future: concurrent.futures.Future[Any] | None = None
+        self._cell_sink: Any = None  # where run_in_kernel requests go while a cell runs
+        # In a kernel with an asyncio loop, %think cells are awaited (see _AsyncThink), so
+        # the kernel dispatches widget clicks while the agent works.
+        _install_async_cells(shell)
         self._start_loop()
 
     # -- the private loop -----------------------------------------------------------------------
@@ -93,13 +105,18 @@ class ThinkMagics(Magics):
         key = notebook_key()
         config = ThinkConfig(parent=self.shell)
         sid = remembered_session(store_dir(root, config.store_path), key)
-        runtime = Runtime(
+
+        class KernelRuntime(Runtime):
+            instructions = KERNEL_PROMPT  # which tool reaches the user's variables
+
+        runtime = KernelRuntime(
             config,
             root,
             session_id=sid,
             kind="magic",
             session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
         )
+        runtime.tools.add(make_run_in_kernel(self._submit))
         await runtime.start()
         remember_session(runtime.store_dir, key, runtime.session_id)
         self._runtime = runtime
@@ -134,77 +151,38 @@ class ThinkMagics(Magics):
         name, extra = _parse_args(line)
         return self._ask("\n".join(p for p in (extra, cell.strip()) if p), name)
 
+    @line_magic("think_await")  # type: ignore[arg-type]
+    def think_await(self, line: str) -> Any:
+        """Internal: ``%think`` as the awaited form (the cell's input transformer uses it)."""
+        name, request = _parse_args(line)
+        return self._ask_async(request, name)
+
+    @cell_magic("think_await")  # type: ignore[arg-type]
+    def think_await_cell(self, line: str, cell: str) -> Any:
+        """Internal: ``%%think`` as the awaited form (the cell's input transformer uses it)."""
+        name, extra = _parse_args(line)
+        return self._ask_async("\n".join(p for p in (extra, cell.strip()) if p), name)
+
     def _ask(self, request: str, out_name: str | None) -> None:
         if not request:
             print("usage: %think [-o NAME] REQUEST, or %%think [-o NAME] with the request below")
             return
-        from .agent.events import Chat, ErrorEvent
-        from .namespace import summarize_namespace
-        from .render import Transcript
+        _CellRun(self, request, out_name).run_sync()
 
-        hidden = set(getattr(self.shell, "user_ns_hidden", {}) or {})
-        context = "The user's Python variables:\n" + (
-            summarize_namespace(self.shell.user_ns, hidden) or "(none)"
-        )
-        runtime = self.runtime()
-        interval = float(runtime.config.display_interval)
-        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    async def _ask_async(self, request: str, out_name: str | None) -> None:
+        """The same, awaited by the cell: the kernel dispatches widget clicks meanwhile."""
+        if not request:
+            print("usage: %think [-o NAME] REQUEST, or %%think [-o NAME] with the request below")
+            return
+        await _CellRun(self, request, out_name).run_async()
 
-        async def produce() -> None:
-            try:
-                async for event in runtime.run(request, context=context):
-                    events.put(event)
-            except Exception as e:  # a bug below us: a message in the cell, not a traceback
-                events.put(ErrorEvent(f"internal error: {type(e).__name__}: {e}", "internal"))
-            finally:
-                events.put(_DONE)
-
-        view = Transcript()
-        display_id = uuid.uuid4().hex
-        meta = {"think": {"session_id": runtime.session_id}}
-
-        def show(final: bool = False, first: bool = False) -> None:
-            md = view.render(final=final, now=time.monotonic())
-            bundle = {"text/markdown": md, "text/plain": md}
-            if first:
-                display(bundle, raw=True, display_id=display_id, metadata=meta)
-            else:
-                update_display(bundle, raw=True, display_id=display_id, metadata=meta)
-
-        fut = asyncio.run_coroutine_threadsafe(produce(), self.loop)
-        show(first=True)
-        last, dirty, answer = 0.0, False, None
-        try:
-            while True:
-                wait = max(0.0, last + interval - time.monotonic()) if dirty else 0.5
-                try:
-                    event = events.get(timeout=wait)
-                except queue.Empty:
-                    event = None
-                if event is _DONE:
-                    break
-                if event is not None:
-                    dirty = view.feed(event, time.monotonic()) or dirty
-                    if isinstance(event, Chat):
-                        answer = event.content
-                    elif isinstance(event, ErrorEvent):
-                        answer = None
-                now = time.monotonic()
-                tick = event is None and view.status == "waiting"  # retry countdown
-                if (dirty and now - last >= interval) or tick:
-                    show()
-                    last, dirty = now, False
-        except KeyboardInterrupt:
-            fut.cancel()  # cancels the task on the private loop
-            with contextlib.suppress(Exception):
-                concurrent.futures.wait([fut], INTERRUPT_GRACE)
-            view.add_note("*Interrupted.*")
-            show(final=True)
-            raise
-        show(final=True)
-        if out_name:
-            self.shell.user_ns[out_name] = answer if answer is not None else view.final_text
-        return None
+    def _submit(self, request: Any) -> bool:
+        """Hand a run_in_kernel request to the cell running %%think (False: none is)."""
+        sink = self._cell_sink
+        if sink is None:
+            return False
+        sink(request)
+        return True
 
     # -- session commands -----------------------------------------------------------------------
 
@@ -255,6 +233,11 @@ class ThinkMagics(Magics):
         self._command("think_status", line)
 
     @line_magic
+    def think_approve(self, line: str) -> None:
+        """``%think_approve [auto|default|strict|ask TOOL ...|allow TOOL|reset]``: approvals."""
+        self._command("think_approve", line)
+
+    @line_magic
     def think_attach(self, line: str) -> None:
         """``%think_attach [PATH|-]``: attach a workspace file or image to the next request."""
         self._command("think_attach", line)
@@ -263,3 +246,227 @@ class ThinkMagics(Magics):
     def think_output(self, line: str) -> None:
         """``%think_output [CALL_ID]``: the whole output of a tool call."""
         self._command("think_output", line)
+
+
+class _Stopped(Exception):
+    """The stop button in an awaited %think cell (shown like any stopped cell)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return ["KeyboardInterrupt: the run was stopped"]
+
+
+# ipykernel cancels an awaited cell on interrupt; a real KeyboardInterrupt raised in an asyncio
+# task would stop the kernel's loop, so the cell ends with an Exception of the usual name.
+_Stopped.__name__ = _Stopped.__qualname__ = "KeyboardInterrupt"
+
+
+class _AsyncThink:
+    """IPython input transformer: ``%think`` / ``%%think`` cells await the magic.
+
+    A cell that awaits leaves the kernel's event loop free, and ipykernel 7 dispatches comm
+    messages (ipywidgets clicks) while such a cell runs: the approval card works mid-run.
+    """
+
+    FORMS = ("get_ipython().run_cell_magic('think',", "get_ipython().run_line_magic('think',")
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        # Only a cell that is nothing but the magic (IPython made it one statement).
+        if not lines or any(line.strip() for line in lines[1:]):
+            return lines
+        first = lines[0]
+        for form in self.FORMS:
+            if first.startswith(form):
+                awaited = form.replace("'think'", "'think_await'")
+                return ["await " + awaited + first[len(form) :], *lines[1:]]
+        return lines
+
+
+def _install_async_cells(shell: Any) -> bool:
+    """Make %think cells awaitable where the kernel runs cells on asyncio (ipykernel)."""
+    if not getattr(shell, "autoawait", False) or getattr(shell, "kernel", None) is None:
+        return False
+    post = getattr(shell, "input_transformers_post", None)
+    if post is None:
+        return False
+    if not any(isinstance(t, _AsyncThink) for t in post):
+        post.append(_AsyncThink())
+    return True
+
+
+class _CellRun:
+    """One ``%think`` in a cell: events rendered live, run_in_kernel executed here, approval
+    cards shown (buttons that work while the cell runs, when the cell is awaited)."""
+
+    def __init__(self, magics: ThinkMagics, request: str, out_name: str | None) -> None:
+        from .namespace import summarize_namespace
+        from .render import Transcript
+
+        self.magics = magics
+        self.request = request
+        self.out_name = out_name
+        shell = magics.shell
+        hidden = set(getattr(shell, "user_ns_hidden", {}) or {})
+        self.context = "The user's Python variables:\n" + (
+            summarize_namespace(shell.user_ns, hidden) or "(none)"
+        )
+        self.runtime = magics.runtime()
+        self.interval = float(self.runtime.config.display_interval)
+        self.view = Transcript()
+        self.display_id = uuid.uuid4().hex
+        self.meta = {"think": {"session_id": self.runtime.session_id}}
+        self.answer: str | None = None
+        self.cards: dict[str, Any] = {}
+        self.widgets = False
+
+    # -- rendering ---------------------------------------------------------------------------
+
+    def show(self, final: bool = False, first: bool = False) -> None:
+        """Show (or update) the transcript display of this cell."""
+        md = self.view.render(final=final, now=time.monotonic())
+        bundle = {"text/markdown": md, "text/plain": md}
+        if first:
+            display(bundle, raw=True, display_id=self.display_id, metadata=self.meta)
+        else:
+            update_display(bundle, raw=True, display_id=self.display_id, metadata=self.meta)
+
+    def feed(self, event: Any) -> bool:
+        """Handle one item from the run; True when the transcript changed."""
+        from .agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent
+
+        if isinstance(event, KernelExec):
+            self._execute(event)
+            return False
+        if isinstance(event, ApprovalRequested):
+            self._card(event.to_dict())
+        elif isinstance(event, ApprovalResolved):
+            card = self.cards.get(event.id)
+            if card is not None:
+                card.resolved(event.to_dict())
+        changed = self.view.feed(event, time.monotonic())
+        if isinstance(event, Chat):
+            self.answer = event.content
+        elif isinstance(event, ErrorEvent):
+            self.answer = None
+        return changed
+
+    def _execute(self, request: KernelExec) -> None:
+        try:
+            request.future.set_result(execute(self.magics.shell, request.code))
+        except BaseException as e:  # the future must be answered, whatever happened
+            request.future.set_exception(e)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+
+    def _card(self, event: dict[str, Any]) -> None:
+        if not self.widgets:
+            return  # a blocked cell cannot receive clicks: decide in the sidebar or the API
+        from .approvals.widget import ApprovalCard
+
+        loop = self.magics.loop
+        runtime = self.runtime
+
+        def decide(frame: dict[str, Any]) -> None:
+            asyncio.run_coroutine_threadsafe(runtime.resolve_approval(event["id"], frame), loop)
+
+        card = ApprovalCard(event, decide)
+        self.cards[event["id"]] = card
+        display(card.widget)
+
+    def finish(self) -> None:
+        """Final render; ``-o NAME`` keeps the answer."""
+        self.show(final=True)
+        if self.out_name:
+            value = self.answer if self.answer is not None else self.view.final_text
+            self.magics.shell.user_ns[self.out_name] = value
+
+    # -- drivers -----------------------------------------------------------------------------
+
+    def _produce(self, put: Any) -> concurrent.futures.Future[None]:
+        from .agent.events import ErrorEvent
+
+        runtime, request, context = self.runtime, self.request, self.context
+
+        async def produce() -> None:
+            try:
+                async for event in runtime.run(request, context=context):
+                    put(event)
+            except Exception as e:  # a bug below us: a message in the cell, not a traceback
+                put(ErrorEvent(f"internal error: {type(e).__name__}: {e}", "internal"))
+            finally:
+                put(_DONE)
+
+        return asyncio.run_coroutine_threadsafe(produce(), self.magics.loop)
+
+    def run_sync(self) -> None:
+        """Drive the run from a cell that blocks (no asyncio loop in this thread)."""
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.magics._cell_sink = events.put
+        fut = self._produce(events.put)
+        self.show(first=True)
+        last, dirty = 0.0, False
+        try:
+            while True:
+                wait = max(0.0, last + self.interval - time.monotonic()) if dirty else 0.5
+                try:
+                    event = events.get(timeout=wait)
+                except queue.Empty:
+                    event = None
+                if event is _DONE:
+                    break
+                if event is not None:
+                    dirty = self.feed(event) or dirty
+                now = time.monotonic()
+                tick = event is None and self.view.status == "waiting"  # retry countdown
+                if (dirty and now - last >= self.interval) or tick:
+                    self.show()
+                    last, dirty = now, False
+        except KeyboardInterrupt:
+            fut.cancel()  # cancels the task on the private loop
+            with contextlib.suppress(Exception):
+                concurrent.futures.wait([fut], INTERRUPT_GRACE)
+            self.view.add_note("*Interrupted.*")
+            self.show(final=True)
+            raise
+        finally:
+            self.magics._cell_sink = None
+        self.finish()
+
+    async def run_async(self) -> None:
+        """Drive the run from an awaited cell: the kernel keeps dispatching comms."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Any] = asyncio.Queue()
+
+        def put(item: Any) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, item)
+
+        self.widgets = True
+        self.magics._cell_sink = put
+        fut = self._produce(put)
+        self.show(first=True)
+        last, dirty = 0.0, False
+        try:
+            while True:
+                wait = max(0.0, last + self.interval - time.monotonic()) if dirty else 0.5
+                try:
+                    event = await asyncio.wait_for(events.get(), wait)
+                except TimeoutError:
+                    event = None
+                if event is _DONE:
+                    break
+                if event is not None:
+                    dirty = self.feed(event) or dirty
+                now = time.monotonic()
+                tick = event is None and self.view.status == "waiting"
+                if (dirty and now - last >= self.interval) or tick:
+                    self.show()
+                    last, dirty = now, False
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            fut.cancel()
+            self.view.add_note("*Interrupted.*")
+            self.show(final=True)
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(concurrent.futures.wait, [fut], INTERRUPT_GRACE)
+            raise _Stopped() from None
+        finally:
+            self.magics._cell_sink = None
+        self.finish()

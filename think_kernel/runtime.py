@@ -37,6 +37,7 @@ from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
 from .agent.titles import make_title
 from .agent.tokens import Calibration
+from .approvals import ApprovalGate, Policy, decision_record, local_user
 from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
@@ -150,6 +151,7 @@ class Runtime:
         self.learned_windows: dict[str, int] = {}
         self.pending_attachments: list[dict[str, Any]] = []
         self._titles: set[asyncio.Future[None]] = set()
+        self.gate: ApprovalGate | None = None  # made with the store (start)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class Runtime:
         await self.open_store()
         await self._ensure_session()
         await self.refresh_endpoint()
+        self._make_gate()
 
     async def _ensure_session(self) -> dict[str, Any]:
         assert self.store is not None
@@ -188,6 +191,61 @@ class Runtime:
                 log.debug("no saved endpoint", exc_info=True)
         self.endpoint = resolve(self.config, saved)
         return self.endpoint
+
+    def _make_gate(self) -> None:
+        assert self.store is not None
+        self.gate = ApprovalGate(
+            self.store,
+            policy=self.policy,
+            known=self.known_tools,
+            timeout=lambda: float(self.config.approval_timeout),
+            on_always=self.always_allow,
+        )
+
+    # -- approvals (issue 11) ----------------------------------------------------------------
+
+    async def policy(self) -> Policy:
+        """The approval policy in force: config, then the session's ``approval`` prop."""
+        return Policy.from_settings(
+            self.config.approval_policy,
+            self.config.approval_rules,
+            await self.props(),
+            kernel_exec=self.config.kernel_exec,
+        )
+
+    def known_tools(self) -> set[str]:
+        """Tools that never ask by default mode: core ones and those marked read-only."""
+        known = set(self.tools.core)
+        for name, tool in self.tools.tools.items():
+            if getattr(tool.func, "read_only", False):
+                known.add(name)
+        return known
+
+    async def always_allow(self, tool: str) -> None:
+        """ "Always allow this tool for this session" (stored with the session)."""
+        approval = dict((await self.props()).get("approval") or {})
+        always = list(approval.get("always") or [])
+        if tool not in always:
+            approval["always"] = [*always, tool]
+            await self.set_props(approval=approval)
+
+    async def resolve_approval(self, approval_id: Any, frame: dict[str, Any]) -> bool:
+        """A decision: from the server link (already stored there: read it now) or, with
+        ``frame["local"]``, made here (the cell's buttons). False if another came first."""
+        if self.gate is None or not isinstance(approval_id, str):
+            return False
+        if not frame.get("local"):
+            self.gate.wake(approval_id)
+            return True
+        record = decision_record(
+            str(frame.get("decision")),
+            input=frame.get("input") if isinstance(frame.get("input"), dict) else None,
+            reason=str(frame.get("reason") or ""),
+            always=bool(frame.get("always")),
+            source=str(frame.get("source") or "notebook"),
+            user=str(frame.get("user") or local_user()),
+        )
+        return await self.gate.resolve(approval_id, record)
 
     async def close(self) -> None:
         """Close what this runtime opened."""
@@ -454,6 +512,8 @@ class Runtime:
         if self.store is None:
             await self.start()
         assert self.store is not None
+        if self.gate is None:
+            self._make_gate()
         props = await self.props()
         await self.refresh_endpoint()
         try:
@@ -484,6 +544,7 @@ class Runtime:
             compact_at=self.config.compact_at,
             compact_keep=self.config.compact_keep,
             summarize_outputs=self.config.summarize_outputs,
+            gate=self.gate,
         )
         text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
         attachments = [*self.pending_attachments, *(attachments or [])]

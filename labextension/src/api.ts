@@ -213,6 +213,39 @@ export class ThinkApi {
     return token ? `${base}?token=${encodeURIComponent(token)}` : base;
   }
 
+  /** Approvals of a session (`status`: pending, approved, rejected). */
+  async listApprovals(
+    id: string,
+    status?: string
+  ): Promise<Record<string, unknown>[]> {
+    const q = status ? query({ status }) : '';
+    const r = await this.request<{ approvals: Record<string, unknown>[] }>(
+      `sessions/${enc(id)}/approvals${q}`
+    );
+    return r.approvals;
+  }
+
+  /** Set the session's approval policy (`null`: the kernel's configured one). */
+  setApprovalPolicy(
+    id: string,
+    approval: Record<string, unknown> | null
+  ): Promise<ISession> {
+    return this.request<ISession>(`sessions/${enc(id)}`, 'PATCH', { approval });
+  }
+
+  /** Decide an approval; 409 (thrown) when another surface decided first. */
+  decideApproval(
+    id: string,
+    approvalId: string,
+    body: Record<string, unknown>
+  ): Promise<Record<string, unknown>> {
+    return this.request(
+      `sessions/${enc(id)}/approvals/${enc(approvalId)}`,
+      'POST',
+      body
+    );
+  }
+
   private async request<T = unknown>(
     path: string,
     method = 'GET',

@@ -18,6 +18,8 @@ import React, {
   useSyncExternalStore
 } from 'react';
 
+import { ApprovalCards } from './approvalCards';
+import { ApprovalsModel } from './approvals';
 import type { IPendingAttachment } from './attachments';
 import { Composer } from './composer';
 import type { ContextProvider } from './context';
@@ -85,6 +87,7 @@ function ChatApp(
   const { store, rendermime, context, openPath } = props;
   const api = store.api;
   const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
+  const [approvals] = useState(() => new ApprovalsModel(store));
   const [sessions, setSessions] = useState<ISession[]>([]);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attach, setAttach] = useState(props.settings().attachContext);
@@ -394,6 +397,7 @@ function ChatApp(
           readOnly={chatKind !== 'chat'}
         />
       )}
+      {showSetup ? null : <ApprovalCards model={approvals} />}
       {showSetup ? null : chatKind !== 'chat' && state.session ? (
         <div className="jp-ThinkForeign" role="note">
           {chatKind === 'magic' ? (

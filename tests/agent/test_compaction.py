@@ -9,7 +9,7 @@ from typing import Any
 from think_kernel.agent.messages import to_model_messages, transform_context
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
-from think_kernel.tools.base import ToolContext
+from think_kernel.tools.base import ToolContext, read_only
 
 from ..fake_model import FakeModel, Reply, count_tokens
 from .conftest import collect
@@ -17,6 +17,7 @@ from .conftest import collect
 WINDOW = 4_000
 
 
+@read_only  # changes nothing: runs without approval (issue 11)
 async def lookup(ctx: ToolContext, key: str) -> str:
     """Look a key up in the project's notes."""
     return f"notes for {key}:\n" + "\n".join(

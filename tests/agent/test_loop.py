@@ -7,7 +7,7 @@ import json
 
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
-from think_kernel.tools.base import ToolContext
+from think_kernel.tools.base import ToolContext, read_only
 
 from ..fake_model import FakeModel
 from .conftest import collect
@@ -57,6 +57,7 @@ async def test_tool_calls_in_one_step_run_concurrently(
 ) -> None:
     barrier = asyncio.Barrier(3)
 
+    @read_only  # changes nothing: runs without approval (issue 11)
     async def rendezvous(ctx: ToolContext, name: str) -> str:
         """Wait until all three calls are running at once."""
         await asyncio.wait_for(barrier.wait(), 5)
@@ -253,6 +254,7 @@ async def test_cancel_during_a_tool_answers_the_call_next_time(
 ) -> None:
     started = asyncio.Event()
 
+    @read_only  # changes nothing: runs without approval (issue 11)
     async def forever(ctx: ToolContext) -> str:
         """Never returns."""
         started.set()
@@ -320,6 +322,7 @@ async def test_large_tool_output_is_summarised_for_the_model(
 
 
 async def test_layers_add_but_never_remove(tmp_path, fake_model: FakeModel) -> None:
+    @read_only  # changes nothing: runs without approval (issue 11)
     async def shout(ctx: ToolContext, text: str) -> str:
         """Upper-case some text."""
         return text.upper()

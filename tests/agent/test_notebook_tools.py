@@ -13,6 +13,7 @@ from .conftest import collect
 async def test_agent_builds_a_notebook_and_can_revert(
     runtime: Runtime, fake_model: FakeModel
 ) -> None:
+    runtime.config.approval_policy = "auto"  # revert asks by default (tests/approvals)
     fake_model.reply(
         tool_calls=[("insert_cell", {"path": "nb.ipynb", "index": 0, "source": "x = 1"})]
     )

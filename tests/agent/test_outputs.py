@@ -12,7 +12,7 @@ from think_kernel.agent.attachments import describe_attachment
 from think_kernel.commands import run_command
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
-from think_kernel.tools.base import ToolContext, ToolOutput
+from think_kernel.tools.base import ToolContext, ToolOutput, read_only
 
 from ..fake_model import FakeModel, Reply
 from .conftest import collect
@@ -35,6 +35,7 @@ def png(width: int = 2, height: int = 2) -> bytes:
     )
 
 
+@read_only  # changes nothing: runs without approval (issue 11)
 async def flood(ctx: ToolContext, lines: int) -> ToolOutput:
     """Print many numbered lines."""
     whole = "".join(f"row {i}: value {i * 3}\n" for i in range(lines))

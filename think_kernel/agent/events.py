@@ -199,6 +199,37 @@ class FileChanged(Event):
     action: str
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested(Event):
+    """A tool call waits for a person's decision (see :mod:`think_kernel.approvals`)."""
+
+    type: ClassVar[str] = "approval_requested"
+    id: str
+    tool: str
+    input: Any
+    summary: str = ""
+    diff: str = ""
+    reason: str = ""
+    call_id: str = ""
+    message_id: str = ""
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalResolved(Event):
+    """An approval was decided: ``decision`` is approve or reject, with who and from where."""
+
+    type: ClassVar[str] = "approval_resolved"
+    id: str
+    decision: str
+    input: Any = None
+    reason: str = ""
+    always: bool = False
+    source: str = ""
+    user: str = ""
+    tool: str = ""
+
+
 AgentEvent = (
     StatusEvent
     | TextDelta
@@ -213,6 +244,8 @@ AgentEvent = (
     | FileChanged
     | Usage
     | Compaction
+    | ApprovalRequested
+    | ApprovalResolved
 )
 
 _BY_TYPE: dict[str, type[Event]] = {
@@ -230,6 +263,8 @@ _BY_TYPE: dict[str, type[Event]] = {
         FileChanged,
         Usage,
         Compaction,
+        ApprovalRequested,
+        ApprovalResolved,
     )
 }
 

@@ -26,10 +26,10 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store import Store, new_id
-from ..tools.base import CallOutcome, ToolContext, ToolRegistry
+from ..tools.base import CallOutcome, ToolContext, ToolOutput, ToolRegistry
 from ..tools.summarize import needs_whole, summarize_input, summarize_output
 from .attachments import load_history
 from .calls import ModelCaller
@@ -50,6 +50,9 @@ from .outputs import model_view
 from .summarizer import budget, compact_if_needed
 from .tokens import Calibration, estimate_tools
 from .toolspecs import fit_specs
+
+if TYPE_CHECKING:
+    from ..approvals import ApprovalGate
 
 ContextFactory = Callable[[str, str], ToolContext]
 """(message_id, call_id) -> the ToolContext for one call."""
@@ -96,6 +99,7 @@ class Agent:
         compact_at: float = 0.8,
         compact_keep: float = 0.4,
         summarize_outputs: bool = True,
+        gate: ApprovalGate | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -113,6 +117,7 @@ class Agent:
         self.compact_at = compact_at
         self.compact_keep = compact_keep
         self.summarize_outputs = summarize_outputs
+        self.gate = gate
 
     def caller(self, session_id: str) -> ModelCaller:
         """The model caller of a session (roles, usage records, calibration)."""
@@ -159,6 +164,18 @@ class Agent:
         caller = self.caller(session_id)
         # A small window gets shortened tool descriptions (the schemas stay whole).
         specs = fit_specs(self.tools.specs(), caller.window("primary"))
+        # A step whose calls wait on approvals (the process that asked died or restarted):
+        # run those calls now instead of asking the model again (issue 11).
+        unfinished = await self._unfinished_step(session_id, rows, user["id"])
+        if unfinished is not None:
+            mid, calls = unfinished
+            yield StatusEvent("executing", ", ".join(c["name"] for c in calls))
+            resumed: dict[str, dict[str, Any]] = {}
+            async for event in self._run_tools(
+                session_id, mid, calls, resumed, make_context, caller
+            ):
+                yield event
+            rows.extend(resumed[c["id"]] for c in calls if c["id"] in resumed)
         rows, loaded = await load_history(self.store, rows, user)
         # Convert history once; each step then appends only what it added, so a step's cost
         # does not grow with the length of the conversation.
@@ -256,6 +273,30 @@ class Agent:
         )
         yield ErrorEvent(note, code="step_limit")
         yield StatusEvent("idle")
+
+    async def _unfinished_step(
+        self, session_id: str, rows: list[dict[str, Any]], user_id: str
+    ) -> tuple[str, list[dict[str, Any]]] | None:
+        """The last step of this request if it has calls with an approval but no result."""
+        if self.gate is None:
+            return None
+        start = next((i for i, r in enumerate(rows) if r["id"] == user_id), None)
+        if start is None:
+            return None
+        later = rows[start + 1 :]
+        steps = [r for r in later if r.get("role") == "assistant" and r.get("tool_calls")]
+        if not steps or steps[-1].get("status") != "complete":
+            return None
+        step = steps[-1]
+        answered = {r.get("tool_call_id") for r in later if r.get("role") == "tool"}
+        calls = []
+        for call in step["tool_calls"]:
+            if not isinstance(call, dict) or call.get("id") in answered:
+                continue
+            approval = await self.store.approval_for_call(session_id, str(call.get("id")))
+            if approval is not None and approval.get("executed_at") is None:
+                calls.append(call)
+        return (step["id"], calls) if calls else None
 
     async def _stream_with_retries(
         self,
@@ -373,7 +414,28 @@ class Agent:
         async def one(call: dict[str, Any]) -> None:
             ctx = make_context(mid, call["id"])
             ctx.emit = queue.put_nowait
-            outcome = await self.tools.call(call["name"], call["arguments"], ctx)
+            arguments: Any = call["arguments"]
+            outcome: CallOutcome | None = None
+            if self.gate is not None and call["name"] in self.tools:  # unknown: refused below
+                decision = await self.gate.check(
+                    session_id,
+                    mid,
+                    call["id"],
+                    call["name"],
+                    arguments,
+                    ctx.workspace,
+                    queue.put_nowait,
+                )
+                if decision is not None and not decision.approved:
+                    # The model sees the person's reason as the result of the call.
+                    text = decision.rejection_text(call["name"])
+                    parsed = _parsed(arguments)
+                    out = ToolOutput(text=text, summary="rejected", ok=False, error=text)
+                    outcome = CallOutcome(out, 0.0, parsed if isinstance(parsed, dict) else None)
+                elif decision is not None and decision.input is not None:
+                    arguments = decision.input  # approved with edited arguments
+            if outcome is None:
+                outcome = await self.tools.call(call["name"], arguments, ctx)
             out = outcome.output
             whole = out.full if out.full is not None else out.text
             text, usage = await model_view(

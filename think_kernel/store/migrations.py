@@ -209,6 +209,20 @@ migration(
 )
 
 
+# Issue 11: what a person sees before deciding (summary, diff), when an unanswered approval
+# counts as rejected, and which process ran the approved call (so it runs at most once).
+migration(
+    "m006_approvals",
+    """
+    ALTER TABLE approvals ADD COLUMN summary TEXT;
+    ALTER TABLE approvals ADD COLUMN diff TEXT;
+    ALTER TABLE approvals ADD COLUMN expires_at REAL;
+    ALTER TABLE approvals ADD COLUMN executed_at REAL;
+    CREATE UNIQUE INDEX approvals_call ON approvals(session_id, call_id);
+    """,
+)
+
+
 # Issue 16: the model endpoint saved from the sidebar's setup card (server-side, outside the
 # workspace: the key never reaches the browser or sandboxed code), and each session's kind
 # (chat, notebook, magic) so the sidebar can group them. Sessions from before: those a

@@ -295,6 +295,57 @@ class RecordsMixin:
             (session_id, status),
         )
 
+    async def create_approval(
+        self,
+        session_id: str,
+        message_id: str,
+        call_id: str,
+        tool: str,
+        input: Any,
+        *,
+        summary: str = "",
+        diff: str = "",
+        expires_at: float | None = None,
+    ) -> dict[str, Any]:
+        """Record a pending approval for one tool call; the existing row if that call already
+        has one (a resumed run asks once)."""
+        from .store import new_id
+
+        await self.db.execute(
+            "INSERT OR IGNORE INTO approvals (id, session_id, message_id, call_id, tool, input,"
+            " status, created_at, summary, diff, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            (
+                new_id("ap_"),
+                session_id,
+                message_id,
+                call_id,
+                tool,
+                json.dumps(input, default=str),
+                time.time(),
+                summary,
+                diff or None,
+                expires_at,
+            ),
+        )
+        row = await self.approval_for_call(session_id, call_id)
+        assert row is not None
+        return row
+
+    async def approval_for_call(self, session_id: str, call_id: str) -> dict[str, Any] | None:
+        """The approval of one tool call, or None."""
+        return await self._one(
+            "SELECT * FROM approvals WHERE session_id = ? AND call_id = ?", (session_id, call_id)
+        )
+
+    async def claim_approval(self, approval_id: str) -> bool:
+        """Mark an approved call as being run; False if some process already ran it."""
+        async with self.db.execute(
+            "UPDATE approvals SET executed_at = ? WHERE id = ? AND executed_at IS NULL",
+            (time.time(), approval_id),
+        ) as cur:
+            return cur.rowcount > 0
+
     async def resolve_approval(self, approval_id: str, status: str, decision: Any) -> bool:
         """Resolve a pending approval; False if it was not pending."""
         async with self.db.execute(

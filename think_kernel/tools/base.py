@@ -97,6 +97,13 @@ class ToolContext:
 ToolFunc = Callable[..., Awaitable[str | ToolOutput]]
 
 
+def read_only(func: ToolFunc) -> ToolFunc:
+    """Mark a tool as one that changes nothing: it never waits for approval by default
+    (MCP and extension tools not so marked do, issue 11)."""
+    func.read_only = True  # type: ignore[attr-defined]
+    return func
+
+
 def _first_paragraph(doc: str | None) -> str:
     doc = inspect.cleandoc(doc or "")
     return doc.split("\n\n", 1)[0].replace("\n", " ").strip()

@@ -1,0 +1,184 @@
+/**
+ * Pending approvals of the open session (issue 11): loaded from the server when a session
+ * opens (so a reload shows them again), added by `approval_requested` frames, settled by
+ * `approval_resolved` frames whichever surface decided (sidebar, notebook, API).
+ */
+
+import type { ChatStore } from './store';
+
+/** One approval as the sidebar shows it. */
+export interface IApproval {
+  id: string;
+  tool: string;
+  input: unknown;
+  summary: string;
+  diff: string;
+  reason: string;
+  status: 'pending' | 'approved' | 'rejected';
+  /** Who decided, from where, and why (once decided). */
+  decided?: { decision: string; user: string; source: string; reason: string };
+}
+
+/** The body of a decision (POST .../approvals/{id}). */
+export interface IDecision {
+  decision: 'approve' | 'reject';
+  input?: Record<string, unknown>;
+  reason?: string;
+  always?: boolean;
+}
+
+type Frame = { type: string; [k: string]: unknown };
+
+const KEEP_DECIDED = 3;
+
+/** Pure: apply one frame to the list of approvals. */
+export function applyApprovalFrame(
+  list: readonly IApproval[],
+  frame: Frame
+): readonly IApproval[] {
+  if (frame.type === 'approval_requested') {
+    const id = String(frame.id);
+    if (list.some(a => a.id === id)) {
+      return list; // asked again by a resumed run: already shown
+    }
+    return [
+      ...list,
+      {
+        id,
+        tool: String(frame.tool ?? ''),
+        input: frame.input,
+        summary: String(frame.summary ?? ''),
+        diff: String(frame.diff ?? ''),
+        reason: String(frame.reason ?? ''),
+        status: 'pending'
+      }
+    ];
+  }
+  if (frame.type === 'approval_resolved') {
+    const id = String(frame.id);
+    const found = list.find(a => a.id === id);
+    if (!found || found.status !== 'pending') {
+      return list;
+    }
+    const decision = String(frame.decision ?? '');
+    const settled: IApproval = {
+      ...found,
+      status: decision === 'approve' ? 'approved' : 'rejected',
+      decided: {
+        decision,
+        user: String(frame.user ?? ''),
+        source: String(frame.source ?? ''),
+        reason: String(frame.reason ?? '')
+      }
+    };
+    const next = list.map(a => (a.id === id ? settled : a));
+    // Decided cards stay a moment as a record; the oldest drop off.
+    const decided = next.filter(a => a.status !== 'pending');
+    const drop = new Set(
+      decided
+        .slice(0, Math.max(0, decided.length - KEEP_DECIDED))
+        .map(a => a.id)
+    );
+    return next.filter(a => !drop.has(a.id));
+  }
+  return list;
+}
+
+/** A stored approval row (GET .../approvals) as shown. */
+export function approvalFromRow(row: Record<string, unknown>): IApproval {
+  return {
+    id: String(row.id),
+    tool: String(row.tool ?? ''),
+    input: row.input,
+    summary: String(row.summary ?? ''),
+    diff: String(row.diff ?? ''),
+    reason: '',
+    status: 'pending'
+  };
+}
+
+/** Follows the chat store's session and frames; decides through the REST API. */
+export class ApprovalsModel {
+  constructor(readonly store: ChatStore) {
+    store.frameReceived.connect((_, frame) => {
+      this.set(applyApprovalFrame(this._list, frame as Frame));
+    });
+    store.subscribe(() => this.follow());
+    this.follow();
+  }
+
+  /** A different session is open: show its pending approvals. */
+  private follow(): void {
+    const id = this.store.sessionId;
+    if (id !== this._session) {
+      this._session = id;
+      this.set([]);
+      void this.load(id);
+    }
+  }
+
+  /** Subscribe to changes (for `useSyncExternalStore`). */
+  subscribe = (listener: () => void): (() => void) => {
+    this._listeners.add(listener);
+    return () => this._listeners.delete(listener);
+  };
+
+  /** Snapshot getter for `useSyncExternalStore`. */
+  getSnapshot = (): readonly IApproval[] => this._list;
+
+  /** Send a decision; the card settles when `approval_resolved` arrives. */
+  async decide(id: string, body: IDecision): Promise<void> {
+    const session = this._session;
+    if (!session) {
+      return;
+    }
+    const row = await this.store.api.decideApproval(session, id, {
+      ...body,
+      source: 'sidebar'
+    });
+    // Another surface may have been first (409 is thrown); else settle from the answer.
+    this.set(
+      applyApprovalFrame(this._list, {
+        type: 'approval_resolved',
+        id,
+        ...((row.decision as Record<string, unknown>) ?? {})
+      })
+    );
+  }
+
+  private async load(id: string | null): Promise<void> {
+    if (!id) {
+      return;
+    }
+    try {
+      const rows = await this.store.api.listApprovals(id, 'pending');
+      if (this._session !== id) {
+        return;
+      }
+      let list = this._list;
+      for (const row of rows) {
+        const a = approvalFromRow(row);
+        if (!list.some(x => x.id === a.id)) {
+          list = [...list, a];
+        }
+      }
+      this.set(list);
+    } catch (e) {
+      console.warn('think: approvals not loaded', e);
+    }
+  }
+
+  private set(next: readonly IApproval[]): void {
+    if (next === this._list) {
+      return;
+    }
+    this._list = next;
+    for (const l of this._listeners) {
+      l();
+    }
+  }
+
+  private _list: readonly IApproval[] = [];
+  private _session: string | null = null;
+  private _listeners = new Set<() => void>();
+}
