@@ -331,11 +331,18 @@ class _CellRun:
 
     def feed(self, event: Any) -> bool:
         """Handle one item from the run; True when the transcript changed."""
-        from .agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent
+        from .agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent, ToolResult
 
         if isinstance(event, KernelExec):
             self._execute(event)
             return False
+        if isinstance(event, ToolResult) and event.display:
+            # Figures and screenshots from sandboxed tools, below the transcript (our
+            # ``think`` metadata is not a MIME type and stays out of the notebook).
+            for bundle in event.display:
+                data = {k: v for k, v in bundle.items() if "/" in k}
+                if data:
+                    display(data, raw=True)
         if isinstance(event, ApprovalRequested):
             self._card(event.to_dict())
         elif isinstance(event, ApprovalResolved):

@@ -4,6 +4,7 @@ cell runs (clicked here through the kernel's real comm messages)."""
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -192,3 +193,31 @@ def test_think_kernel_cell_card_approve(tmp_path, model: FakeModel) -> None:
         assert not (ws / "old.txt").exists()
     finally:
         kernel.stop()
+
+
+def test_figures_from_sandboxed_tools_show_in_the_cell(py_kernel: Kernel, model: FakeModel) -> None:
+    """A figure drawn by sandboxed code (``execute_code``) appears in the ``%%think`` cell,
+    as it does in a think notebook, and our own metadata stays out of the notebook."""
+    model.reply(
+        tool_calls=[
+            (
+                "execute_code",
+                {
+                    "code": "import matplotlib.pyplot as plt\n"
+                    "plt.plot([1, 3, 2]); plt.title('sandboxed'); plt.show()"
+                },
+            )
+        ]
+    )
+    model.reply(text="Drawn in the sandbox.")
+    reply, outputs = py_kernel.execute("%%think\ndraw a line in the sandbox", timeout=120)
+    assert reply["status"] == "ok", reply
+    pngs = [
+        m["content"]["data"]
+        for m in outputs
+        if m["msg_type"] == "display_data" and "image/png" in m["content"]["data"]
+    ]
+    assert len(pngs) == 1, [m["msg_type"] for m in outputs]
+    assert base64.b64decode(pngs[0]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "think" not in pngs[0]
+    assert "Drawn in the sandbox." in _text(outputs)
