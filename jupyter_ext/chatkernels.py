@@ -72,6 +72,7 @@ class ChatKernels:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
         self._failures = 0
+        self._stopping: set[asyncio.Future[Any]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -93,6 +94,7 @@ class ChatKernels:
             else:
                 task.cancel()
         await asyncio.gather(*self._tasks, *spares, return_exceptions=True)
+        await asyncio.gather(*list(self._stopping), return_exceptions=True)
 
     # -- API ---------------------------------------------------------------------------------
 
@@ -167,9 +169,9 @@ class ChatKernels:
                 continue  # being claimed or restarted right now
             async with lock:
                 log.info("Think: culling the idle kernel of chat session %s", sid)
-                await self._shutdown(sid)
                 self.culled += 1
                 culled.append(sid)
+                await self._shutdown(sid)
         return culled
 
     # -- the pool ----------------------------------------------------------------------------
@@ -259,6 +261,10 @@ class ChatKernels:
                     break
         finally:
             client.stop_channels()
+        if getattr(kernel, "execution_state", "") == "starting":
+            # It answered: it is idle. (jupyter_server learns the state from status messages
+            # on iopub; its watcher may have subscribed after this round trip's went out.)
+            kernel.execution_state = "idle"
         if self.linked is not None:
             await self.linked(kid)
 
@@ -309,8 +315,15 @@ class ChatKernels:
 
     async def _shutdown_kernel(self, kid: str) -> None:
         self.prepared.discard(kid)
+        # Never cut a shutdown in half (close() cancels the culler): jupyter_client would keep
+        # a half-removed kernel that its shutdown_all then fails on. close() waits for these.
+        stop = asyncio.ensure_future(self.kernel_manager.shutdown_kernel(kid, now=True))
+        self._stopping.add(stop)
+        stop.add_done_callback(self._stopping.discard)
         try:
-            await self.kernel_manager.shutdown_kernel(kid, now=True)
+            await asyncio.shield(stop)
+        except asyncio.CancelledError:
+            raise
         except Exception:  # already gone
             log.debug("kernel %s did not shut down cleanly", kid, exc_info=True)
 
