@@ -37,9 +37,10 @@ from think_kernel.agent.model import Chunk  # noqa: E402
 from think_kernel.agent.tokens import estimate_text  # noqa: E402
 from think_kernel.config import ThinkConfig  # noqa: E402
 from think_kernel.runtime import Runtime  # noqa: E402
-from think_kernel.tools.base import ToolContext  # noqa: E402
+from think_kernel.tools.base import ToolContext, read_only  # noqa: E402
 
 
+@read_only  # changes nothing: never waits for an approval (issue 11's default policy)
 async def noop(ctx: ToolContext, note: str = "") -> str:
     """A trivial tool: returns "ok"."""
     return "ok"
