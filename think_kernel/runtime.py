@@ -459,7 +459,9 @@ class Runtime:
             raise KeyError(f"no session {session_id!r}; %think_sessions lists them")
         self.session_id = session_id or new_id("s_")
         self.read_paths = set()
-        return await self._ensure_session()
+        session = await self._ensure_session()
+        await self._start_tasks()  # what a dead kernel left running in it is recovered
+        return session
 
     # -- running -----------------------------------------------------------------------------
 

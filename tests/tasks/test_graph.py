@@ -51,7 +51,7 @@ def test_tree_ancestors_descendants() -> None:
     assert [t.id for t in G.ancestors(g, "a1")] == ["a", "r"]
     assert [t.id for t in G.descendants(g, "r")] == ["a", "a1", "b", "c"]
     assert G.depth(g, "a1") == 2
-    (root, kids), = G.tree(g)  # fmt: skip
+    ((root, kids),) = G.tree(g)
     assert root.id == "r" and [k[0].id for k in kids] == ["a", "b", "c"]
     assert kids[0][1][0][0].id == "a1"
 
@@ -129,8 +129,11 @@ def _apply(g: dict[str, Task], n: int, step: tuple) -> dict[str, Task]:
     dep_ids = [ids[d % len(ids)] for d in deps] if ids else ["missing"]
     if kind == "add":
         parent = None if as_root or not ids else target
-        return G.add(g, Task(f"t{n}", f"task {n}", type_, parent_id=parent,
-                             dependencies=tuple(dep_ids)), LIMITS)  # fmt: skip
+        return G.add(
+            g,
+            Task(f"t{n}", f"task {n}", type_, parent_id=parent, dependencies=tuple(dep_ids)),
+            LIMITS,
+        )
     if kind == "dep":
         return G.add_dependency(g, target, dep_ids[0])
     if kind == "start":

@@ -78,6 +78,14 @@ class TasksMixin:
             (message_id,),
         )
 
+    async def open_roots(self, session_id: str) -> list[dict[str, Any]]:
+        """Root tasks of a session whose request has not ended (pending or in progress)."""
+        return await self._all(
+            "SELECT * FROM tasks WHERE session_id = ? AND parent_id IS NULL"
+            " AND status IN ('pending', 'in_progress') ORDER BY rowid",
+            (session_id,),
+        )
+
     async def save_tasks(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert or update task rows (one statement: all of them or none)."""
         if not rows:

@@ -380,6 +380,12 @@ class Subagents:
                 report = await mark_lost(self.board, row, code, why)
                 if report is not None:
                     reports.append(report)
+        if not self.durable():
+            # Without a server nothing retries a request a dead kernel was running: it ended
+            # there. (With one, a retry carries on under the same root, or the server ends it.)
+            for root in await self.board.store.open_roots(session_id):
+                if root["id"] != self.root_id:
+                    await self.board.end(root["id"], "failed", "the kernel stopped mid-request")
         return reports
 
     async def _send(self, event: Event) -> None:
