@@ -161,6 +161,7 @@ class Runtime:
         self.tasks_config = TasksConfig(config=self.config.config)
         self.subagents: Subagents | None = None
         self.linked = False
+        self._recovered: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -213,16 +214,27 @@ class Runtime:
         )
 
     async def _start_tasks(self) -> None:
-        """The task board and subagents; what a dead kernel left running is recovered."""
+        """The task board and subagents (made with the store)."""
         assert self.store is not None
         if self.subagents is None:
             board = TaskBoard(self.store, self.emit, self.tasks_config.limits)
             self.subagents = Subagents(self, board, self.tasks_config, emit=self.emit,
                                        durable=lambda: self.linked)  # fmt: skip
             self.extras["subagents"] = self.subagents
+
+    async def recover_subagents(self) -> None:
+        """Once per session: end what a dead kernel left running in it (reported to the
+        model and to the watchers; done at the first request, not at start, when the
+        watchers (the server link's sink) are listening)."""
+        if self.subagents is None:
+            await self._start_tasks()
+        assert self.subagents is not None
+        if self.session_id in self._recovered:
+            return
+        self._recovered.add(self.session_id)
         try:
             await self.subagents.recover(self.session_id)
-        except Exception:  # recovery is best effort; the server's checks also find them
+        except Exception:  # best effort: the server's durable checks find them too
             log.exception("recovering subagents failed")
 
     # -- approvals (issue 11) ----------------------------------------------------------------
@@ -465,7 +477,7 @@ class Runtime:
         self.session_id = session_id or new_id("s_")
         self.read_paths = set()
         session = await self._ensure_session()
-        await self._start_tasks()  # what a dead kernel left running in it is recovered
+        await self.recover_subagents()  # what a dead kernel left running in it
         return session
 
     # -- running -----------------------------------------------------------------------------
@@ -547,8 +559,7 @@ class Runtime:
         assert self.store is not None
         if self.gate is None:
             self._make_gate()
-        if self.subagents is None:
-            await self._start_tasks()
+        await self.recover_subagents()
         props = await self.props()
         await self.refresh_endpoint()
         try:

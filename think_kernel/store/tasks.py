@@ -53,6 +53,9 @@ class TasksMixin:
 
         async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
         async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
+        async def _write(
+            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
+        ) -> int: ...
 
     async def list_tasks(self, session_id: str) -> list[dict[str, Any]]:
         """Tasks of a session in creation order."""
@@ -103,7 +106,7 @@ class TasksMixin:
         marks = ", ".join("(" + ", ".join("?" for _ in TASK_COLUMNS) + ")" for _ in rows)
         keep = ("id", "session_id", "root_id", "created_at")
         sets = ", ".join(f"{c} = excluded.{c}" for c in TASK_COLUMNS if c not in keep)
-        await self.db.execute(
+        await self._write(
             f"INSERT INTO tasks ({cols}) VALUES {marks} ON CONFLICT(id) DO UPDATE SET {sets}",
             values,
         )
@@ -121,8 +124,7 @@ class TasksMixin:
         params: list[Any] = [*fields.values(), task_id]
         if when_status is not None:
             params.append(when_status)
-        async with self.db.execute(f"UPDATE tasks SET {sets} WHERE {where}", params) as cur:
-            return cur.rowcount > 0
+        return await self._write(f"UPDATE tasks SET {sets} WHERE {where}", params) > 0
 
     async def running_subagents(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Tasks whose subagent is marked running (of one session, or of all)."""
@@ -139,8 +141,9 @@ class TasksMixin:
     async def heartbeat_subagents(self, task_ids: Sequence[str]) -> None:
         """Refresh the heartbeat of running subagents (their process is alive)."""
         now = time.time()
-        await self.db.executemany(
+        await self._write(
             "UPDATE tasks SET subagent_heartbeat_at = ? WHERE id = ?"
             " AND subagent_status = 'running'",
             [(now, t) for t in task_ids],
+            many=True,
         )
