@@ -580,9 +580,7 @@ class Runtime:
         # The request's id is known before it is stored: its root task refers to it.
         message_id = user_message_id or new_id("m_")
         assert self.subagents is not None
-        await self.subagents.begin(self.session_id, request, message_id)
-        ended, why = "failed", None
-        try:
+        async with self.subagents.request(self.session_id, request, message_id) as tracker:
             async for event in agent.run(
                 self.session_id,
                 text,
@@ -590,25 +588,17 @@ class Runtime:
                 user_message_id=message_id,
                 attachments=attachments or None,
             ):
+                tracker.see(event)  # its tasks end as it ends, its subagents stop with it
                 if isinstance(event, ToolCall):
                     self.current_message_id = event.message_id
-                elif isinstance(event, ErrorEvent):
-                    why = event.message
-                    if self.kind == "chat":
-                        said = chat_error(event.code, event.message)
-                        if said != event.message:
-                            await self._restate_error(event.message, said)
-                            event = dataclasses.replace(event, message=said)
+                elif isinstance(event, ErrorEvent) and self.kind == "chat":
+                    said = chat_error(event.code, event.message)
+                    if said != event.message:
+                        await self._restate_error(event.message, said)
+                        event = dataclasses.replace(event, message=said)
                 answered = answered or isinstance(event, Chat)
                 await self.emit(event)
                 yield event
-            ended = "complete" if answered else "failed"
-        except (asyncio.CancelledError, GeneratorExit):
-            ended, why = "cancelled", "the request was cancelled"
-            raise
-        finally:
-            # Its subagents stop with it (their sandboxed processes too), its tasks end.
-            await asyncio.shield(self.subagents.end(ended, why))
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
 
