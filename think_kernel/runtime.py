@@ -45,6 +45,7 @@ from .endpoint import SETTING, Endpoint, resolve
 from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .store import Store, location, new_id
 from .subagents import Subagents
+from .subagents.facet import WORKING_ON
 from .subagents.tools import SUBAGENT_TOOLS
 from .tasks import TaskBoard, TasksConfig
 from .tasks.tools import TASK_TOOLS
@@ -218,8 +219,9 @@ class Runtime:
         assert self.store is not None
         if self.subagents is None:
             board = TaskBoard(self.store, self.emit, self.tasks_config.limits)
-            self.subagents = Subagents(self, board, self.tasks_config, emit=self.emit,
-                                       durable=lambda: self.linked)  # fmt: skip
+            self.subagents = Subagents(
+                self, board, self.tasks_config, emit=self.emit, durable=lambda: self.linked
+            )
             self.extras["subagents"] = self.subagents
 
     async def recover_subagents(self) -> None:
@@ -356,8 +358,16 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await rooms.flush_rooms(0)
         assert self.store is not None
+        # Code a subagent runs calls back on its behalf (its worker's context says which).
         await record_action(
-            self.store, self.session_id, tool, outcome, args, self.current_message_id, "loopback"
+            self.store,
+            self.session_id,
+            tool,
+            outcome,
+            args,
+            self.current_message_id,
+            "loopback",
+            WORKING_ON.get() or None,
         )
         return outcome.output
 
@@ -373,8 +383,15 @@ class Runtime:
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS, *WEB_TOOLS, *TASK_TOOLS,
-                *SUBAGENT_TOOLS]  # fmt: skip
+        core = [
+            *FILE_TOOLS,
+            *NOTEBOOK_TOOLS,
+            *CODE_TOOLS,
+            *FETCH_TOOLS,
+            *WEB_TOOLS,
+            *TASK_TOOLS,
+            *SUBAGENT_TOOLS,
+        ]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
             registry.add(func)
