@@ -113,12 +113,18 @@ async def test_a_dead_owner_is_reported_once(setup) -> None:
     proc = await asyncio.create_subprocess_exec("true")
     await proc.wait()
     task = await _running_task(store, sid, f"{os.uname().nodename}/{proc.pid}/gone")
+    asked = await store.create_approval(
+        sid, "m_2", "call_1", "bash", {"command": "ls"}, task_id=task["id"]
+    )
     checks = SubagentChecks(store, pipeline)
     payload = {"task_id": task["id"], "attempt": 1, "attempts": 5}
     await checks(payload)
     await checks(payload)  # a repeated check (at-least-once schedules) changes nothing
     row = await store.get_task(task["id"])
     assert row is not None and row["subagent_status"] == "interrupted"
+    approval = await store.get_approval(asked["id"])  # nobody waits for it any more
+    assert approval is not None and approval["status"] == "rejected"
+    assert approval["decision"]["reason"] == "the subagent was interrupted"
     await _until(lambda: [f for f in tab.frames if f["type"] == "message"])
     reports = [m for m in await store.get_messages(sid) if m["name"] == "subagent_report"]
     assert len(reports) == 1 and "was interrupted" in reports[0]["content"]
