@@ -597,7 +597,8 @@ class Runtime:
         # The request's id is known before it is stored: its root task refers to it.
         message_id = user_message_id or new_id("m_")
         assert self.subagents is not None
-        async with self.subagents.request(self.session_id, request, message_id) as tracker:
+        fresh = user_message_id is None  # a new message: no root task to look for
+        async with self.subagents.request(self.session_id, request, message_id, fresh) as tracker:
             async for event in agent.run(
                 self.session_id,
                 text,

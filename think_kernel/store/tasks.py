@@ -89,19 +89,24 @@ class TasksMixin:
             (session_id,),
         )
 
-    async def save_tasks(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert or update task rows (one statement: all of them or none)."""
+    async def save_tasks(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Insert or update task rows (one statement: all of them or none); returns their
+        columns as written (a caller need not read them back)."""
         if not rows:
-            return
+            return []
         now = time.time()
         values: list[Any] = []
+        written = []
         for row in rows:
             full = dict.fromkeys(TASK_COLUMNS)
             full.update({k: v for k, v in row.items() if k in full})
             full["created_at"] = full["created_at"] or now
             full["updated_at"] = now
-            full["dependencies"] = json.dumps(list(full["dependencies"] or []))
-            values.extend(full[c] for c in TASK_COLUMNS)
+            full["dependencies"] = list(full["dependencies"] or [])
+            written.append(full)
+            values.extend(
+                json.dumps(full[c]) if c == "dependencies" else full[c] for c in TASK_COLUMNS
+            )
         cols = ", ".join(TASK_COLUMNS)
         marks = ", ".join("(" + ", ".join("?" for _ in TASK_COLUMNS) + ")" for _ in rows)
         keep = ("id", "session_id", "root_id", "created_at")
@@ -110,6 +115,7 @@ class TasksMixin:
             f"INSERT INTO tasks ({cols}) VALUES {marks} ON CONFLICT(id) DO UPDATE SET {sets}",
             values,
         )
+        return written
 
     async def update_subagent(
         self, task_id: str, *, when_status: str | None = None, **fields: Any

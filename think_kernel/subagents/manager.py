@@ -127,19 +127,21 @@ class Subagents:
 
     # -- a request ---------------------------------------------------------------------------
 
-    async def begin(self, session_id: str, request: str, message_id: str) -> dict[str, Any]:
-        """Give a request its root task (started)."""
-        root = await self.board.begin(session_id, request, message_id)
+    async def begin(
+        self, session_id: str, request: str, message_id: str, new: bool = False
+    ) -> dict[str, Any]:
+        """Give a request its root task (started); ``new``: its message was never run."""
+        root = await self.board.begin(session_id, request, message_id, new)
         self.root_id, self.session_id = root["id"], session_id
         return root
 
     @contextlib.asynccontextmanager
     async def request(
-        self, session_id: str, request: str, message_id: str
+        self, session_id: str, request: str, message_id: str, new: bool = False
     ) -> AsyncIterator[RequestEnd]:
         """The scope of one request: its root task begins here; when the block ends (an
         answer, an error, a cancel) its subagents stop and its tasks end accordingly."""
-        await self.begin(session_id, request, message_id)
+        await self.begin(session_id, request, message_id, new)
         ending = RequestEnd()
         try:
             yield ending
