@@ -24,6 +24,7 @@ import dataclasses
 import inspect
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -189,9 +190,13 @@ class Runtime:
 
     async def _ensure_session(self) -> dict[str, Any]:
         assert self.store is not None
-        return await self.store.ensure_session(
+        before = time.time()
+        session = await self.store.ensure_session(
             self.session_id, path=self.session_path or str(self.workspace.root), kind=self.kind
         )
+        if float(session.get("created_at") or 0) >= before:
+            self._recovered.add(self.session_id)  # made just now: no dead kernel left anything
+        return session
 
     async def refresh_endpoint(self) -> Endpoint:
         """Re-read the endpoint saved from the setup card (cheap: one indexed row)."""
@@ -494,7 +499,8 @@ class Runtime:
         self.session_id = session_id or new_id("s_")
         self.read_paths = set()
         session = await self._ensure_session()
-        await self.recover_subagents()  # what a dead kernel left running in it
+        if self.subagents is not None:
+            await self.recover_subagents()  # what a dead kernel left running in it
         return session
 
     # -- running -----------------------------------------------------------------------------
