@@ -515,8 +515,9 @@ class ChatSessions:
             )
             await self.pipeline.emit(run.session_id, {"type": "message", "message": note})
         # Its kernel ended its tasks, unless it died first (issue 12).
-        await end_request_tasks(self.store, self.pipeline, run.session_id, run.message_id,
-                                final, error)  # fmt: skip
+        await end_request_tasks(
+            self.store, self.pipeline, run.session_id, run.message_id, final, error
+        )
         kind = "complete" if final == "complete" else "failed"
         detail = final if final != "failed" else error
         await self._task_event(run, kind, detail, run.attempt)

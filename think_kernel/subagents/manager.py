@@ -209,10 +209,19 @@ class Subagents:
             subagent_deadline=now + limit,
         )
         await self._send(SubagentSpawned(task["id"], task["title"], model))
-        inputs = [t for t in await self.board.request_tasks(self.root_id)
-                  if t["id"] in task["dependencies"]]  # fmt: skip
-        job = Job(self.session_id, task, instructions, SubagentStream(task["id"], self._send),
-                  int(self.config.subagent_max_steps), inputs)  # fmt: skip
+        inputs = [
+            t
+            for t in await self.board.request_tasks(self.root_id)
+            if t["id"] in task["dependencies"]
+        ]
+        job = Job(
+            self.session_id,
+            task,
+            instructions,
+            SubagentStream(task["id"], self._send),
+            int(self.config.subagent_max_steps),
+            inputs,
+        )
         handle = Handle(job, self.root_id, model, now, now + limit)
         self.jobs[task["id"]] = handle
         if self.durable():
@@ -301,9 +310,16 @@ class Subagents:
                 out.append({"task_id": task_id, "status": "unknown", "error": "no such task"})
             else:
                 agent = task.get("subagent") or {}
-                out.append({"task_id": task_id, "title": task["title"],
-                            "status": agent.get("status") or "none", "task_status": task["status"],
-                            "result": task.get("result"), "error": task.get("error")})  # fmt: skip
+                out.append(
+                    {
+                        "task_id": task_id,
+                        "title": task["title"],
+                        "status": agent.get("status") or "none",
+                        "task_status": task["status"],
+                        "result": task.get("result"),
+                        "error": task.get("error"),
+                    }
+                )
         return out
 
     async def wait(
@@ -324,16 +340,18 @@ class Subagents:
         try:
             while waiting:
                 left = None if end is None else max(0.0, end - loop.time())
-                done, _ = await asyncio.wait(waiting, timeout=left,
-                                             return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+                done, _ = await asyncio.wait(
+                    waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
                 if not done:
                     break
                 for fut in done:
                     handle = waiting.pop(fut)
                     finished += 1
                     if progress is not None:
-                        await progress(f"{finished}/{total} done: {handle.job.task['title']} "
-                                       f"({handle.code})\n")  # fmt: skip
+                        await progress(
+                            f"{finished}/{total} done: {handle.job.task['title']} ({handle.code})\n"
+                        )
         finally:
             for fut in waiting:
                 fut.cancel()
@@ -360,8 +378,9 @@ class Subagents:
 
     async def cancel_all(self, root_id: str | None, reason: str) -> int:
         """Cancel the running subagents (of one request, or all); returns how many."""
-        running = [h for h in self.jobs.values() if not h.done.is_set()
-                   and root_id in (None, h.root_id)]  # fmt: skip
+        running = [
+            h for h in self.jobs.values() if not h.done.is_set() and root_id in (None, h.root_id)
+        ]
         await self._cancel(running, reason)
         return len(running)
 
@@ -385,16 +404,23 @@ class Subagents:
 
     def _checks(self) -> Checks:
         cfg = self.config
-        return Checks(cfg.subagent_first_check, cfg.subagent_check_interval,
-                      cfg.subagent_stale_after)  # fmt: skip
+        return Checks(
+            cfg.subagent_first_check, cfg.subagent_check_interval, cfg.subagent_stale_after
+        )
 
     async def _schedule_check(self, handle: Handle, limit: float) -> None:
         checks = self._checks()
         store = self.board.store
-        payload = {"task_id": handle.task_id, "attempt": 1, "attempts": checks.attempts(limit),
-                   "every": checks.every, "stale_after": checks.stale_after}  # fmt: skip
-        await store.add_schedule("subagent_check", time.time() + checks.first, payload,
-                                 self.session_id)  # fmt: skip
+        payload = {
+            "task_id": handle.task_id,
+            "attempt": 1,
+            "attempts": checks.attempts(limit),
+            "every": checks.every,
+            "stale_after": checks.stale_after,
+        }
+        await store.add_schedule(
+            "subagent_check", time.time() + checks.first, payload, self.session_id
+        )
 
     def _heartbeat(self) -> None:
         if self._beat is None or self._beat.done():
@@ -417,8 +443,12 @@ class Subagents:
         for row in await self.board.store.running_subagents(session_id):
             if row["id"] in self.jobs:
                 continue
-            code, why = verdict(row, time.time(), alive=owner_alive,
-                                stale_after=float(self.config.subagent_stale_after))  # fmt: skip
+            code, why = verdict(
+                row,
+                time.time(),
+                alive=owner_alive,
+                stale_after=float(self.config.subagent_stale_after),
+            )
             if code in ("interrupted", "timeout"):
                 report = await mark_lost(self.board, row, code, why)
                 if report is not None:

@@ -136,6 +136,9 @@ async def mark_lost(
             await decide(board.store, approval, record)
     await board.send(SubagentError(row["id"], why, code))
     return await board.store.add_message(
-        row["session_id"], "system", report_text(row, code, why), name=REPORT,
+        row["session_id"],
+        "system",
+        report_text(row, code, why),
+        name=REPORT,
         status="complete",
-    )  # fmt: skip
+    )

@@ -109,8 +109,9 @@ def request_text(job: Job) -> str:
         parts.append(str(task["description"]))
     parts.append(f"## Instructions\n{job.instructions.strip()}")
     if job.inputs:
-        lines = [f"- {d['title']} ({d['id']}): {d.get('result') or '(no result)'}"
-                 for d in job.inputs]  # fmt: skip
+        lines = [
+            f"- {d['title']} ({d['id']}): {d.get('result') or '(no result)'}" for d in job.inputs
+        ]
         parts.append("## Results of the tasks this one depends on\n" + "\n".join(lines))
     return "\n\n".join(parts)
 

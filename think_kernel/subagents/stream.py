@@ -83,8 +83,14 @@ class SubagentStream:
             self.text = ""
             await self._send(SubagentToolCall(self.task_id, event.id, event.name, event.input))
         elif isinstance(event, ToolResult):
-            out = SubagentToolResult(self.task_id, event.call_id, event.name,
-                                     summary_of(event), event.ok, event.duration_ms)  # fmt: skip
+            out = SubagentToolResult(
+                self.task_id,
+                event.call_id,
+                event.name,
+                summary_of(event),
+                event.ok,
+                event.duration_ms,
+            )
             await self._send(out)
         elif isinstance(event, PASS_THROUGH):
             await self._send(event)

@@ -39,8 +39,9 @@ async def delegate_to_subagent(
     """
     sub = manager(ctx)
     try:
-        handle = await sub.delegate(task, instructions, timeout=timeout or None,
-                                    message_id=ctx.message_id or None)  # fmt: skip
+        handle = await sub.delegate(
+            task, instructions, timeout=timeout or None, message_id=ctx.message_id or None
+        )
     except TaskError as e:
         raise ToolError(str(e), "CANNOT_DELEGATE") from None
     text = (

@@ -134,8 +134,9 @@ class TaskBoard:
             dependencies=tuple(dependencies),
             description=description[:4000],
         )
-        return await self._change(root_id, lambda g: G.add(g, task, self.limits()),
-                                  {task_id: fresh}, focus=task_id)  # fmt: skip
+        return await self._change(
+            root_id, lambda g: G.add(g, task, self.limits()), {task_id: fresh}, focus=task_id
+        )
 
     async def start(self, task_id: str) -> dict[str, Any]:
         """Start a pending task."""

@@ -137,8 +137,11 @@ def markdown(objs: Sequence[dict[str, Any]], title: str = "Tasks") -> str:
         head = f"{mark} **{_text(node['title'])}** `{node['type']}` · {node['status']}"
         if node["children"]:
             head += f" · {bar(node['progress'])}"
-        waiting = [by_id[d]["title"] for d in node["dependencies"] if d in by_id
-                   and by_id[d]["status"] != "complete"]  # fmt: skip
+        waiting = [
+            by_id[d]["title"]
+            for d in node["dependencies"]
+            if d in by_id and by_id[d]["status"] != "complete"
+        ]
         if waiting and node["status"] == "blocked":
             head += f" · waits for {', '.join(_text(w) for w in waiting)}"
         agent = node.get("subagent")

@@ -146,8 +146,9 @@ async def _finish(ctx: ToolContext, task_id: str, how: str, text: str) -> ToolOu
     tasks = await sub.board.request_tasks(sub.root_id)
     freed = [t["id"] for t in tasks if task["id"] in t["dependencies"] and t["status"] == "pending"]
     note = f"; now ready: {', '.join(freed)}" if freed else ""
-    return ToolOutput(f"Task {done['id']} is {done['status']}{note}.",
-                      summary=f"{done['id']} {done['status']}")  # fmt: skip
+    return ToolOutput(
+        f"Task {done['id']} is {done['status']}{note}.", summary=f"{done['id']} {done['status']}"
+    )
 
 
 TASK_TOOLS: list[ToolFunc] = [create_subtask, list_tasks, complete_task, fail_task, cancel_task]
