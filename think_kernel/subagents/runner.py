@@ -27,8 +27,10 @@ if TYPE_CHECKING:
     from ..approvals import ApprovalGate
     from ..store import Store
 
-#: Tools only the parent has: a subagent works on its task, it does not plan or delegate.
+#: Tools only the parent has: a subagent works on its task, it does not plan or delegate,
+#: and it never runs code in the user's own kernel (its Python worker is its own).
 PARENT_ONLY = {
+    "run_in_kernel",
     "create_subtask",
     "list_tasks",
     "complete_task",
