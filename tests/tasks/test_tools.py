@@ -77,3 +77,15 @@ async def test_a_failed_request_fails_its_root(runtime: Runtime, fake_model: Fak
     assert any(e["type"] == "error" for e in events)
     (root,) = (await runtime.subagents.board.session_tree(runtime.session_id))["tasks"]  # type: ignore[union-attr]
     assert root["status"] == "failed" and root["children"][0]["status"] == "cancelled"
+
+
+async def test_subagents_get_the_parents_tools_but_not_planning_or_delegating(
+    runtime: Runtime,
+) -> None:
+    from think_kernel.subagents.runner import PARENT_ONLY, tools_for_subagent
+
+    tools = tools_for_subagent(runtime.tools)
+    assert {"execute_code", "bash", "write_file", "read_notebook"} <= set(tools.tools)
+    assert not PARENT_ONLY & set(tools.tools)
+    assert tools.core == runtime.tools.core - PARENT_ONLY
+    assert {"create_subtask", "delegate_to_subagent"} <= runtime.tools.optional
