@@ -43,6 +43,7 @@ from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
 from .store.location import store_dir
+from .tasks.display import TaskDisplay
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +237,7 @@ class ThinkKernel(IPythonKernel):
                 config = ThinkConfig(parent=self)
                 linked = await self._linked_setup(root, config)
                 runtime = self.runtime_class(config, root, workspace=linked.get("workspace"))
+                runtime.linked = bool(linked.get("server"))  # it watches our subagents
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.open_store()
@@ -285,6 +287,7 @@ class ThinkKernel(IPythonKernel):
                     kind="chat" if chat else "notebook",
                     session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
                 )
+                runtime.linked = bool(linked.get("server"))
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
@@ -466,11 +469,23 @@ class ThinkKernel(IPythonKernel):
             out.send = lambda msg_type, content: None  # type: ignore[method-assign]
         out.begin()
         failed: ErrorEvent | None = None
+        tasks = TaskDisplay(out.send, out.interval)  # the request's task tree, live (issue 12)
+        cards: ApprovalCards | None = None
+
+        def aside(event: Event) -> None:
+            # What happens beside the run's own events: its task tree, and the approvals its
+            # subagents ask for (their buttons work in this cell too).
+            tasks.feed(event)
+            if cards is not None:
+                cards.feed_subagent(event)
+
+        runtime: Runtime | None = None
         try:
             runtime = await self.ensure_runtime()
-            out.interval = float(runtime.config.display_interval)
+            out.interval = tasks.interval = float(runtime.config.display_interval)
             out.metadata = {"session_id": runtime.session_id}
             cards = ApprovalCards(self, parent, runtime) if not silent else None
+            runtime.add_sink(aside)
             async for event in runtime.run(request):
                 if isinstance(event, ErrorEvent):
                     failed = event
@@ -493,6 +508,10 @@ class ThinkKernel(IPythonKernel):
             failed = ErrorEvent(f"internal error: {type(e).__name__}: {e}", code="internal")
             out.feed(failed)
             out.feed(StatusEvent("idle"))
+        finally:
+            if runtime is not None:
+                runtime.remove_sink(aside)
+                tasks.flush(final=True)
         out.flush(final=True)
         if failed is not None:
             return _error_reply("ThinkError", failed.message)
@@ -576,6 +595,17 @@ class ApprovalCards:
         self.kernel, self.parent, self.runtime = kernel, parent, runtime
         self.cards: dict[str, Any] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._subagent_asks: set[str] = set()
+
+    def feed_subagent(self, event: Event) -> None:
+        """A subagent's approval events (they reach the runtime's sinks, not the run)."""
+        from .agent.events import ApprovalRequested, ApprovalResolved
+
+        if isinstance(event, ApprovalRequested) and event.task_id:
+            self._subagent_asks.add(event.id)
+            self.feed(event)
+        elif isinstance(event, ApprovalResolved) and event.id in self._subagent_asks:
+            self.feed(event)
 
     def feed(self, event: Event) -> None:
         """Show a card for ``approval_requested``; settle it on ``approval_resolved``."""

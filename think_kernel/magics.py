@@ -134,6 +134,7 @@ class ThinkMagics(Magics):
             kind="magic",
             session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
         )
+        runtime.linked = bool(linked.get("server"))  # the server watches its subagents
         if "notebooks" in linked:
             runtime.extras["notebooks"] = linked["notebooks"]
         runtime.tools.add(make_run_in_kernel(self._submit))
@@ -273,6 +274,11 @@ class ThinkMagics(Magics):
     def think_output(self, line: str) -> None:
         """``%think_output [CALL_ID]``: the whole output of a tool call."""
         self._command("think_output", line)
+
+    @line_magic
+    def think_tasks(self, line: str) -> None:
+        """``%think_tasks [all]``: the task tree of the last planned request, with progress."""
+        self._command("think_tasks", line)
 
 
 class _Stopped(Exception):

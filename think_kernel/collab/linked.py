@@ -52,9 +52,10 @@ def linked_access(root: Path, link: Any) -> tuple[CollabWorkspace, LinkNotebookA
 
 async def linked_setup(link: Any, root: Path, config: Any, wait: float) -> dict[str, Any]:
     """With a server link: its store (set on ``config`` unless one is configured) and edits
-    through its collaboration rooms: ``{"workspace": ..., "notebooks": ...}``; ``{}`` when
-    there is no link, it does not come up within ``wait`` seconds, or ``root`` lies outside
-    the server's root (then the caller works on local files)."""
+    through its collaboration rooms: ``{"server": True, "workspace": ..., "notebooks": ...}``
+    (``server`` alone when ``root`` lies outside the server's root: the caller works on local
+    files, the server still watches its subagents); ``{}`` when there is no link or it does
+    not come up within ``wait`` seconds."""
     if link is None:
         return {}
     try:
@@ -66,5 +67,5 @@ async def linked_setup(link: Any, root: Path, config: Any, wait: float) -> dict[
         config.store_path = link.store_path
     access = linked_access(root, link)
     if access is None:
-        return {}
-    return {"workspace": access[0], "notebooks": access[1]}
+        return {"server": True}
+    return {"server": True, "workspace": access[0], "notebooks": access[1]}
