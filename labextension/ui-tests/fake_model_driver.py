@@ -4,7 +4,8 @@ Prints one JSON line ``{"model_url": ..., "control_url": ...}`` and serves until
 closes. ``POST {control_url}/script`` with ``[{reply kwargs}, ...]`` appends replies
 (``tool_calls`` as ``[[name, args], ...]``; ``"conversation": key`` puts a reply in the script
 of the conversation whose first user message contains ``key``, as a subagent's);
-``GET {control_url}/requests`` returns what the model was sent. Used by harness.mjs when THINK_E2E_BACKEND=real.
+``GET {control_url}/requests`` returns what the model was sent. Used by harness.mjs when
+THINK_E2E_BACKEND=real.
 """
 
 from __future__ import annotations
