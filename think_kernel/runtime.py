@@ -44,6 +44,10 @@ from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_erro
 from .endpoint import SETTING, Endpoint, resolve
 from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .store import Store, location, new_id
+from .subagents import Subagents
+from .subagents.tools import SUBAGENT_TOOLS
+from .tasks import TaskBoard, TasksConfig
+from .tasks.tools import TASK_TOOLS
 from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
 from .tools.code import CODE_TOOLS
 from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -152,6 +156,11 @@ class Runtime:
         self.pending_attachments: list[dict[str, Any]] = []
         self._titles: set[asyncio.Future[None]] = set()
         self.gate: ApprovalGate | None = None  # made with the store (start)
+        # Tasks and subagents (issue 12), made with the store; ``linked``: a server watches
+        # this kernel's subagents through durable schedules (the kernel sets it).
+        self.tasks_config = TasksConfig(config=self.config.config)
+        self.subagents: Subagents | None = None
+        self.linked = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -174,6 +183,7 @@ class Runtime:
         await self._ensure_session()
         await self.refresh_endpoint()
         self._make_gate()
+        await self._start_tasks()
 
     async def _ensure_session(self) -> dict[str, Any]:
         assert self.store is not None
@@ -201,6 +211,19 @@ class Runtime:
             timeout=lambda: float(self.config.approval_timeout),
             on_always=self.always_allow,
         )
+
+    async def _start_tasks(self) -> None:
+        """The task board and subagents; what a dead kernel left running is recovered."""
+        assert self.store is not None
+        if self.subagents is None:
+            board = TaskBoard(self.store, self.emit, self.tasks_config.limits)
+            self.subagents = Subagents(self, board, self.tasks_config, emit=self.emit,
+                                       durable=lambda: self.linked)  # fmt: skip
+            self.extras["subagents"] = self.subagents
+        try:
+            await self.subagents.recover(self.session_id)
+        except Exception:  # recovery is best effort; the server's checks also find them
+            log.exception("recovering subagents failed")
 
     # -- approvals (issue 11) ----------------------------------------------------------------
 
@@ -249,6 +272,8 @@ class Runtime:
 
     async def close(self) -> None:
         """Close what this runtime opened."""
+        if self.subagents is not None:
+            await self.subagents.close()  # before the sandbox: their workers close first
         for task in list(self._titles):  # a title is a nicety: never wait on it to close
             task.cancel()
         await asyncio.gather(*self._titles, return_exceptions=True)
@@ -331,7 +356,8 @@ class Runtime:
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS, *WEB_TOOLS]
+        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS, *WEB_TOOLS, *TASK_TOOLS,
+                *SUBAGENT_TOOLS]  # fmt: skip
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
             registry.add(func)
@@ -433,7 +459,9 @@ class Runtime:
             raise KeyError(f"no session {session_id!r}; %think_sessions lists them")
         self.session_id = session_id or new_id("s_")
         self.read_paths = set()
-        return await self._ensure_session()
+        session = await self._ensure_session()
+        await self._start_tasks()  # what a dead kernel left running in it is recovered
+        return session
 
     # -- running -----------------------------------------------------------------------------
 
@@ -514,6 +542,8 @@ class Runtime:
         assert self.store is not None
         if self.gate is None:
             self._make_gate()
+        if self.subagents is None:
+            await self._start_tasks()
         props = await self.props()
         await self.refresh_endpoint()
         try:
@@ -526,49 +556,71 @@ class Runtime:
                 await self.emit(ev)
                 yield ev
             return
-        agent = Agent(
-            model,
-            self.tools,
-            self.store,
-            system=self.system_prompt(props),
-            model_name=self.model_name(props),
-            max_steps=int(props.get("max_steps") or self.config.max_steps),
-            retry_delays=self.config.retry_delays,
-            models=self.role_models(props),
-            windows=lambda name: window_for(
-                name, self.config.context_windows, self.config.context_window
-            ),
-            prices=self.config.prices,
-            calibration=self.calibration,
-            learned_windows=self.learned_windows,
-            compact_at=self.config.compact_at,
-            compact_keep=self.config.compact_keep,
-            summarize_outputs=self.config.summarize_outputs,
-            gate=self.gate,
-        )
+        agent = self.make_agent(props, model=model)
         text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
         answered = False
-        async for event in agent.run(
-            self.session_id,
-            text,
-            self.make_context,
-            user_message_id=user_message_id,
-            attachments=attachments or None,
-        ):
-            if isinstance(event, ToolCall):
-                self.current_message_id = event.message_id
-            elif isinstance(event, ErrorEvent) and self.kind == "chat":
-                said = chat_error(event.code, event.message)
-                if said != event.message:
-                    await self._restate_error(event.message, said)
-                    event = dataclasses.replace(event, message=said)
-            answered = answered or isinstance(event, Chat)
-            await self.emit(event)
-            yield event
+        # The request's id is known before it is stored: its root task refers to it.
+        message_id = user_message_id or new_id("m_")
+        assert self.subagents is not None
+        await self.subagents.begin(self.session_id, request, message_id)
+        ended, why = "failed", None
+        try:
+            async for event in agent.run(
+                self.session_id,
+                text,
+                self.make_context,
+                user_message_id=message_id,
+                attachments=attachments or None,
+            ):
+                if isinstance(event, ToolCall):
+                    self.current_message_id = event.message_id
+                elif isinstance(event, ErrorEvent):
+                    why = event.message
+                    if self.kind == "chat":
+                        said = chat_error(event.code, event.message)
+                        if said != event.message:
+                            await self._restate_error(event.message, said)
+                            event = dataclasses.replace(event, message=said)
+                answered = answered or isinstance(event, Chat)
+                await self.emit(event)
+                yield event
+            ended = "complete" if answered else "failed"
+        except (asyncio.CancelledError, GeneratorExit):
+            ended, why = "cancelled", "the request was cancelled"
+            raise
+        finally:
+            # Its subagents stop with it (their sandboxed processes too), its tasks end.
+            await asyncio.shield(self.subagents.end(ended, why))
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
+
+    def make_agent(self, props: dict[str, Any], **overrides: Any) -> Agent:
+        """The agent loop of this session (its model, tools, store, prompt, limits); a
+        subagent replaces some of them (``store``, ``tools``, ``system``, ``step_role``...)."""
+        model = overrides.pop("model", None) or self._model_client(props)
+        tools = overrides.pop("tools", self.tools)
+        store = overrides.pop("store", self.store)
+        assert store is not None
+        settings: dict[str, Any] = {
+            "system": self.system_prompt(props),
+            "model_name": self.model_name(props),
+            "max_steps": int(props.get("max_steps") or self.config.max_steps),
+            "retry_delays": self.config.retry_delays,
+            "models": self.role_models(props),
+            "windows": lambda name: window_for(
+                name, self.config.context_windows, self.config.context_window
+            ),
+            "prices": self.config.prices,
+            "calibration": self.calibration,
+            "learned_windows": self.learned_windows,
+            "compact_at": self.config.compact_at,
+            "compact_keep": self.config.compact_keep,
+            "summarize_outputs": self.config.summarize_outputs,
+            "gate": self.gate,
+        }
+        return Agent(model, tools, store, **{**settings, **overrides})
 
     async def _restate_error(self, original: str, said: str) -> None:
         """The failed reply keeps the chat's wording too (its history outlives the event)."""

@@ -241,6 +241,32 @@ migration(
 )
 
 
+# Issue 12: the task graph (each request's root and the model's subtasks), the subagent that
+# works on a task (its own row fields: status, model, owning process, heartbeat, deadline),
+# and the task a subagent's tool call and approval belong to.
+migration(
+    "m009_tasks",
+    """
+    ALTER TABLE tasks ADD COLUMN root_id TEXT;
+    ALTER TABLE tasks ADD COLUMN description TEXT NOT NULL DEFAULT '';
+    ALTER TABLE tasks ADD COLUMN error TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_status TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_model TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_owner TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_started_at REAL;
+    ALTER TABLE tasks ADD COLUMN subagent_ended_at REAL;
+    ALTER TABLE tasks ADD COLUMN subagent_heartbeat_at REAL;
+    ALTER TABLE tasks ADD COLUMN subagent_deadline REAL;
+    CREATE INDEX tasks_root ON tasks(root_id);
+    CREATE INDEX tasks_message ON tasks(message_id);
+    CREATE INDEX tasks_subagent ON tasks(subagent_status);
+    ALTER TABLE action_log ADD COLUMN task_id TEXT;
+    ALTER TABLE approvals ADD COLUMN task_id TEXT;
+    CREATE INDEX messages_facet ON messages(session_id, facet, seq);
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

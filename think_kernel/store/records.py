@@ -39,6 +39,7 @@ ACTION_COLUMNS = (
     "success",
     "error",
     "message_id",
+    "task_id",
 )
 # SQLite allows 32,766 bound parameters per statement; 5 per event row.
 _EVENT_CHUNK = 5_000
@@ -60,6 +61,7 @@ class RecordsMixin:
             before: int | None = None,
             limit: int | None = None,
             statuses: Iterable[str] | None = None,
+            facet: str | None = None,
         ) -> list[dict[str, Any]]: ...
 
     # -- batches -----------------------------------------------------------------------------
@@ -131,21 +133,20 @@ class RecordsMixin:
     # -- pages -------------------------------------------------------------------------------
 
     async def page_messages(
-        self, session_id: str, before: int | None = None, limit: int = 50
+        self,
+        session_id: str,
+        before: int | None = None,
+        limit: int = 50,
+        facet: str | None = None,
     ) -> tuple[list[dict[str, Any]], int | None]:
         """The newest ``limit`` messages before the ``before`` seq, oldest first, and the
-        cursor for the page before them (None when this page reaches the start)."""
-        rows = await self.get_messages(session_id, before=before, limit=limit + 1)
+        cursor for the page before them (None when this page reaches the start); the main
+        conversation, or one ``facet`` (a subagent's)."""
+        rows = await self.get_messages(session_id, before=before, limit=limit + 1, facet=facet)
         if len(rows) > limit:
             rows = rows[1:]
             return rows, int(rows[0]["seq"])
         return rows, None
-
-    async def list_tasks(self, session_id: str) -> list[dict[str, Any]]:
-        """Tasks of a session in creation order."""
-        return await self._all(
-            "SELECT * FROM tasks WHERE session_id = ? ORDER BY created_at, id", (session_id,)
-        )
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -306,6 +307,7 @@ class RecordsMixin:
         summary: str = "",
         diff: str = "",
         expires_at: float | None = None,
+        task_id: str | None = None,
     ) -> dict[str, Any]:
         """Record a pending approval for one tool call; the existing row if that call already
         has one (a resumed run asks once)."""
@@ -313,8 +315,8 @@ class RecordsMixin:
 
         await self.db.execute(
             "INSERT OR IGNORE INTO approvals (id, session_id, message_id, call_id, tool, input,"
-            " status, created_at, summary, diff, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            " status, created_at, summary, diff, expires_at, task_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
             (
                 new_id("ap_"),
                 session_id,
@@ -326,6 +328,7 @@ class RecordsMixin:
                 summary,
                 diff or None,
                 expires_at,
+                task_id,
             ),
         )
         row = await self.approval_for_call(session_id, call_id)

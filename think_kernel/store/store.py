@@ -29,6 +29,7 @@ import aiosqlite
 from .migrations import migrate
 from .records import RecordsMixin
 from .settings import SettingsMixin
+from .tasks import TasksMixin
 from .usage import UsageMixin
 
 JSON_COLUMNS = {
@@ -107,7 +108,7 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin, UsageMixin, SettingsMixin):
+class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -244,7 +245,8 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         message counts."""
         where, params = ("WHERE s.kind = ?", [kind]) if kind else ("", [])
         return await self._all(
-            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)"
+            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id"
+            " AND m.facet IS NULL)"
             f" AS message_count FROM sessions s {where} ORDER BY updated_at DESC"
             " LIMIT ? OFFSET ?",
             (*params, limit, offset),
@@ -366,10 +368,15 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         before: int | None = None,
         limit: int | None = None,
         statuses: Iterable[str] | None = None,
+        facet: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Messages in order; ``before`` is a seq cursor, ``limit`` takes the newest N."""
-        where = ["session_id = ?"]
-        params: list[Any] = [session_id]
+        """Messages in order; ``before`` is a seq cursor, ``limit`` takes the newest N.
+
+        Only the main conversation by default; ``facet`` gives the messages of one side
+        conversation instead (a subagent's: ``subagent:<task id>``).
+        """
+        where = ["session_id = ?", "facet IS ?"]
+        params: list[Any] = [session_id, facet]
         if before is not None:
             where.append("seq < ?")
             params.append(before)
@@ -426,8 +433,10 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         until: float | None = None,
         message_id: str | None = None,
         limit: int = 500,
+        task_id: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Action-log rows for a session, oldest first, filtered."""
+        """Action-log rows for a session, oldest first, filtered (``task_id``: the calls of
+        one subagent)."""
         where = ["session_id = ?"]
         params: list[Any] = [session_id]
         for col, op, value in (
@@ -436,6 +445,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
             ("ts", ">=", since),
             ("ts", "<=", until),
             ("message_id", "=", message_id),
+            ("task_id", "=", task_id),
         ):
             if value is not None:
                 where.append(f"{col} {op} ?")

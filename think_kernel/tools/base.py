@@ -104,6 +104,13 @@ def read_only(func: ToolFunc) -> ToolFunc:
     return func
 
 
+def optional(func: ToolFunc) -> ToolFunc:
+    """Mark a tool the model can do without (planning aids): on a context window too small
+    for every tool's spec, it is not offered (``agent/toolspecs.py``)."""
+    func.optional = True  # type: ignore[attr-defined]
+    return func
+
+
 def _first_paragraph(doc: str | None) -> str:
     doc = inspect.cleandoc(doc or "")
     return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
@@ -207,6 +214,7 @@ class ToolRegistry:
     def __init__(self, funcs: Iterable[ToolFunc | Tool] = (), core: bool = False) -> None:
         self.tools: dict[str, Tool] = {}
         self.core: set[str] = set()
+        self.optional: set[str] = set()  # left out of requests on small windows
         for f in funcs:
             self.add(f, core=core)
 
@@ -218,6 +226,10 @@ class ToolRegistry:
         self.tools[tool.name] = tool
         if core:
             self.core.add(tool.name)
+        if getattr(tool.func, "optional", False):
+            self.optional.add(tool.name)
+        else:
+            self.optional.discard(tool.name)
         return tool
 
     def remove(self, name: str) -> None:
@@ -225,6 +237,7 @@ class ToolRegistry:
         if name in self.core:
             raise ValueError(f"{name} is a core tool and cannot be removed")
         self.tools.pop(name, None)
+        self.optional.discard(name)
 
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI tool specs, in registration order."""
