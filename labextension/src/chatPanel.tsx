@@ -191,6 +191,8 @@ function ChatApp(
     pending: IPendingAttachment[] = [],
     interrupt = false
   ): Promise<void> => {
+    // What is sent goes to the chat: show it there, not behind a subagent's stream.
+    tasks.close();
     let id = store.sessionId;
     // A sidebar message never goes into a notebook's or a %%think session: a new chat.
     if (!id || kindOf(store.state.session) !== 'chat') {

@@ -74,10 +74,7 @@ export function SubagentView(props: ISubagentViewProps): JSX.Element {
           <caretLeftIcon.react tag="span" />
           <span>Chat</span>
         </button>
-        {task ? <TaskStatusIcon status={task.status} /> : null}
-        <span className="jp-ThinkSubagent-title" title={title}>
-          {title}
-        </span>
+        <span className="jp-ThinkSubagent-label">Subagent</span>
         <SubagentBadge status={status} model={agentModel} />
       </div>
       <div
@@ -88,6 +85,10 @@ export function SubagentView(props: ISubagentViewProps): JSX.Element {
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         }}
       >
+        <div className="jp-ThinkSubagent-heading">
+          {task ? <TaskStatusIcon status={task.status} /> : null}
+          <span className="jp-ThinkSubagent-title">{title}</span>
+        </div>
         <div className="jp-ThinkSubagent-meta">
           {task?.type ? (
             <span className="jp-ThinkTask-type">{task.type}</span>

@@ -139,20 +139,26 @@ const TaskRow = React.memo(
     const tip = [t.description, t.result ? `Result: ${t.result}` : '']
       .filter(Boolean)
       .join('\n\n');
+    // Two groups that share a line when the sidebar is wide; in a narrow one the
+    // type, badge and bar wrap under the title, which keeps the room it needs.
     const content = (
       <>
-        <TaskStatusIcon status={t.status} />
-        <span className="jp-ThinkTask-title" title={tip || title}>
-          {title}
+        <span className="jp-ThinkTask-line">
+          <TaskStatusIcon status={t.status} />
+          <span className="jp-ThinkTask-title" title={tip || title}>
+            {title}
+          </span>
         </span>
-        <span className="jp-ThinkTask-type">{t.type}</span>
-        {p.agent ? (
-          <SubagentBadge status={p.agent} model={t.subagent?.model} />
-        ) : null}
-        <ProgressBar value={t.progress} label={`Progress of ${title}`} />
-        {p.agent ? (
-          <caretRightIcon.react tag="span" className="jp-ThinkTask-open" />
-        ) : null}
+        <span className="jp-ThinkTask-meta">
+          <span className="jp-ThinkTask-type">{t.type}</span>
+          {p.agent ? (
+            <SubagentBadge status={p.agent} model={t.subagent?.model} />
+          ) : null}
+          <ProgressBar value={t.progress} label={`Progress of ${title}`} />
+          {p.agent ? (
+            <caretRightIcon.react tag="span" className="jp-ThinkTask-open" />
+          ) : null}
+        </span>
       </>
     );
     return (

@@ -51,7 +51,9 @@ export class TasksModel {
       Storage,
       'getItem' | 'setItem' | 'removeItem'
     > | null = typeof window === 'undefined' ? null : window.sessionStorage,
-    private readonly schedule: (cb: () => void) => void = queueMicrotask
+    // Wrapped: a bare `queueMicrotask` called as a method throws "Illegal invocation".
+    private readonly schedule: (cb: () => void) => void = cb =>
+      queueMicrotask(cb)
   ) {
     store.frameReceived.connect((_, frame) => this.onFrame(frame));
     store.subscribe(() => this.follow());

@@ -45,7 +45,9 @@ export function task(id: string, over: Partial<ITask> = {}): ITask {
 }
 
 /** A chat store on a fake API and socket (as in store.test.ts), with a tasks model. */
-export function setup(opts: { storage?: Map<string, string> } = {}) {
+export function setup(
+  opts: { storage?: Map<string, string>; ownSchedule?: boolean } = {}
+) {
   let handlers: ISocketHandlers | null = null;
   const queue: (() => void)[] = [];
   const tree = { tasks: [] as unknown[], progress: 0 };
@@ -79,7 +81,10 @@ export function setup(opts: { storage?: Map<string, string> } = {}) {
     setItem: (k: string, v: string) => void kv.set(k, v),
     removeItem: (k: string) => void kv.delete(k)
   };
-  const model = new TasksModel(store, storage, cb => queue.push(cb));
+  // `ownSchedule`: the model notifies as in the browser (a microtask), not on `flush()`.
+  const model = opts.ownSchedule
+    ? new TasksModel(store, storage)
+    : new TasksModel(store, storage, cb => queue.push(cb));
   const notified = vi.fn();
   model.subscribe(notified);
   const frame = (f: ServerFrame) => handlers!.onFrame(f);

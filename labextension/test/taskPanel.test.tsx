@@ -115,6 +115,24 @@ describe('the tasks area', () => {
     expect(() => button(el, 'Open the subagent of Write the report')).toThrow();
   });
 
+  it('re-renders on its own model notification, with nothing else changing', async () => {
+    const t = setup({ ownSchedule: true });
+    t.flush();
+    m = mount(<TaskPanel model={t.model} />);
+    expect(m.container.querySelector('.jp-ThinkTasks')).toBeNull();
+    // Task frames without a seq leave the chat state as it is: only the model tells.
+    const chat = t.store.state;
+    t.frame({ type: 'task_created', task: task('r2', { title: 'Root' }) });
+    t.frame({
+      type: 'task_created',
+      task: task('k2', { parent_id: 'r2', title: 'Kid' })
+    });
+    t.flush();
+    expect(t.store.state).toBe(chat);
+    await settle();
+    expect(rows(m.container).map(r => r[0])).toEqual(['Task Root', 'Task Kid']);
+  });
+
   it('moves live, folds away, and opens a subagent on click', async () => {
     const t = tree();
     t.flush();
