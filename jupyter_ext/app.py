@@ -35,6 +35,8 @@ from .recovery import Recovery
 from .scheduler import Scheduler
 from .services import Limits, Services
 from .sessions import ChatSessions, RetryPolicy
+from .subagents import KIND as SUBAGENT_CHECK
+from .subagents import SubagentChecks
 from .websocket import SessionSocket
 
 log = logging.getLogger(__name__)
@@ -310,6 +312,8 @@ class ThinkExtension(ExtensionApp):
         )
         svc.chats.wake_scheduler = svc.scheduler.wake
         svc.scheduler.register("run_retry", self._retry)
+        checks = SubagentChecks(svc.store, svc.pipeline, wake=svc.scheduler.wake)
+        svc.scheduler.register(SUBAGENT_CHECK, checks)
         recovery = Recovery(
             svc.store,
             svc.chats,

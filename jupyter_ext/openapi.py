@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from think_kernel.tasks.graph import STATUSES, TYPES
+
 _ERR = {
     "description": "error",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -120,6 +122,49 @@ OPENAPI: dict[str, Any] = {
                         "items": _ref("Attachment"),
                     },
                     "compaction": {"type": "object", "nullable": True},
+                    "facet": {"type": "string", "nullable": True},
+                },
+            },
+            "Task": {
+                "type": "object",
+                "required": ["id", "title", "type", "status", "progress"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "session_id": {"type": "string"},
+                    "parent_id": {"type": "string", "nullable": True},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
+                    "type": {"type": "string", "enum": list(TYPES)},
+                    "status": {"type": "string", "enum": list(STATUSES)},
+                    "dependencies": {"type": "array", "items": {"type": "string"}},
+                    "result": {"type": "string", "nullable": True},
+                    "error": {"type": "string", "nullable": True},
+                    "depth": {"type": "integer", "minimum": 0},
+                    "progress": {"type": "number", "minimum": 0, "maximum": 1},
+                    "subagent": {
+                        "type": "object",
+                        "nullable": True,
+                        "properties": {
+                            "status": {
+                                "type": "string",
+                                "enum": [
+                                    "running",
+                                    "complete",
+                                    "error",
+                                    "interrupted",
+                                    "cancelled",
+                                    "timeout",
+                                ],
+                            },
+                            "model": {"type": "string"},
+                            "started_at": {"type": "number", "nullable": True},
+                            "ended_at": {"type": "number", "nullable": True},
+                        },
+                    },
+                    "message_id": {"type": "string", "nullable": True},
+                    "created_at": {"type": "number"},
+                    "updated_at": {"type": "number"},
+                    "children": {"type": "array", "items": _ref("Task")},
                 },
             },
             "Attachment": {
@@ -267,6 +312,8 @@ OPENAPI: dict[str, Any] = {
                     SID,
                     _query("before", {"type": "integer", "minimum": 0}),
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
+                    # A subagent's conversation (the default is the main one, without them).
+                    _query("facet", {"type": "string", "pattern": "^subagent:[A-Za-z0-9_.-]+$"}),
                 ],
             ),
             "post": _op(
@@ -423,15 +470,25 @@ OPENAPI: dict[str, Any] = {
                     _query("since", {"type": "number"}),
                     _query("until", {"type": "number"}),
                     _query("message_id", {"type": "string"}),
+                    _query("task_id", {"type": "string"}),
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 5000}),
                 ],
             ),
         },
         "/sessions/{session_id}/tasks": {
             "get": _op(
-                "The task graph",
-                _json({"type": "object", "properties": {"tasks": {"type": "array"}}}),
-                params=[SID],
+                "The task graph: each request's root task with its children (recursively) and "
+                "the overall progress; ?flat=1: every task in creation order",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "tasks": {"type": "array", "items": _ref("Task")},
+                            "progress": {"type": "number", "minimum": 0, "maximum": 1},
+                        },
+                    }
+                ),
+                params=[SID, _query("flat", {"type": "boolean"})],
             ),
         },
         "/sessions/{session_id}/events": {

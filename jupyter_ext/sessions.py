@@ -37,6 +37,7 @@ from think_kernel.store import new_id
 
 from .approvals import reject_pending
 from .chatkernels import ChatKernels
+from .subagents import end_request_tasks
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -513,6 +514,9 @@ class ChatSessions:
                 parent_id=run.message_id,
             )
             await self.pipeline.emit(run.session_id, {"type": "message", "message": note})
+        # Its kernel ended its tasks, unless it died first (issue 12).
+        await end_request_tasks(self.store, self.pipeline, run.session_id, run.message_id,
+                                final, error)  # fmt: skip
         kind = "complete" if final == "complete" else "failed"
         detail = final if final != "failed" else error
         await self._task_event(run, kind, detail, run.attempt)

@@ -409,6 +409,29 @@ async def think_doctor(rt: Any, arg: str) -> CommandReply:
     return CommandReply("\n\n".join(parts))
 
 
+async def think_tasks(rt: Any, arg: str) -> CommandReply:
+    """The task tree of this session's last planned request with progress (``all``: every
+    request's)."""
+    from .tasks.shape import markdown
+
+    if rt.store is None or rt.subagents is None:
+        await rt.start()
+    board = rt.subagents.board
+    tasks = await board.session_flat(rt.session_id)
+    if arg.strip() != "all":
+        planned = [t["parent_id"] for t in tasks if t["depth"] == 1]
+        last = (
+            planned[-1]
+            if planned
+            else next((t["id"] for t in reversed(tasks) if not t["parent_id"]), None)
+        )
+        tasks = await board.request_tasks(last) if last else []
+    if not tasks:
+        return CommandReply("No tasks in this session yet: a request the agent plans has some.")
+    text = markdown(tasks)
+    return CommandReply(text, value=text)
+
+
 HELP = """\
 **Think**: type a request in a cell and the agent answers, calling tools as it goes.
 
@@ -420,6 +443,7 @@ HELP = """\
 | `%think_model [NAME\\|ROLE=NAME]` | this session's models (`fast=`, `summarizer=`, `vision=`) |
 | `%think_attach [PATH\\|-]` | attach a file or image to the next request (`-` clears) |
 | `%think_output [CALL_ID]` | the whole output of a tool call (the last one by default) |
+| `%think_tasks [all]` | the task tree of the last planned request (or all), with progress |
 | `%think_instructions [TEXT\\|-]` | extra instructions for this session |
 | `%think_config [key=value]` | show or change settings |
 | `%think_approve [MODE\\|RULE\\|reset]` | which tool calls wait for your approval |
@@ -444,6 +468,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_approve": think_approve,
     "think_attach": think_attach,
     "think_output": think_output,
+    "think_tasks": think_tasks,
     "think_doctor": think_doctor,
     "think_help": think_help,
 }

@@ -43,6 +43,7 @@ from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
 from .store.location import store_dir
+from .tasks.display import TaskDisplay
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +237,7 @@ class ThinkKernel(IPythonKernel):
                 config = ThinkConfig(parent=self)
                 linked = await self._linked_setup(root, config)
                 runtime = self.runtime_class(config, root, workspace=linked.get("workspace"))
+                runtime.linked = bool(linked.get("server"))  # it watches our subagents
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.open_store()
@@ -262,8 +264,8 @@ class ThinkKernel(IPythonKernel):
             config.store_path = link.store_path
         access = linked_access(root, link)
         if access is None:
-            return {}
-        return {"workspace": access[0], "notebooks": access[1]}
+            return {"server": True}
+        return {"server": True, "workspace": access[0], "notebooks": access[1]}
 
     async def ensure_runtime(self) -> Runtime:
         """Create and start the runtime on first use, resuming the remembered session."""
@@ -298,6 +300,7 @@ class ThinkKernel(IPythonKernel):
                     kind="chat" if chat else "notebook",
                     session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
                 )
+                runtime.linked = bool(linked.get("server"))
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
@@ -479,10 +482,13 @@ class ThinkKernel(IPythonKernel):
             out.send = lambda msg_type, content: None  # type: ignore[method-assign]
         out.begin()
         failed: ErrorEvent | None = None
+        tasks = TaskDisplay(out.send, out.interval)  # the request's task tree, live (issue 12)
+        runtime: Runtime | None = None
         try:
             runtime = await self.ensure_runtime()
-            out.interval = float(runtime.config.display_interval)
+            out.interval = tasks.interval = float(runtime.config.display_interval)
             out.metadata = {"session_id": runtime.session_id}
+            runtime.add_sink(tasks.feed)
             cards = ApprovalCards(self, parent, runtime) if not silent else None
             async for event in runtime.run(request):
                 if isinstance(event, ErrorEvent):
@@ -506,6 +512,10 @@ class ThinkKernel(IPythonKernel):
             failed = ErrorEvent(f"internal error: {type(e).__name__}: {e}", code="internal")
             out.feed(failed)
             out.feed(StatusEvent("idle"))
+        finally:
+            if runtime is not None:
+                runtime.remove_sink(tasks.feed)
+                tasks.flush(final=True)
         out.flush(final=True)
         if failed is not None:
             return _error_reply("ThinkError", failed.message)

@@ -353,6 +353,11 @@ class Runtime:
         """Call ``sink(event)`` for every event of every run (sync or async callables)."""
         self.sinks.append(sink)
 
+    def remove_sink(self, sink: Sink) -> None:
+        """Stop calling a sink added with :meth:`add_sink`."""
+        if sink in self.sinks:
+            self.sinks.remove(sink)
+
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
