@@ -12,7 +12,7 @@ import type { IToolCallState } from './chatState';
 import { ErrorNote } from './errorNote';
 import { Markdown } from './markdown';
 import { MessageItem } from './messageView';
-import { SubagentBadge, TaskStatusIcon } from './taskPanel';
+import { SubagentBadge, subagentStatus, TaskStatusIcon } from './taskPanel';
 import type { TasksModel } from './tasksModel';
 
 /** Props of the drill-in. */
@@ -47,7 +47,7 @@ export function SubagentView(props: ISubagentViewProps): JSX.Element {
   });
 
   const title = task?.title || stream?.title || taskId;
-  const status = stream?.status ?? task?.subagent?.status ?? 'running';
+  const status = subagentStatus(task, stream?.status) ?? 'running';
   const agentModel = stream?.model || task?.subagent?.model || '';
   const order = stream?.order ?? [];
   const hasPrompt = order.some(id => stream!.messages[id].role === 'user');

@@ -107,11 +107,11 @@ export function SubagentBadge(props: {
 
 /** The subagent state a row shows: the stream's end when it came before the task's
  * update, else the task's. */
-function subagentStatus(
-  task: ITask,
+export function subagentStatus(
+  task: ITask | undefined,
   streamStatus: SubagentStatus | undefined
 ): SubagentStatus | null {
-  const fromTask = task.subagent?.status ?? null;
+  const fromTask = task?.subagent?.status ?? null;
   if (streamStatus && (streamStatus !== 'running' || !fromTask)) {
     return streamStatus;
   }

@@ -79,7 +79,15 @@ export class TasksModel {
       return;
     }
     this.storage?.setItem(DRILL_KEY + session, taskId);
-    const s = this._snap.streams[taskId] ?? newStream(taskId);
+    const task = this._snap.graph.tasks[taskId];
+    // Not followed in this tab: what the task says of its subagent until frames come.
+    const s =
+      this._snap.streams[taskId] ??
+      newStream(taskId, {
+        status: task?.subagent?.status ?? 'running',
+        model: task?.subagent?.model ?? '',
+        title: task?.title ?? ''
+      });
     this.set({
       ...this._snap,
       drill: taskId,

@@ -466,6 +466,9 @@ describe('TasksModel', () => {
     expect(t.model.getSnapshot().streams.t9.messages.m.content).toBe(
       'Done: 3 files.'
     );
+    // Not followed live: the task's word on its subagent holds.
+    expect(t.model.getSnapshot().streams.t9.status).toBe('complete');
+    expect(t.model.getSnapshot().streams.t9.model).toBe('fast');
   });
 
   it('a reconnect reloads the tree and the stream shown', async () => {
