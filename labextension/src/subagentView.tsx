@@ -127,6 +127,22 @@ export function SubagentView(props: ISubagentViewProps): JSX.Element {
         ) : null}
         {order.map(id => {
           const m = stream!.messages[id];
+          if (m.role === 'user') {
+            // What the delegating agent asked for (stored): folded, it is long.
+            return (
+              <details
+                key={id}
+                className="jp-ThinkSubagent-brief jp-ThinkSubagent-prompt"
+              >
+                <summary>Instructions</summary>
+                <Markdown
+                  text={m.content}
+                  rendermime={rendermime}
+                  onOpenPath={onOpenPath}
+                />
+              </details>
+            );
+          }
           return (
             <MessageItem
               key={id}

@@ -269,6 +269,67 @@ describe('the subagent drill-in', () => {
     expect(t.model.getDrill()).toBeNull();
   });
 
+  it('after a reload: the stored messages, the instructions folded away', async () => {
+    const t = tree();
+    t.flush();
+    t.facet['subagent:load'] = [
+      {
+        id: 'p1',
+        role: 'user',
+        content: '# Task load: Load the CSV\n\n**Instructions** read sales.csv',
+        seq: 1
+      },
+      {
+        id: 'a1',
+        role: 'assistant',
+        content: 'Reading it.',
+        tool_calls: [{ id: 'c9', name: 'read_file', input: { path: 'x' } }],
+        seq: 2
+      },
+      {
+        id: 't1',
+        role: 'tool',
+        tool_call_id: 'c9',
+        name: 'read_file',
+        content: 'a,b\n1,2',
+        seq: 3
+      },
+      { id: 'a2', role: 'assistant', content: 'It has 2 columns.', seq: 4 }
+    ];
+    t.model.open('load');
+    await settle();
+    t.flush();
+    m = mount(
+      <SubagentView
+        model={t.model}
+        taskId="load"
+        rendermime={fakeRendermime()}
+        onOpenPath={() => undefined}
+      />
+    );
+    await settle();
+    const el = m.container;
+    expect(t.api.listMessages).toHaveBeenCalledWith(
+      's1',
+      null,
+      100,
+      'subagent:load'
+    );
+    const prompt = el.querySelector('details.jp-ThinkSubagent-prompt')!;
+    expect(prompt.hasAttribute('open')).toBe(false);
+    expect(prompt.querySelector('summary')?.textContent).toBe('Instructions');
+    expect(el.querySelector('.jp-ThinkMessage.jp-mod-user')).toBeNull();
+    expect(
+      el.querySelector('.jp-ThinkToolCard')?.getAttribute('data-status')
+    ).toBe('complete');
+    expect(el.textContent).toContain('It has 2 columns.');
+    // The task said its subagent is done: so does the view, with no typing dots.
+    expect(
+      el.querySelector('.jp-ThinkSubagent')?.getAttribute('data-status')
+    ).toBe('complete');
+    expect(el.querySelector('.jp-ThinkMessage-typing')).toBeNull();
+  });
+
   it('says why a subagent ended without a result', async () => {
     const t = tree();
     t.frame({

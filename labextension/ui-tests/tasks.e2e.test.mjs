@@ -160,6 +160,22 @@ function sampleProgress(p) {
   );
 }
 
+async function theme(p, name) {
+  await p.locator('.lm-MenuBar-itemLabel:text-is("Settings")').click();
+  await p.locator('.lm-Menu-itemLabel:text-is("Theme")').hover();
+  await p.locator(`.lm-Menu-itemLabel:text-is("${name}")`).click();
+  await p.waitForFunction(
+    light => document.body.dataset.jpThemeLight === light,
+    name.endsWith('Light') ? 'true' : 'false',
+    { timeout: TIMEOUT }
+  );
+  // JupyterLab covers the page with its splash screen while the theme loads.
+  await p.waitForSelector('#jupyterlab-splash', {
+    state: 'detached',
+    timeout: TIMEOUT
+  });
+}
+
 const tasksArea = p => p.getByRole('region', { name: 'Tasks' });
 const row = (p, title) =>
   p.locator(`li.jp-ThinkTask[aria-label="Task ${title}"]`);
@@ -324,6 +340,10 @@ describe('Tasks and subagents in the sidebar', () => {
       .locator('.jp-ThinkMessage')
       .filter({ hasText: 'notes.md has 3 lines.' })
       .waitFor({ timeout: TIMEOUT });
+    // The dark theme, for the screenshot: only JupyterLab's colour variables are used.
+    await theme(page, 'JupyterLab Dark');
+    await shot(page, 'tasks-dark', page.locator('.jp-ThinkChat'));
+    await theme(page, 'JupyterLab Light');
     await page.getByRole('button', { name: 'Back to the chat' }).click();
     const chat = await mainText(page);
     assert.match(chat, /Summarise the workspace for me/);
