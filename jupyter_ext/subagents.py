@@ -80,9 +80,13 @@ class SubagentChecks:
 
 
 async def end_request_tasks(
-    store: Store, pipeline: EventPipeline, session_id: str, message_id: str, status: str,
+    store: Store,
+    pipeline: EventPipeline,
+    session_id: str,
+    message_id: str,
+    status: str,
     reason: str,
-) -> None:  # fmt: skip
+) -> None:
     """A run ended here (its kernel may have died first): end its root task if it is open."""
     root = await store.root_of_message(message_id)
     if root is None or root["status"] not in ("pending", "in_progress"):

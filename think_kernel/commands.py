@@ -414,8 +414,9 @@ async def think_tasks(rt: Any, arg: str) -> CommandReply:
     request's)."""
     from .tasks.shape import markdown
 
-    if rt.store is None or rt.subagents is None:
+    if rt.store is None:
         await rt.start()
+    await rt.recover_subagents()  # a subagent a dead kernel left is shown as it is
     board = rt.subagents.board
     tasks = await board.session_flat(rt.session_id)
     if arg.strip() != "all":

@@ -35,7 +35,7 @@ from traitlets import Type
 from . import __version__
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
 from .cellcode import run_cell_code
-from .collab.linked import linked_access
+from .collab.linked import linked_setup
 from .commands import COMMANDS, CommandError, run_command, whole_output_markdown
 from .config import ThinkConfig
 from .link import start_link
@@ -252,20 +252,7 @@ class ThinkKernel(IPythonKernel):
 
     async def _linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
         """With a server: its store, and edits through its collaboration rooms."""
-        link = self.think_link
-        if link is None:
-            return {}
-        try:
-            await asyncio.wait_for(link.connected.wait(), LINK_WAIT)
-        except TimeoutError:
-            log.warning("no link to the server after %s s; working on local files", LINK_WAIT)
-            return {}
-        if link.store_path and not config.store_path:
-            config.store_path = link.store_path
-        access = linked_access(root, link)
-        if access is None:
-            return {"server": True}
-        return {"server": True, "workspace": access[0], "notebooks": access[1]}
+        return await linked_setup(self.think_link, root, config, LINK_WAIT)
 
     async def ensure_runtime(self) -> Runtime:
         """Create and start the runtime on first use, resuming the remembered session."""
@@ -483,13 +470,22 @@ class ThinkKernel(IPythonKernel):
         out.begin()
         failed: ErrorEvent | None = None
         tasks = TaskDisplay(out.send, out.interval)  # the request's task tree, live (issue 12)
+        cards: ApprovalCards | None = None
+
+        def aside(event: Event) -> None:
+            # What happens beside the run's own events: its task tree, and the approvals its
+            # subagents ask for (their buttons work in this cell too).
+            tasks.feed(event)
+            if cards is not None:
+                cards.feed_subagent(event)
+
         runtime: Runtime | None = None
         try:
             runtime = await self.ensure_runtime()
             out.interval = tasks.interval = float(runtime.config.display_interval)
             out.metadata = {"session_id": runtime.session_id}
-            runtime.add_sink(tasks.feed)
             cards = ApprovalCards(self, parent, runtime) if not silent else None
+            runtime.add_sink(aside)
             async for event in runtime.run(request):
                 if isinstance(event, ErrorEvent):
                     failed = event
@@ -514,7 +510,7 @@ class ThinkKernel(IPythonKernel):
             out.feed(StatusEvent("idle"))
         finally:
             if runtime is not None:
-                runtime.remove_sink(tasks.feed)
+                runtime.remove_sink(aside)
                 tasks.flush(final=True)
         out.flush(final=True)
         if failed is not None:
@@ -599,6 +595,17 @@ class ApprovalCards:
         self.kernel, self.parent, self.runtime = kernel, parent, runtime
         self.cards: dict[str, Any] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._subagent_asks: set[str] = set()
+
+    def feed_subagent(self, event: Event) -> None:
+        """A subagent's approval events (they reach the runtime's sinks, not the run)."""
+        from .agent.events import ApprovalRequested, ApprovalResolved
+
+        if isinstance(event, ApprovalRequested) and event.task_id:
+            self._subagent_asks.add(event.id)
+            self.feed(event)
+        elif isinstance(event, ApprovalResolved) and event.id in self._subagent_asks:
+            self.feed(event)
 
     def feed(self, event: Event) -> None:
         """Show a card for ``approval_requested``; settle it on ``approval_resolved``."""

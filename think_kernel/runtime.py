@@ -45,6 +45,7 @@ from .endpoint import SETTING, Endpoint, resolve
 from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .store import Store, location, new_id
 from .subagents import Subagents
+from .subagents.facet import WORKING_ON
 from .subagents.tools import SUBAGENT_TOOLS
 from .tasks import TaskBoard, TasksConfig
 from .tasks.tools import TASK_TOOLS
@@ -161,6 +162,7 @@ class Runtime:
         self.tasks_config = TasksConfig(config=self.config.config)
         self.subagents: Subagents | None = None
         self.linked = False
+        self._recovered: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -213,16 +215,28 @@ class Runtime:
         )
 
     async def _start_tasks(self) -> None:
-        """The task board and subagents; what a dead kernel left running is recovered."""
+        """The task board and subagents (made with the store)."""
         assert self.store is not None
         if self.subagents is None:
             board = TaskBoard(self.store, self.emit, self.tasks_config.limits)
-            self.subagents = Subagents(self, board, self.tasks_config, emit=self.emit,
-                                       durable=lambda: self.linked)  # fmt: skip
+            self.subagents = Subagents(
+                self, board, self.tasks_config, emit=self.emit, durable=lambda: self.linked
+            )
             self.extras["subagents"] = self.subagents
+
+    async def recover_subagents(self) -> None:
+        """Once per session: end what a dead kernel left running in it (reported to the
+        model and to the watchers; done at the first request, not at start, when the
+        watchers (the server link's sink) are listening)."""
+        if self.subagents is None:
+            await self._start_tasks()
+        assert self.subagents is not None
+        if self.session_id in self._recovered:
+            return
+        self._recovered.add(self.session_id)
         try:
             await self.subagents.recover(self.session_id)
-        except Exception:  # recovery is best effort; the server's checks also find them
+        except Exception:  # best effort: the server's durable checks find them too
             log.exception("recovering subagents failed")
 
     # -- approvals (issue 11) ----------------------------------------------------------------
@@ -344,8 +358,16 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await rooms.flush_rooms(0)
         assert self.store is not None
+        # Code a subagent runs calls back on its behalf (its worker's context says which).
         await record_action(
-            self.store, self.session_id, tool, outcome, args, self.current_message_id, "loopback"
+            self.store,
+            self.session_id,
+            tool,
+            outcome,
+            args,
+            self.current_message_id,
+            "loopback",
+            WORKING_ON.get() or None,
         )
         return outcome.output
 
@@ -361,8 +383,15 @@ class Runtime:
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS, *WEB_TOOLS, *TASK_TOOLS,
-                *SUBAGENT_TOOLS]  # fmt: skip
+        core = [
+            *FILE_TOOLS,
+            *NOTEBOOK_TOOLS,
+            *CODE_TOOLS,
+            *FETCH_TOOLS,
+            *WEB_TOOLS,
+            *TASK_TOOLS,
+            *SUBAGENT_TOOLS,
+        ]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
             registry.add(func)
@@ -465,7 +494,7 @@ class Runtime:
         self.session_id = session_id or new_id("s_")
         self.read_paths = set()
         session = await self._ensure_session()
-        await self._start_tasks()  # what a dead kernel left running in it is recovered
+        await self.recover_subagents()  # what a dead kernel left running in it
         return session
 
     # -- running -----------------------------------------------------------------------------
@@ -547,8 +576,7 @@ class Runtime:
         assert self.store is not None
         if self.gate is None:
             self._make_gate()
-        if self.subagents is None:
-            await self._start_tasks()
+        await self.recover_subagents()
         props = await self.props()
         await self.refresh_endpoint()
         try:
@@ -569,9 +597,8 @@ class Runtime:
         # The request's id is known before it is stored: its root task refers to it.
         message_id = user_message_id or new_id("m_")
         assert self.subagents is not None
-        await self.subagents.begin(self.session_id, request, message_id)
-        ended, why = "failed", None
-        try:
+        fresh = user_message_id is None  # a new message: no root task to look for
+        async with self.subagents.request(self.session_id, request, message_id, fresh) as tracker:
             async for event in agent.run(
                 self.session_id,
                 text,
@@ -579,25 +606,17 @@ class Runtime:
                 user_message_id=message_id,
                 attachments=attachments or None,
             ):
+                tracker.see(event)  # its tasks end as it ends, its subagents stop with it
                 if isinstance(event, ToolCall):
                     self.current_message_id = event.message_id
-                elif isinstance(event, ErrorEvent):
-                    why = event.message
-                    if self.kind == "chat":
-                        said = chat_error(event.code, event.message)
-                        if said != event.message:
-                            await self._restate_error(event.message, said)
-                            event = dataclasses.replace(event, message=said)
+                elif isinstance(event, ErrorEvent) and self.kind == "chat":
+                    said = chat_error(event.code, event.message)
+                    if said != event.message:
+                        await self._restate_error(event.message, said)
+                        event = dataclasses.replace(event, message=said)
                 answered = answered or isinstance(event, Chat)
                 await self.emit(event)
                 yield event
-            ended = "complete" if answered else "failed"
-        except (asyncio.CancelledError, GeneratorExit):
-            ended, why = "cancelled", "the request was cancelled"
-            raise
-        finally:
-            # Its subagents stop with it (their sandboxed processes too), its tasks end.
-            await asyncio.shield(self.subagents.end(ended, why))
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
 

@@ -114,3 +114,33 @@ def test_a_kernel_killed_mid_delegation_reports_the_subagent_interrupted(
     finally:
         model.release.set()
         kernel.stop()
+
+
+def test_a_subagents_approval_card_works_in_the_cell(tmp_path, model: FakeModel) -> None:
+    from tests.kernel.test_approval_cells import _card, _drain, _send_comm
+
+    ws = workspace_in(tmp_path)
+    kernel = start_kernel(ws, kernel_env(tmp_path, model))
+    try:
+        reply, _ = kernel.execute("%think_approve ask write_file")
+        assert reply["status"] == "ok"
+        model.reply(
+            tool_calls=[
+                ("delegate_to_subagent", {"task": "SUB-W write it", "instructions": "write"})
+            ]
+        )
+        model.reply(tool_calls=[("wait_for_subagents", {})])
+        model.reply(text="The subagent wrote w.txt.")
+        model.reply_for("SUB-W", tool_calls=[("write_file", {"path": "w.txt", "content": "hi"})])
+        model.reply_for("SUB-W", text="wrote w.txt")
+        msg_id = kernel.kc.execute("have a subagent write w.txt")
+        _, ids = _card(kernel, msg_id)  # the subagent's call waits for this cell's buttons
+        assert not (ws / "w.txt").exists()
+        _send_comm(kernel, ids["Approve"], {"method": "custom", "content": {"event": "click"}})
+        outputs, reply = _drain(kernel, msg_id)
+        assert reply["status"] == "ok", outputs
+        assert (ws / "w.txt").read_text() == "hi"
+        tree = _tree_updates(outputs)[-1]["content"]["data"]["text/markdown"]
+        assert "✓ **SUB-W write it**" in tree and "subagent complete" in tree
+    finally:
+        kernel.stop()

@@ -285,3 +285,31 @@ async def test_a_subagent_left_running_by_a_dead_kernel_is_recovered(
         assert not await second.subagents.recover(sid)  # reported once
     finally:
         await second.close()
+
+
+async def test_a_subagents_code_calls_back_on_its_behalf(
+    runtime: Runtime, fake_model: FakeModel
+) -> None:
+    code = (
+        "import think\n"
+        "think.write_file('from_sub.txt', 'hi')\n"
+        "print(think.read_file('from_sub.txt'))"
+    )
+    delegate = {"task": "SUB-L loop", "instructions": "x"}
+    fake_model.reply(tool_calls=[("delegate_to_subagent", delegate)])
+    fake_model.reply(tool_calls=[("wait_for_subagents", {})])
+    fake_model.reply(text="done")
+    fake_model.reply_for("SUB-L", tool_calls=[("execute_code", {"code": code})])
+    fake_model.reply_for("SUB-L", text="wrote it")
+    await collect(runtime, "loop back")
+    assert (runtime.workspace.root / "from_sub.txt").read_text() == "hi"
+    assert runtime.store is not None and runtime.subagents is not None
+    (task,) = [
+        t for t in await runtime.subagents.board.session_flat(runtime.session_id) if t["parent_id"]
+    ]
+    # The calls its sandboxed code made back into the agent are logged as its own.
+    rows = await runtime.store.list_actions(runtime.session_id)
+    loopback = [(r["tool"], r["task_id"]) for r in rows if r["action"].startswith("loopback")]
+    assert loopback == [("write_file", task["id"]), ("read_file", task["id"])]
+    mine = await runtime.store.list_actions(runtime.session_id, task_id=task["id"])
+    assert sorted(r["tool"] for r in mine) == ["execute_code", "read_file", "write_file"]

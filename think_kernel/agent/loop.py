@@ -524,8 +524,10 @@ async def record_action(
     raw_args: Any,
     message_id: str,
     via: str = "",
+    task_id: str | None = None,
 ) -> str:
-    """Write one action-log row for a tool call (summaries only, never whole content)."""
+    """Write one action-log row for a tool call (summaries only, never whole content);
+    ``task_id``: a subagent's call, made for that task."""
     out = outcome.output
     action = out.summary.split(":")[0] if out.summary else tool
     return await store.log_action(
@@ -538,6 +540,7 @@ async def record_action(
         success=out.ok,
         error=out.error or None,
         message_id=message_id or None,
+        **({"task_id": task_id} if task_id else {}),
     )
 
 

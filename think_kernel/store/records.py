@@ -7,7 +7,9 @@ burst of events or action-log rows costs one round trip to the SQLite thread, no
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -55,6 +57,9 @@ class RecordsMixin:
         async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
         async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
         async def _update(self, table: str, key: str, allowed: set[str], **fields: Any) -> None: ...
+        async def _write(
+            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
+        ) -> int: ...
         async def get_messages(
             self,
             session_id: str,
@@ -115,13 +120,26 @@ class RecordsMixin:
                 "INSERT OR IGNORE INTO events (event_id, session_id, type, data, ts)"
                 f" VALUES {values} RETURNING seq, event_id"
             )
-            async with self.db.execute(sql, params) as cur:
-                returned = await cur.fetchall()
+            returned = await self._returning(sql, params)
             index = {params[5 * i]: start + i for i in range(len(chunk))}
             for r in returned:
                 rec = dict(r) if isinstance(r, dict) else {"seq": r[0], "event_id": r[1]}
                 out[index[rec["event_id"]]] = int(rec["seq"])
         return out
+
+    async def _returning(self, sql: str, params: list[Any]) -> list[Any]:
+        """Rows of an ``INSERT ... RETURNING``, run again if SQLite refused it as "locked"
+        (see ``Store._write``: it had no effect)."""
+        delay = 0.001
+        while True:
+            try:
+                async with self.db.execute(sql, params) as cur:
+                    return list(await cur.fetchall())
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or delay > 2.0 or self.db.in_transaction:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
 
     async def last_event_seq(self, session_id: str) -> int:
         """The newest event seq of a session (0 if none)."""
@@ -215,10 +233,11 @@ class RecordsMixin:
     async def heartbeat_runs(self, run_ids: Sequence[str], checkpoints: dict[str, str]) -> None:
         """Refresh the heartbeat (and checkpoint, when given) of many runs at once."""
         now = time.time()
-        await self.db.executemany(
+        await self._write(
             "UPDATE runs SET heartbeat_at = ?, checkpoint = COALESCE(?, checkpoint),"
             " updated_at = ? WHERE id = ?",
             [(now, checkpoints.get(r), now, r) for r in run_ids],
+            many=True,
         )
 
     async def interrupt_messages(self, session_id: str, after_seq: int, reason: str) -> int:
@@ -240,7 +259,7 @@ class RecordsMixin:
 
         sid = new_id("sch_")
         now = time.time()
-        await self.db.execute(
+        await self._write(
             "INSERT INTO schedules (id, session_id, kind, due_at, payload, created_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (sid, session_id, kind, due_at, json.dumps(payload), now, now),
@@ -262,16 +281,16 @@ class RecordsMixin:
 
     async def claim_schedule(self, schedule_id: str) -> bool:
         """Move a pending schedule to running; False if another process took it first."""
-        async with self.db.execute(
+        changed = await self._write(
             "UPDATE schedules SET status = 'running', attempts = attempts + 1, updated_at = ?"
             " WHERE id = ? AND status = 'pending'",
             (time.time(), schedule_id),
-        ) as cur:
-            return cur.rowcount > 0
+        )
+        return changed > 0
 
     async def finish_schedule(self, schedule_id: str, status: str, error: str = "") -> None:
         """Mark a schedule done or failed."""
-        await self.db.execute(
+        await self._write(
             "UPDATE schedules SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
             (status, error or None, time.time(), schedule_id),
         )
@@ -313,7 +332,7 @@ class RecordsMixin:
         has one (a resumed run asks once)."""
         from .store import new_id
 
-        await self.db.execute(
+        await self._write(
             "INSERT OR IGNORE INTO approvals (id, session_id, message_id, call_id, tool, input,"
             " status, created_at, summary, diff, expires_at, task_id)"
             " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
@@ -343,20 +362,20 @@ class RecordsMixin:
 
     async def claim_approval(self, approval_id: str) -> bool:
         """Mark an approved call as being run; False if some process already ran it."""
-        async with self.db.execute(
+        changed = await self._write(
             "UPDATE approvals SET executed_at = ? WHERE id = ? AND executed_at IS NULL",
             (time.time(), approval_id),
-        ) as cur:
-            return cur.rowcount > 0
+        )
+        return changed > 0
 
     async def resolve_approval(self, approval_id: str, status: str, decision: Any) -> bool:
         """Resolve a pending approval; False if it was not pending."""
-        async with self.db.execute(
+        changed = await self._write(
             "UPDATE approvals SET status = ?, decision = ?, resolved_at = ?"
             " WHERE id = ? AND status = 'pending'",
             (status, json.dumps(decision), time.time(), approval_id),
-        ) as cur:
-            return cur.rowcount > 0
+        )
+        return changed > 0
 
     # -- retention ---------------------------------------------------------------------------
 

@@ -156,6 +156,32 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
         async with self.db.execute(sql, tuple(params)) as cur:
             return list(await cur.fetchall())  # type: ignore[arg-type]
 
+    async def _write(
+        self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
+    ) -> int:
+        """Run one write statement; return the rows it changed (or, with ``rowid``, the id of
+        the row it inserted).
+
+        The kernel and the server write the same file, and coroutines share a connection: a
+        write that starts while another coroutine's SELECT is still open on it upgrades that
+        read snapshot, and in WAL mode SQLite refuses the upgrade at once ("database is
+        locked", no busy wait) when another process committed since. The statement had no
+        effect: outside an explicit transaction it is safe to run it again.
+        """
+        delay = 0.001
+        while True:
+            try:
+                if many:
+                    async with self.db.executemany(sql, params) as cur:  # type: ignore[arg-type]
+                        return int(cur.rowcount)
+                async with self.db.execute(sql, tuple(params)) as cur:
+                    return int(cur.lastrowid or 0) if rowid else int(cur.rowcount)
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or delay > 2.0 or self.db.in_transaction:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
+
     async def _update(self, table: str, key: str, allowed: set[str], **fields: Any) -> None:
         bad = set(fields) - allowed
         if bad:
@@ -165,7 +191,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
         fields["updated_at"] = time.time()
         sets = ", ".join(f"{k} = ?" for k in fields)
         params = [_encode(k, v) for k, v in fields.items()]
-        await self.db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*params, key))
+        await self._write(f"UPDATE {table} SET {sets} WHERE id = ?", (*params, key))
 
     # -- blobs -------------------------------------------------------------------------------
 
@@ -332,9 +358,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
                 await asyncio.sleep(delay)
                 delay *= 2
         if role == "user":  # sessions sort by the last request; one round trip less per step
-            await self.db.execute(
-                "UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)
-            )
+            await self._write("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
         full: dict[str, Any] = {c: None for c in _MESSAGE_COLUMNS}
         full.update(content_size=0, reasoning_size=0, status="complete", attempt=0)
         full.update(row, seq=seq)
@@ -419,9 +443,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
         row["success"] = int(bool(row.get("success", True)))
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        await self.db.execute(
-            f"INSERT INTO action_log ({cols}) VALUES ({marks})", tuple(row.values())
-        )
+        await self._write(f"INSERT INTO action_log ({cols}) VALUES ({marks})", row.values())
         return str(row["id"])
 
     async def list_actions(

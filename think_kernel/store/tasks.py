@@ -53,6 +53,9 @@ class TasksMixin:
 
         async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
         async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
+        async def _write(
+            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
+        ) -> int: ...
 
     async def list_tasks(self, session_id: str) -> list[dict[str, Any]]:
         """Tasks of a session in creation order."""
@@ -86,27 +89,33 @@ class TasksMixin:
             (session_id,),
         )
 
-    async def save_tasks(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert or update task rows (one statement: all of them or none)."""
+    async def save_tasks(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Insert or update task rows (one statement: all of them or none); returns their
+        columns as written (a caller need not read them back)."""
         if not rows:
-            return
+            return []
         now = time.time()
         values: list[Any] = []
+        written = []
         for row in rows:
             full = dict.fromkeys(TASK_COLUMNS)
             full.update({k: v for k, v in row.items() if k in full})
             full["created_at"] = full["created_at"] or now
             full["updated_at"] = now
-            full["dependencies"] = json.dumps(list(full["dependencies"] or []))
-            values.extend(full[c] for c in TASK_COLUMNS)
+            full["dependencies"] = list(full["dependencies"] or [])
+            written.append(full)
+            values.extend(
+                json.dumps(full[c]) if c == "dependencies" else full[c] for c in TASK_COLUMNS
+            )
         cols = ", ".join(TASK_COLUMNS)
         marks = ", ".join("(" + ", ".join("?" for _ in TASK_COLUMNS) + ")" for _ in rows)
         keep = ("id", "session_id", "root_id", "created_at")
         sets = ", ".join(f"{c} = excluded.{c}" for c in TASK_COLUMNS if c not in keep)
-        await self.db.execute(
+        await self._write(
             f"INSERT INTO tasks ({cols}) VALUES {marks} ON CONFLICT(id) DO UPDATE SET {sets}",
             values,
         )
+        return written
 
     async def update_subagent(
         self, task_id: str, *, when_status: str | None = None, **fields: Any
@@ -121,8 +130,7 @@ class TasksMixin:
         params: list[Any] = [*fields.values(), task_id]
         if when_status is not None:
             params.append(when_status)
-        async with self.db.execute(f"UPDATE tasks SET {sets} WHERE {where}", params) as cur:
-            return cur.rowcount > 0
+        return await self._write(f"UPDATE tasks SET {sets} WHERE {where}", params) > 0
 
     async def running_subagents(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """Tasks whose subagent is marked running (of one session, or of all)."""
@@ -139,8 +147,9 @@ class TasksMixin:
     async def heartbeat_subagents(self, task_ids: Sequence[str]) -> None:
         """Refresh the heartbeat of running subagents (their process is alive)."""
         now = time.time()
-        await self.db.executemany(
+        await self._write(
             "UPDATE tasks SET subagent_heartbeat_at = ? WHERE id = ?"
             " AND subagent_status = 'running'",
             [(now, t) for t in task_ids],
+            many=True,
         )

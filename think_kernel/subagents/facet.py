@@ -15,9 +15,15 @@ so the loop and the tools run unchanged for a subagent.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from ..store import Store
+
+#: The task the subagent running in this context works on ("" for the parent). Set in the
+#: subagent's own asyncio task, so whatever it starts (tool calls, the loopback server of its
+#: sandboxed processes) inherits it: their calls back into the agent are tagged with it.
+WORKING_ON: ContextVar[str] = ContextVar("think_subagent_task", default="")
 
 
 def facet_of(task_id: str) -> str:

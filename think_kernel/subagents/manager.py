@@ -20,11 +20,18 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent.events import Event, SubagentComplete, SubagentError, SubagentSpawned
+from ..agent.events import (
+    Chat,
+    ErrorEvent,
+    Event,
+    SubagentComplete,
+    SubagentError,
+    SubagentSpawned,
+)
 from ..tasks.board import TaskBoard
 from ..tasks.config import TasksConfig
 from ..tasks.graph import FINAL, TaskError
@@ -35,6 +42,21 @@ from .stream import SubagentStream
 log = logging.getLogger(__name__)
 RESULT_CHARS = 4000
 Progress = Callable[[str], Awaitable[None]]
+
+
+@dataclass
+class RequestEnd:
+    """How a request is ending, from its events: answered (complete) or not (failed)."""
+
+    status: str = "failed"
+    reason: str | None = None
+
+    def see(self, event: Event) -> None:
+        """Take one event of the request's run."""
+        if isinstance(event, Chat):
+            self.status, self.reason = "complete", None
+        elif isinstance(event, ErrorEvent):
+            self.status, self.reason = "failed", event.message
 
 
 @dataclass
@@ -105,11 +127,32 @@ class Subagents:
 
     # -- a request ---------------------------------------------------------------------------
 
-    async def begin(self, session_id: str, request: str, message_id: str) -> dict[str, Any]:
-        """Give a request its root task (started)."""
-        root = await self.board.begin(session_id, request, message_id)
+    async def begin(
+        self, session_id: str, request: str, message_id: str, new: bool = False
+    ) -> dict[str, Any]:
+        """Give a request its root task (started); ``new``: its message was never run."""
+        root = await self.board.begin(session_id, request, message_id, new)
         self.root_id, self.session_id = root["id"], session_id
         return root
+
+    @contextlib.asynccontextmanager
+    async def request(
+        self, session_id: str, request: str, message_id: str, new: bool = False
+    ) -> AsyncIterator[RequestEnd]:
+        """The scope of one request: its root task begins here; when the block ends (an
+        answer, an error, a cancel) its subagents stop and its tasks end accordingly."""
+        await self.begin(session_id, request, message_id, new)
+        ending = RequestEnd()
+        try:
+            yield ending
+        except (asyncio.CancelledError, GeneratorExit):
+            ending.status, ending.reason = "cancelled", "the request was cancelled"
+            raise
+        except Exception as e:
+            ending.status, ending.reason = "failed", f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            await asyncio.shield(self.end(ending.status, ending.reason))
 
     async def end(self, status: str, reason: str | None = None) -> None:
         """The request ended: cancel its subagents still running, then end its tasks."""

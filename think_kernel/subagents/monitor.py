@@ -11,7 +11,8 @@ the session, which recovers what a dead one left) asks :func:`verdict`:
         await mark_lost(board, row, code, why)    # first writer wins
 
 ``mark_lost`` ends the subagent (conditionally: only if still running), fails its task,
-emits ``subagent_error`` and stores a report for the parent's next model call.
+rejects the approvals it was waiting for, emits ``subagent_error`` and stores a report for
+the parent's next model call.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import SubagentError
+from ..approvals.record import decide, decision_record
 from ..tasks.graph import TaskError
 
 if TYPE_CHECKING:
@@ -127,6 +129,11 @@ async def mark_lost(
         await board.fail(row["id"], f"subagent {code}: {why}")
     except TaskError:
         pass  # the task already ended (cancelled with its request)
+    # Nobody waits for what it asked any more: its pending approvals count as rejected.
+    record = decision_record("reject", reason=f"the subagent was {code}", source="cancel")
+    for approval in await board.store.list_approvals(row["session_id"], "pending"):
+        if approval.get("task_id") == row["id"]:
+            await decide(board.store, approval, record)
     await board.send(SubagentError(row["id"], why, code))
     return await board.store.add_message(
         row["session_id"], "system", report_text(row, code, why), name=REPORT,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.events import Chat, ErrorEvent, Event, ToolCall, Usage
 from ..tools.base import ToolContext, ToolRegistry
-from .facet import FacetStore, SandboxWorker
+from .facet import WORKING_ON, FacetStore, SandboxWorker
 from .stream import SubagentStream
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
     """Run the subagent's loop to its end; every event goes to ``job.stream``."""
     assert host.store is not None
     task_id = str(job.task["id"])
+    WORKING_ON.set(task_id)  # this task's context only: its children inherit it
     props = await host.props()
     store = FacetStore(host.store, task_id)
     agent = host.make_agent(

@@ -29,7 +29,8 @@ async def delegate_to_subagent(
     timeout: float = 0,  # noqa: ASYNC109 (the subagent's limit, not our await)
 ) -> ToolOutput:
     """Start a subagent on a task: it works in parallel (own context and Python worker, your
-    tools) and this returns at once; wait_for_subagents gives its result.
+    tools) and this returns at once; wait_for_subagents gives its result (subagents still
+    running when you answer are stopped).
 
     Args:
         task: a task id or name (create_subtask), or the title of a new task
@@ -67,7 +68,7 @@ async def wait_for_subagents(
     task_ids: tuple[str, ...] = (),
     timeout: float = 0,  # noqa: ASYNC109 (the model's bound on the wait)
 ) -> ToolOutput:
-    """Wait until subagents end; returns their results or errors.
+    """Wait (in a step after the delegations) until subagents end; returns their results.
 
     Args:
         task_ids: default: all of this request

@@ -58,9 +58,12 @@ class TaskBoard:
 
     # -- a request's root --------------------------------------------------------------------
 
-    async def begin(self, session_id: str, request: str, message_id: str) -> dict[str, Any]:
-        """The root task of a request (started); a retried request finds its own again."""
-        existing = await self.store.root_of_message(message_id) if message_id else None
+    async def begin(
+        self, session_id: str, request: str, message_id: str, new: bool = False
+    ) -> dict[str, Any]:
+        """The root task of a request (started); a retried request finds its own again
+        (``new``: the message was never run, there is nothing to find)."""
+        existing = None if new else await self.store.root_of_message(message_id)
         if existing is not None and existing["status"] not in G.FINAL:
             if existing["status"] == "in_progress":
                 return await self._object(existing["id"])
@@ -72,7 +75,7 @@ class TaskBoard:
             task = G.Task(root_id, root_title(request), type="plan", description=request[:2000])
             return G.start(G.add(g, task, self.limits()), root_id)
 
-        return await self._change(root_id, make, {root_id: fresh})
+        return await self._change(root_id, make, {root_id: fresh}, new=True)
 
     async def end(self, root_id: str, status: str, reason: str | None = None) -> None:
         """The request ended (complete, failed or cancelled): its unfinished tasks are
@@ -210,11 +213,12 @@ class TaskBoard:
         op: Op,
         fresh: dict[str, dict[str, Any]] | None = None,
         focus: str | None = None,
+        new: bool = False,
     ) -> dict[str, Any]:
         """Apply ``op`` to a request's graph, save and announce what changed; return the
-        object of ``focus`` (default: the root)."""
+        object of ``focus`` (default: the root). ``new``: the request has no rows yet."""
         async with self._lock:
-            rows = await self.store.tasks_of_root(root_id)
+            rows = [] if new else await self.store.tasks_of_root(root_id)
             before = {o["id"]: o for o in objects(rows)}
             graph = graph_of(rows)
             after = op(graph)
@@ -235,10 +239,10 @@ class TaskBoard:
                     error=task.error,
                 )
                 save.append(row)
-            await self.store.save_tasks(save)
-            now = (
-                objects(await self.store.tasks_of_root(root_id)) if save else list(before.values())
-            )
+            written = {str(r["id"]): r for r in await self.store.save_tasks(save)}
+            # The rows as they are now, in creation order, without reading them back.
+            current = [{**by_id.get(k, {}), **written.get(k, {})} for k in after]
+            now = objects(current) if save else list(before.values())
         for obj in now:
             old = before.get(obj["id"])
             if old is None:
