@@ -27,6 +27,9 @@ import { DebugEvents } from './debugEvents';
 import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
 import { SetupCard } from './setupCard';
+import { SubagentView } from './subagentView';
+import { TaskPanel } from './taskPanel';
+import { TasksModel } from './tasksModel';
 import {
   defaultSession,
   kindOf,
@@ -88,6 +91,9 @@ function ChatApp(
   const api = store.api;
   const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
   const [approvals] = useState(() => new ApprovalsModel(store));
+  const [tasks] = useState(() => new TasksModel(store));
+  // Only the drilled-in task id: subagent frames re-render the tasks area, not the chat.
+  const drill = useSyncExternalStore(tasks.subscribe, tasks.getDrill);
   const [sessions, setSessions] = useState<ISession[]>([]);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attach, setAttach] = useState(props.settings().attachContext);
@@ -185,6 +191,8 @@ function ChatApp(
     pending: IPendingAttachment[] = [],
     interrupt = false
   ): Promise<void> => {
+    // What is sent goes to the chat: show it there, not behind a subagent's stream.
+    tasks.close();
     let id = store.sessionId;
     // A sidebar message never goes into a notebook's or a %%think session: a new chat.
     if (!id || kindOf(store.state.session) !== 'chat') {
@@ -367,6 +375,7 @@ function ChatApp(
           Cannot reach the Think server extension: {loadError}
         </div>
       ) : null}
+      {showSetup ? null : <TaskPanel model={tasks} />}
       {showSetup ? (
         <div className="jp-ThinkSetupHost">
           <SetupCard
@@ -383,6 +392,15 @@ function ChatApp(
         </div>
       ) : showDebug && settings.debugEvents ? (
         <DebugEvents events={store.debugEvents} />
+      ) : drill ? (
+        <SubagentView
+          key={drill}
+          model={tasks}
+          taskId={drill}
+          rendermime={rendermime}
+          onOpenPath={openPath}
+          loadWhole={loadWhole}
+        />
       ) : (
         <MessageList
           state={state}

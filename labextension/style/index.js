@@ -1,1 +1,3 @@
 import './base.css';
+import './approvals.css';
+import './tasks.css';
