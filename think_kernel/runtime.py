@@ -43,6 +43,8 @@ from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import SETTING, Endpoint, resolve
 from .sandbox import Sandbox, SandboxConfig, SandboxError
+from .schedules.config import ScheduleConfig
+from .schedules.tools import SCHEDULE_TOOLS
 from .store import Store, location, new_id
 from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
 from .tools.code import CODE_TOOLS
@@ -141,6 +143,10 @@ class Runtime:
             "fetch_config": FetchConfig(config=self.config.config),
             "fetch_log": FetchLog(),
             "web": WebServices(WebConfig(config=self.config.config), vision=self._vision()),
+            # Reminders (issue 15): the kernel points wake_scheduler at the server's scheduler
+            # (over the link) or at its own when it runs without a server.
+            "schedule_config": ScheduleConfig(config=self.config.config),
+            "wake_scheduler": lambda: None,
         }
         if self._notebooks is not None:
             self.extras["notebooks"] = self._notebooks
@@ -152,6 +158,8 @@ class Runtime:
         self.pending_attachments: list[dict[str, Any]] = []
         self._titles: set[asyncio.Future[None]] = set()
         self.gate: ApprovalGate | None = None  # made with the store (start)
+        # One run at a time: a reminder fired by a standalone kernel waits for the cell's run.
+        self.run_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -331,7 +339,14 @@ class Runtime:
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS, *WEB_TOOLS]
+        core = [
+            *FILE_TOOLS,
+            *NOTEBOOK_TOOLS,
+            *CODE_TOOLS,
+            *FETCH_TOOLS,
+            *WEB_TOOLS,
+            *SCHEDULE_TOOLS,
+        ]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
             registry.add(func)

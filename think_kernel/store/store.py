@@ -28,6 +28,7 @@ import aiosqlite
 
 from .migrations import migrate
 from .records import RecordsMixin
+from .schedules import SchedulesMixin
 from .settings import SettingsMixin
 from .usage import UsageMixin
 
@@ -41,6 +42,7 @@ JSON_COLUMNS = {
     "decision",
     "attachments",
     "compaction",
+    "outcome",
 }
 MESSAGE_FIELDS = {
     "content",
@@ -107,7 +109,7 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin, UsageMixin, SettingsMixin):
+class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -264,6 +266,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
             "events",
             "tasks",
             "schedules",
+            "firings",
             "approvals",
             "runs",
             "usage",
