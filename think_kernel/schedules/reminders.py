@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..store.schedules import TooManySchedules
 from .config import ScheduleConfig
 from .when import When, WhenError, explain_cron, format_local, parse_when, zone
 
@@ -130,15 +131,22 @@ class Reminders:
             raise ReminderError(f"the message has {len(text)} characters; at most {MAX_MESSAGE}")
         parsed = self.parse(when)
         limit = int(self.config.max_reminders)
-        if await self.store.count_schedules(session_id, KIND) >= limit:
+        payload = {"message": text, "when": parsed.text, "tz": parsed.tz}
+        try:
+            sid = await self.store.add_schedule(
+                KIND,
+                parsed.due_at,
+                payload,
+                session_id,
+                cron=parsed.cron,
+                tz=parsed.tz,
+                max_open=limit,
+            )
+        except TooManySchedules:
             raise ReminderError(
                 f"this session already has {limit} open reminders (the limit); cancel one "
                 "with cancel_reminder first"
-            )
-        payload = {"message": text, "when": parsed.text, "tz": parsed.tz}
-        sid = await self.store.add_schedule(
-            KIND, parsed.due_at, payload, session_id, cron=parsed.cron, tz=parsed.tz
-        )
+            ) from None
         self.wake()
         row = await self.store.get_schedule(sid)
         assert row is not None

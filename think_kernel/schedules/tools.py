@@ -37,7 +37,8 @@ async def schedule_reminder(ctx: ToolContext, when: str, message: str) -> ToolOu
         row = await _reminders(ctx).schedule(ctx.session_id, when, message)
     except (WhenError, ReminderError) as e:
         raise ToolError(str(e), "BAD_REMINDER") from None
-    recurs = f", then {row['recurs'].lower()}" if row.get("recurs") else ""
+    recurs = row.get("recurs") or ""
+    recurs = f", then {recurs[:1].lower()}{recurs[1:]}" if recurs else ""
     text = f"Reminder {row['id']} set for {row['due']}{recurs}: {row['message']}"
     return ToolOutput(text=text, summary=f"reminder at {row['due']}")
 

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 OPEN = ("pending", "running")
 
 
+class TooManySchedules(Exception):
+    """The session already has ``max_open`` open schedules of that kind."""
+
+
 def _in(values: Sequence[str]) -> str:
     return ", ".join("?" for _ in values)
 
@@ -48,18 +52,32 @@ class SchedulesMixin:
         *,
         cron: str | None = None,
         tz: str | None = None,
+        max_open: int | None = None,
     ) -> str:
         """Record timed work (survives restarts); returns its id. ``cron`` (with the zone
-        ``tz`` it is read in) makes it recurring: ``due_at`` is its first occurrence."""
+        ``tz`` it is read in) makes it recurring: ``due_at`` is its first occurrence.
+        ``max_open``: refuse (TooManySchedules) when the session has that many open rows of
+        the kind; counted and inserted in one statement, so concurrent calls cannot pass it."""
         from .store import new_id
 
         sid = new_id("sch_")
         now = time.time()
-        await self.db.execute(
+        values = (sid, session_id, kind, due_at, due_at, json.dumps(payload), cron, tz, now, now)
+        cap = ""
+        params: list[Any] = list(values)
+        if max_open is not None:
+            cap = (
+                " WHERE (SELECT COUNT(*) FROM schedules WHERE session_id = ? AND kind = ?"
+                f" AND status IN ({_in(OPEN)})) < ?"
+            )
+            params += [session_id, kind, *OPEN, max_open]
+        async with self.db.execute(
             "INSERT INTO schedules (id, session_id, kind, due_at, occurrence_at, payload, cron,"
-            " tz, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, session_id, kind, due_at, due_at, json.dumps(payload), cron, tz, now, now),
-        )
+            f" tz, created_at, updated_at) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{cap}",
+            params,
+        ) as cur:
+            if cur.rowcount == 0:
+                raise TooManySchedules(f"{max_open} open {kind} schedules")
         return sid
 
     async def get_schedule(self, schedule_id: str) -> dict[str, Any] | None:
