@@ -90,15 +90,19 @@ async def test_a_claim_whose_process_was_killed_runs_again_once(store, tmp_path)
     idempotency key, and the handler's work is not done twice."""
     sid = await store.add_schedule("reminder", time.time() - 1, {"message": "m"}, "s")
     marker = tmp_path / "posted"
-    victim = subprocess.Popen(
-        [sys.executable, "-c", VICTIM, str(store.path), str(marker)],
+    victim = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        VICTIM,
+        str(store.path),
+        str(marker),
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
         await until(marker.exists, 30, "the victim posted")
     finally:
         victim.send_signal(signal.SIGKILL)
-        victim.wait(10)
+        await asyncio.wait_for(victim.wait(), 10)
     row = await store.get_schedule(sid)
     assert row is not None and row["status"] == "running" and row["owner_pid"] == victim.pid
     assert row["lease_until"] > time.time() + 60
