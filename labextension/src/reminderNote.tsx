@@ -64,7 +64,7 @@ export function ReminderNote(props: {
       className={`jp-ThinkReminderNote${mark.late ? ' jp-mod-late' : ''}`}
       data-late={mark.late ? 'true' : 'false'}
     >
-      <span aria-hidden="true">⏰</span> Reminder
+      Reminder
       {mark.recurring ? ' (recurring)' : ''} · {dueLabel(mark.due_at)}
       {mark.late ? ' · late: it fell due while Jupyter was not running' : ''}
     </div>

@@ -112,7 +112,7 @@ export function reminderText(r: IReminderFrame): string {
   const late = r.late
     ? ' — late: it fell due while Jupyter was not running'
     : '';
-  return `⏰ Reminder${where}: ${r.message}${late}`;
+  return `Reminder${where}: ${r.message}${late}`;
 }
 
 /** The socket URL, with `since` and the token when the settings have one. */

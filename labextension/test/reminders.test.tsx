@@ -56,9 +56,9 @@ describe('reminder notifications', () => {
   });
 
   it('say the session and whether the reminder is late', () => {
-    expect(reminderText(frame)).toBe('⏰ Reminder (Oven): check the oven');
+    expect(reminderText(frame)).toBe('Reminder (Oven): check the oven');
     expect(reminderText({ ...frame, late: true, session_title: '' })).toBe(
-      '⏰ Reminder: check the oven — late: it fell due while Jupyter was not running'
+      'Reminder: check the oven — late: it fell due while Jupyter was not running'
     );
   });
 

@@ -160,6 +160,7 @@ def test_bad_input_says_what_is_wrong(text, message):
 def test_zones_by_name_and_the_local_one():
     assert zone_name(PARIS) == "Europe/Paris"
     assert zone_name(UTC) == "UTC"
+    assert zone_name(ZoneInfo("Etc/UTC")) == "UTC"
     assert zone_name(local_zone({"TZ": "Asia/Tokyo"})) == "Asia/Tokyo"
     assert zone_name(local_zone({"TZ": ":America/New_York"})) == "America/New_York"
     # A bad $TZ falls back to the machine's zone (some zone, never an error).

@@ -68,6 +68,7 @@ _ALIASES = {
     "@yearly": "0 0 1 1 *",
     "@annually": "0 0 1 1 *",
 }
+_UTC_NAMES = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu"}
 _AMOUNT = re.compile(r"(\d+(?:\.\d+)?|an?)\s*([a-z]+)")
 _CLOCK = re.compile(r"(?:at\s+)?(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*(am|pm)?")
 _CRON_FIELD = re.compile(r"[0-9A-Za-z*/,\-?LW#]+")
@@ -137,6 +138,8 @@ def zone(name: str | None) -> tzinfo:
 def zone_name(tz: tzinfo) -> str:
     """The name to store for a zone (its key; for an unnamed one, its current UTC offset)."""
     key = getattr(tz, "key", None)
+    if isinstance(key, str) and key in _UTC_NAMES:
+        return "UTC"
     if isinstance(key, str) and key and key != "localtime":
         return key
     if tz is UTC:
