@@ -52,8 +52,7 @@ async def bookkeeping(store: Store, n: int) -> tuple[float, float]:
         await sched.run_due()
         await asyncio.sleep(0)
     await done.wait()
-    while sched.running:
-        await asyncio.sleep(0.001)
+    await sched.drain()
     ours = (time.perf_counter() - t0) / n
     await sched.close()
 
@@ -95,8 +94,7 @@ async def lateness(store: Store, wake: bool, poll: float) -> float:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        while sched.running:  # let the handler settle its row before the next repeat
-            await asyncio.sleep(0.001)
+        await sched.drain()  # the handler settles its row before the next repeat
         await sched.close()
 
 

@@ -296,6 +296,11 @@ class Scheduler:
                 sid, self.owner, "pending", due_at=upcoming, error=error, next_occurrence=True
             )
 
+    async def drain(self) -> None:
+        """Wait until the handlers running now have finished (and settled their rows)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
     async def close(self) -> None:
         """Cancel running handlers and hand their claims back (another process may run them)."""
         tasks = list(self._tasks.values())
