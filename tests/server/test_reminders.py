@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 
 import pytest
@@ -197,7 +198,64 @@ async def test_the_notifications_socket_needs_auth(api, jp_http_port, jp_base_ur
 async def until_async(cond, timeout: float, what: str):
     """``until`` for an async condition."""
     end = time.monotonic() + timeout
-    while not await cond():
+    while not (value := await cond()):
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.02)
+    return value
+
+
+async def test_a_think_notebook_shows_its_reminder_in_the_next_output(
+    model_env, api, think, jp_serverapp, jp_root_dir
+):
+    """A think notebook's kernel linked to the server: the model sets a reminder there, the
+    server fires it into the notebook's session (a run, answered), and the notebook's next
+    cell output shows it with the answer."""
+    model_env.reply(
+        tool_calls=[("schedule_reminder", {"when": "in 1 second", "message": "stretch"})]
+    )
+    model_env.reply(text="Set.")
+    model_env.reply(text="Stretched.")
+    km = jp_serverapp.kernel_manager
+    env = {**os.environ, "THINK_SERVER_URL": think.server_url(), "THINK_TIMEZONE": "UTC"}
+    kid = await km.start_kernel(kernel_name="think", path="", env=env)
+    kc = km.get_kernel(kid).client()
+    kc.start_channels()
+    try:
+        await kc.wait_for_ready(timeout=60)
+        await cell(kc, "remind me to stretch")
+        store = think.services.store
+
+        async def fired():
+            rows = await store.list_firings(kind="reminder")
+            return rows and await store.reply_text(rows[0]["outcome"]["message_id"])
+
+        assert await until_async(fired, 60, "the reminder fired and answered") == "Stretched."
+        [firing] = await store.list_firings(kind="reminder")
+        session = await store.get_session(firing["session_id"])
+        assert session is not None and session["kind"] == "notebook"
+        # Fired by the server (a run of its own), not by the kernel on its own.
+        assert firing["outcome"]["run_id"], firing
+        outputs = await cell(kc, "%think_status")
+        notes = [o for o in outputs if "Reminder" in o]
+        assert len(notes) == 1 and "stretch" in notes[0] and "> Stretched." in notes[0]
+        assert not [o for o in await cell(kc, "%think_status") if "Reminder" in o]
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(kid, now=True)
+
+
+async def cell(kc, code: str, timeout: float = 60) -> list[str]:
+    """Run a cell in a kernel; the Markdown of its display outputs."""
+    msg_id = kc.execute(code)
+    out: list[str] = []
+    end = time.monotonic() + timeout
+    while True:
+        msg = await kc.get_iopub_msg(timeout=max(0.1, end - time.monotonic()))
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        content = msg["content"]
+        if msg["msg_type"] == "status" and content["execution_state"] == "idle":
+            return out
+        if msg["msg_type"] == "display_data":
+            out.append(str(content["data"].get("text/markdown", "")))
