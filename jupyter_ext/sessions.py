@@ -315,7 +315,8 @@ class ChatSessions:
         if row["status"] == "running":
             await self.interrupt(row["id"], "the server stopped mid-run")
         elif row["status"] == "retrying":
-            # Its schedule may have been claimed by the dead server (claims are at most once).
+            # Its schedule's claim by the dead server is taken over by the scheduler too
+            # (at least once); retry() runs a retrying run once, whichever comes first.
             await self.retry(row["id"])
         elif row["status"] == "queued" and row["id"] not in self.runs:
             message = await self.store.get_message(row["message_id"])

@@ -132,10 +132,12 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin):
         path.parent.mkdir(parents=True, exist_ok=True)
         db = await aiosqlite.connect(path, isolation_level=None)
         try:
+            # The wait first: a kernel and the server may open a new file at the same moment,
+            # and switching it to WAL while the other migrates was refused at once ("locked").
+            await db.execute("PRAGMA busy_timeout=5000")
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
-            await db.execute("PRAGMA busy_timeout=5000")
             await migrate(db)
         except BaseException:
             await db.close()  # aiosqlite's thread would otherwise keep the process alive
