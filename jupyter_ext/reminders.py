@@ -16,7 +16,6 @@ shows. Tabs drop repeats by ``key``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -279,5 +278,4 @@ async def wake_rpc(svc: Services, info: Any, params: dict[str, Any]) -> dict[str
     """``schedules.wake`` from a kernel: it stored a schedule, look again now."""
     if svc.scheduler is not None:
         svc.scheduler.wake()
-    await asyncio.sleep(0)
     return {"ok": True}

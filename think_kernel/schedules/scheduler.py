@@ -34,7 +34,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -311,7 +311,3 @@ class Scheduler:
             await self.store.release_claims(self.owner)
         except Exception:  # a closed store: the leases lapse instead
             log.debug("could not release schedule claims", exc_info=True)
-
-    def kinds(self) -> Sequence[str]:
-        """The kinds this scheduler runs."""
-        return sorted(self.handlers)
