@@ -257,6 +257,15 @@ class SchedulesMixin:
         ) as cur:
             return cur.rowcount > 0
 
+    async def finish_schedule(self, schedule_id: str, status: str, error: str = "") -> None:
+        """Mark a schedule done or failed whoever holds it (the scheduler settles its own
+        claims with :meth:`settle_schedule`; this is for work ended elsewhere)."""
+        await self.db.execute(
+            "UPDATE schedules SET status = ?, last_error = ?, owner = NULL, owner_pid = NULL,"
+            " lease_until = NULL, updated_at = ? WHERE id = ?",
+            (status, error or None, time.time(), schedule_id),
+        )
+
     async def release_claims(self, owner: str) -> int:
         """Put this owner's claims back to pending (a clean stop: another may run them)."""
         async with self.db.execute(
