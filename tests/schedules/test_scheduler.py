@@ -156,14 +156,14 @@ async def test_a_running_handler_keeps_its_claim(store):
         runs.append("a")
         await release.wait()
 
-    owner = Scheduler(store, poll=0.05, owner="a", lease=0.3)
+    owner = Scheduler(store, poll=0.05, owner="a", lease=0.6)
     owner.register("slow", slow)
-    other = Scheduler(store, poll=0.05, owner="b", lease=0.3)
+    other = Scheduler(store, poll=0.05, owner="b", lease=0.6)
     other.register("slow", slow)
     task = asyncio.create_task(owner.run())
     try:
         await until(lambda: runs, what="the handler started")
-        deadline = time.monotonic() + 1.0  # over three lease lengths
+        deadline = time.monotonic() + 2.0  # over three lease lengths
         while time.monotonic() < deadline:
             assert await other.run_due() == 0
             await asyncio.sleep(0.05)
@@ -365,6 +365,11 @@ async def test_old_style_handlers_and_kinds_without_a_handler(store):
     assert ran == [{"run_id": "r1"}]
     assert (await store.get_schedule(sid) or {})["status"] == "done"
     assert (await store.get_schedule(unknown) or {})["status"] == "pending"
+    # Work ended elsewhere is marked so directly.
+    await store.finish_schedule(unknown, "failed", "no handler for this kind")
+    row = await store.get_schedule(unknown)
+    assert row is not None and row["status"] == "failed"
+    assert row["last_error"] == "no handler for this kind"
 
 
 async def _status(store: Store, sid: str, status: str):

@@ -272,7 +272,7 @@ def test_a_reminder_due_while_the_server_was_down_fires_once_late(tmp_path, fake
     and its run is answered; a tab that connects then is shown it."""
     env = _setup(tmp_path, fake_model)
     fake_model.reply(
-        tool_calls=[("schedule_reminder", {"when": "in 10 seconds", "message": "check the oven"})]
+        tool_calls=[("schedule_reminder", {"when": "in 15 seconds", "message": "check the oven"})]
     )
     fake_model.reply(text="Set.")
     fake_model.reply(text="Oven checked.")
