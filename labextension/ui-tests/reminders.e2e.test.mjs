@@ -117,10 +117,6 @@ describe('Reminders', () => {
       null,
       { timeout: TIMEOUT }
     );
-    await shot(
-      page,
-      'reminder-in-chat',
-      page.locator('.jp-ThinkChat').first()
-    );
+    await shot(page, 'reminder-in-chat', page.locator('.jp-ThinkChat').first());
   });
 });
