@@ -97,17 +97,16 @@ describe('Reminders', () => {
       oven.id,
       { timeout: TIMEOUT }
     );
-    const note = page.locator('.jp-ThinkMessage .jp-ThinkReminderNote');
-    await note.waitFor({ timeout: TIMEOUT });
-    assert.equal(await note.getAttribute('data-late'), 'false');
-    const reminderText = await note
-      .locator('xpath=..')
-      .locator('.jp-ThinkUserText, .jp-ThinkMessage-text')
-      .first()
-      .textContent()
-      .catch(() => null);
-    const message = await note.locator('xpath=..').textContent();
-    assert.match(reminderText ?? message, /take the cake out/);
+    // The reminder's message, marked as one (not as something the user typed).
+    const reminder = page
+      .locator('.jp-ThinkMessage.jp-mod-user')
+      .filter({ has: page.locator('.jp-ThinkReminderNote') });
+    await reminder.waitFor({ timeout: TIMEOUT });
+    assert.match(await reminder.textContent(), /take the cake out/);
+    assert.equal(
+      await reminder.locator('.jp-ThinkReminderNote').getAttribute('data-late'),
+      'false'
+    );
     await page.waitForFunction(
       () =>
         [...document.querySelectorAll('.jp-ThinkMessage.jp-mod-assistant')]
