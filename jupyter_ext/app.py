@@ -32,6 +32,7 @@ from .link import KernelLinks, LinkHandler, RpcHandler
 from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .recovery import Recovery
+from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
 from .scheduler import Scheduler
 from .services import Limits, Services
 from .sessions import ChatSessions, RetryPolicy
@@ -141,6 +142,26 @@ class ThinkExtension(ExtensionApp):
         help="Longest sleep of the scheduler between looks at the schedules table, in "
         "seconds. Default: 5.",
     )
+    schedule_lease = Float(
+        30.0,
+        config=True,
+        help="Seconds a claim on a due schedule lasts without renewal (renewed every third of "
+        "it while the work runs); a claim of a server that died is taken over when it ends, "
+        "or at once when its process is gone. Default: 30.",
+    )
+    schedule_max_attempts = Int(
+        5,
+        config=True,
+        help="Attempts at one firing of a schedule (a reminder, a run retry) before it is "
+        "marked failed. Default: 5.",
+    )
+    schedule_backoff = List(
+        Float(),
+        default_value=[2.0, 300.0],
+        config=True,
+        help="Backoff between attempts of a failed firing, in seconds: [first delay, longest "
+        "delay]; each retry waits twice the one before. Default: [2, 300].",
+    )
 
     def initialize_settings(self) -> None:
         """Build the collaborators (the store opens when the server's loop runs)."""
@@ -148,6 +169,7 @@ class ThinkExtension(ExtensionApp):
         self.services = Services(Limits(self.max_body_size, self.max_ws_frame, self.history_limit))
         svc = self.services
         svc.hub = Hub()
+        svc.notifier = Notifier()
         svc.pipeline = EventPipeline(None, svc.hub)  # type: ignore[arg-type]
         km = self.serverapp.kernel_manager  # type: ignore[union-attr]
         svc.links = KernelLinks(
@@ -166,6 +188,9 @@ class ThinkExtension(ExtensionApp):
         self.services.starter = self.ensure_started
         self._register_documents()
         self._check_contents_manager()
+        # A kernel stored a schedule (a reminder) in the shared store: look now, not at the
+        # next poll.
+        self.register_rpc("schedules.wake", lambda info, params: wake_rpc(svc, info, params))
 
     def _register_documents(self) -> None:
         # The agent's file and notebook edits go through the collaboration rooms, served to
@@ -185,6 +210,7 @@ class ThinkExtension(ExtensionApp):
         self.handlers.append(
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
+        self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.services.links}))
 
     def resolved_store_path(self) -> str:
@@ -293,7 +319,16 @@ class ThinkExtension(ExtensionApp):
             svc.ready.set()
             return
         svc.pipeline.store = svc.store
-        svc.scheduler = Scheduler(svc.store, poll=self.scheduler_poll)
+        base, cap = (list(self.schedule_backoff) + [2.0, 300.0])[:2]
+        svc.scheduler = Scheduler(
+            svc.store,
+            poll=self.scheduler_poll,
+            owner=self.owner,
+            lease=self.schedule_lease,
+            max_attempts=self.schedule_max_attempts,
+            backoff_base=base,
+            backoff_cap=cap,
+        )
         svc.chats = ChatSessions(
             svc.store,
             serverapp.kernel_manager,
@@ -314,6 +349,7 @@ class ThinkExtension(ExtensionApp):
         svc.scheduler.register("run_retry", self._retry)
         checks = SubagentChecks(svc.store, svc.pipeline, wake=svc.scheduler.wake)
         svc.scheduler.register(SUBAGENT_CHECK, checks)
+        svc.scheduler.register("reminder", ReminderFiring(svc).fire)
         recovery = Recovery(
             svc.store,
             svc.chats,

@@ -22,6 +22,7 @@ from .approvals import (
 from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .openapi import OPENAPI
+from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
 from .sessions import SessionNotFound
 
 SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
@@ -435,6 +436,7 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{base}/openapi.json", OpenAPIHandler),
         (f"{base}/sessions", SessionsHandler),
         (f"{base}/kernels", KernelsHandler),
+        (f"{base}/schedules", AllSchedulesHandler),
         (s, SessionHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),
@@ -451,4 +453,6 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/events", EventsHandler),
         (f"{s}/approvals", ApprovalsHandler),
         (f"{s}/approvals/(?P<approval_id>{ID})", ApprovalHandler),
+        (f"{s}/schedules", SchedulesHandler),
+        (f"{s}/schedules/(?P<schedule_id>{ID})", ScheduleHandler),
     ]

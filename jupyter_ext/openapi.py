@@ -62,6 +62,7 @@ def _op(
 
 SID = _path_param("session_id")
 _OBJ = {"type": "object", "additionalProperties": True}
+_STATUS = {"type": "string", "enum": ["pending", "running", "done", "failed", "cancelled"]}
 _SESSION_BODY = {
     "type": "object",
     "properties": {"title": {"type": "string"}, "path": {"type": "string"}},
@@ -536,6 +537,38 @@ OPENAPI: dict[str, Any] = {
                         "source": {"type": "string", "enum": ["sidebar", "api"]},
                     },
                 },
+            ),
+        },
+        "/sessions/{session_id}/schedules": {
+            "get": _op(
+                "The session's schedules (reminders, run retries, subagent checks), soonest "
+                "first, and its recent firings (each with its idempotency key, late flag and "
+                "outcome); a reminder row has a readable `reminder` view",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "schedules": {"type": "array", "items": _OBJ},
+                            "firings": {"type": "array", "items": _OBJ},
+                        },
+                    }
+                ),
+                params=[SID, _query("kind", {"type": "string"}), _query("status", _STATUS)],
+            ),
+        },
+        "/sessions/{session_id}/schedules/{schedule_id}": {
+            "delete": _op(
+                "Cancel one of the session's reminders (409 when it already fired or was "
+                "cancelled)",
+                _json(_OBJ),
+                params=[SID, _path_param("schedule_id")],
+            ),
+        },
+        "/schedules": {
+            "get": _op(
+                "The schedules of every session, soonest first",
+                _json({"type": "object", "properties": {"schedules": {"type": "array"}}}),
+                params=[_query("kind", {"type": "string"}), _query("status", _STATUS)],
             ),
         },
     },

@@ -167,11 +167,14 @@ class ChatSessions:
         attachments: list[dict[str, Any]] | None = None,
         *,
         interrupt: bool = False,
+        message_id: str | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Store the user message (with its attachments) and its run; start it, or queue it
         behind the active run.
 
-        ``interrupt=True`` ("stop and send") cancels the session's runs first.
+        ``interrupt=True`` ("stop and send") cancels the session's runs first. With a
+        ``message_id`` the send is idempotent (a reminder's firing, issue 15): a message of
+        that id that already has a run is returned as it is, one without a run gets one.
         """
         if await self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
@@ -179,13 +182,26 @@ class ChatSessions:
             await self.cancel(session_id)
         lock = self._send_locks.setdefault(session_id, asyncio.Lock())
         async with lock:
+            existing = await self.store.get_message(message_id) if message_id else None
+            if existing is not None:
+                done = await self.store.run_of_message(existing["id"])
+                if done is not None:
+                    return existing, done
             # A run another (dead) server left behind also counts until recovery ends it.
             waits = self.busy(session_id) or await self.store.active_run(session_id) is not None
             status = "queued" if waits else "complete"
-            extra = {"attachments": attachments} if attachments else {}
-            message = await self.store.add_message(
-                session_id, "user", content, status=status, **extra
-            )
+            if existing is not None:
+                message = existing  # posted by an attempt that died before its run was stored
+                if message.get("status") != status:
+                    await self.store.update_message(message["id"], status=status)
+                    message = {**message, "status": status}
+            else:
+                extra: dict[str, Any] = {"attachments": attachments} if attachments else {}
+                if message_id:
+                    extra["id"] = message_id
+                message = await self.store.add_message(
+                    session_id, "user", content, status=status, **extra
+                )
             row = await self.store.create_run(new_id("r_"), session_id, message["id"], self.owner)
             ctx = json.dumps(context, indent=1, default=str) if context else ""
             run = _Run(row["id"], session_id, message["id"], content, ctx, queued_message=waits)
@@ -300,7 +316,8 @@ class ChatSessions:
         if row["status"] == "running":
             await self.interrupt(row["id"], "the server stopped mid-run")
         elif row["status"] == "retrying":
-            # Its schedule may have been claimed by the dead server (claims are at most once).
+            # Its schedule's claim by the dead server is taken over by the scheduler too
+            # (at least once); retry() runs a retrying run once, whichever comes first.
             await self.retry(row["id"])
         elif row["status"] == "queued" and row["id"] not in self.runs:
             message = await self.store.get_message(row["message_id"])

@@ -26,6 +26,7 @@ import re
 import signal
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from .link import start_link
 from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
+from .schedules.notebook import KernelReminders
 from .store.location import store_dir
 from .tasks.display import TaskDisplay
 
@@ -166,6 +168,7 @@ class ThinkKernel(IPythonKernel):
         self._background: set[asyncio.Future[Any]] = set()
         self.think_link: Any = None
         self._prepared: Runtime | None = None  # a chat kernel's runtime before its session
+        self.reminders: KernelReminders | None = None
 
     @property
     def banner(self) -> str:  # type: ignore[override]
@@ -265,6 +268,7 @@ class ThinkKernel(IPythonKernel):
                 runtime.kind = "chat"  # only chat kernels prepare ahead
                 await runtime.start()
                 self.runtime = runtime
+                await self._start_reminders(runtime)
             if self.runtime is None:
                 root = Path.cwd()
                 config = ThinkConfig(parent=self)
@@ -295,7 +299,30 @@ class ThinkKernel(IPythonKernel):
                 if not chat:
                     remember_session(runtime.store_dir, self._session_key, runtime.session_id)
                 self.runtime = runtime
+                await self._start_reminders(runtime)
             return self.runtime
+
+    async def _start_reminders(self, runtime: Runtime) -> None:
+        """Reminders (issue 15): the server fires them when there is one; else this kernel."""
+        self.reminders = KernelReminders(runtime, self.think_link)
+        try:
+            await self.reminders.start()
+        except Exception:  # reminders are a side feature: the kernel works without them
+            log.exception("reminders not started")
+
+    async def _show_reminders(self, parent: dict[str, Any]) -> None:
+        """Reminders of this session that fired since the last cell, in this cell's output."""
+        try:
+            await self.ensure_runtime()  # (a failure here is the cell's to report)
+            if self.reminders is None:
+                return
+            note = await self.reminders.take_note()
+        except Exception:
+            log.exception("could not read fired reminders")
+            return
+        if note:
+            data = {"text/markdown": note, "text/plain": note}
+            self.send_iopub("display_data", {"data": data, "metadata": {}}, parent)
 
     # -- interrupt ------------------------------------------------------------------------------
 
@@ -379,6 +406,8 @@ class ThinkKernel(IPythonKernel):
         text = code.strip()
         if not text:
             return {"status": "ok"}
+        if not silent:
+            await self._show_reminders(parent)
         first, _, body = text.partition("\n")
         if first.startswith("%%"):
             name = first.split()[0]
@@ -486,7 +515,8 @@ class ThinkKernel(IPythonKernel):
             out.metadata = {"session_id": runtime.session_id}
             cards = ApprovalCards(self, parent, runtime) if not silent else None
             runtime.add_sink(aside)
-            async for event in runtime.run(request):
+            # One run at a time: a reminder this kernel fires (no server) waits for the cell.
+            async for event in _one_at_a_time(runtime.run_lock, runtime.run(request)):
                 if isinstance(event, ErrorEvent):
                     failed = event
                 if cards is not None:
@@ -578,6 +608,11 @@ class ThinkKernel(IPythonKernel):
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         """Close the runtime (store, sandbox) before the process exits."""
+        if self.reminders is not None:
+            try:
+                await self.reminders.close()
+            except Exception:
+                log.exception("closing reminders failed")
         for runtime in (self.runtime, self._prepared):
             if runtime is not None:
                 try:
@@ -632,6 +667,13 @@ class ApprovalCards:
             self.kernel.send_iopub("display_data", content, self.parent)
         elif isinstance(event, ApprovalResolved) and event.id in self.cards:
             self.cards[event.id].resolved(event.to_dict())
+
+
+async def _one_at_a_time(lock: asyncio.Lock, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """The events of a run, taken under the runtime's run lock."""
+    async with lock:
+        async for event in events:
+            yield event
 
 
 def _error_reply(ename: str, evalue: str) -> dict[str, Any]:

@@ -143,6 +143,11 @@ class ThinkMagics(Magics):
         self._runtime = runtime
         if self._link is not None:
             await self._link.runtime()  # its events reach the server (the sidebar) from now
+            # A reminder set here wakes the server's scheduler at once (issue 15); without a
+            # server, %%think reminders wait for one (no run can start in this kernel alone).
+            from .schedules.notebook import KernelReminders
+
+            KernelReminders(runtime, self._link)
         return runtime
 
     def runtime(self) -> Any:

@@ -44,6 +44,8 @@ from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import SETTING, Endpoint, resolve
 from .sandbox import Sandbox, SandboxConfig, SandboxError
+from .schedules.config import ScheduleConfig
+from .schedules.tools import SCHEDULE_TOOLS
 from .store import Store, location, new_id
 from .subagents import Subagents
 from .subagents.facet import WORKING_ON
@@ -147,6 +149,10 @@ class Runtime:
             "fetch_config": FetchConfig(config=self.config.config),
             "fetch_log": FetchLog(),
             "web": WebServices(WebConfig(config=self.config.config), vision=self._vision()),
+            # Reminders (issue 15): the kernel points wake_scheduler at the server's scheduler
+            # (over the link) or at its own when it runs without a server.
+            "schedule_config": ScheduleConfig(config=self.config.config),
+            "wake_scheduler": lambda: None,
         }
         if self._notebooks is not None:
             self.extras["notebooks"] = self._notebooks
@@ -164,6 +170,8 @@ class Runtime:
         self.subagents: Subagents | None = None
         self.linked = False
         self._recovered: set[str] = set()
+        # One run at a time: a reminder fired by a standalone kernel waits for the cell's run.
+        self.run_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -396,6 +404,7 @@ class Runtime:
             *WEB_TOOLS,
             *TASK_TOOLS,
             *SUBAGENT_TOOLS,
+            *SCHEDULE_TOOLS,
         ]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:

@@ -160,9 +160,13 @@ function ChatApp(
     });
   }, []);
 
-  // The session title may change on the server (rename in another tab).
+  // The session title may change on the server (rename in another tab); a session opened
+  // from elsewhere (a reminder's notification) may be newer than the list.
   useEffect(() => {
     const s = state.session;
+    if (s && !sessions.some(x => x.id === s.id)) {
+      void refreshSessions();
+    }
     if (s && sessions.some(x => x.id === s.id && x.title !== s.title)) {
       setSessions(sessions.map(x => (x.id === s.id ? { ...x, ...s } : x)));
     }

@@ -267,6 +267,47 @@ migration(
 )
 
 
+# Issue 15: one scheduler for every kind of deferred work, at least once. A claim holds a
+# lease (renewed while the handler runs) and names its owner and pid, so a row left
+# ``running`` by a dead process is claimed again; ``occurrence_at`` is the due time of the
+# current firing (``due_at`` moves on for a backoff retry) and ``firing_key`` its
+# idempotency key; ``cron``/``tz`` make a row recurring. ``firings`` records each firing by
+# that key: what it did (``outcome``), whether it was late, and when a think notebook showed it.
+migration(
+    "m010_schedules",
+    """
+    ALTER TABLE schedules ADD COLUMN occurrence_at REAL;
+    ALTER TABLE schedules ADD COLUMN firing_key TEXT;
+    ALTER TABLE schedules ADD COLUMN owner TEXT;
+    ALTER TABLE schedules ADD COLUMN owner_pid INTEGER;
+    ALTER TABLE schedules ADD COLUMN lease_until REAL;
+    ALTER TABLE schedules ADD COLUMN cron TEXT;
+    ALTER TABLE schedules ADD COLUMN tz TEXT;
+    ALTER TABLE schedules ADD COLUMN fired_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE schedules ADD COLUMN last_fired_at REAL;
+    CREATE INDEX schedules_session ON schedules(session_id, kind, status);
+    CREATE TABLE firings (
+        key TEXT PRIMARY KEY,
+        schedule_id TEXT NOT NULL,
+        session_id TEXT,
+        kind TEXT NOT NULL,
+        occurrence_at REAL NOT NULL,
+        started_at REAL NOT NULL,
+        fired_at REAL,
+        status TEXT NOT NULL DEFAULT 'running',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        late INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        outcome TEXT,
+        shown_at REAL
+    );
+    CREATE INDEX firings_schedule ON firings(schedule_id, occurrence_at);
+    CREATE INDEX firings_session ON firings(session_id, kind, fired_at);
+    CREATE INDEX firings_fired ON firings(fired_at);
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

@@ -1,4 +1,4 @@
-"""Store methods the server extension leans on: batches, cursors, runs, schedules, retention.
+"""Store methods the server extension leans on: batches, cursors, runs, approvals, retention.
 
 Mixed into :class:`~think_kernel.store.Store`; every method commits before it returns.
 Batches are single statements (multi-row ``INSERT ... RETURNING``) or one transaction, so a
@@ -48,7 +48,7 @@ _EVENT_CHUNK = 5_000
 
 
 class RecordsMixin:
-    """Batched appends, cursor pages, runs, schedules, approvals and retention."""
+    """Batched appends, cursor pages, runs, approvals and retention (schedules: schedules.py)."""
 
     db: aiosqlite.Connection
 
@@ -248,52 +248,6 @@ class RecordsMixin:
             (reason, time.time(), session_id, after_seq),
         ) as cur:
             return cur.rowcount
-
-    # -- schedules ---------------------------------------------------------------------------
-
-    async def add_schedule(
-        self, kind: str, due_at: float, payload: dict[str, Any], session_id: str | None = None
-    ) -> str:
-        """Record timed work (survives restarts); returns its id."""
-        from .store import new_id
-
-        sid = new_id("sch_")
-        now = time.time()
-        await self._write(
-            "INSERT INTO schedules (id, session_id, kind, due_at, payload, created_at,"
-            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (sid, session_id, kind, due_at, json.dumps(payload), now, now),
-        )
-        return sid
-
-    async def due_schedules(self, now: float, limit: int = 100) -> list[dict[str, Any]]:
-        """Pending schedules due by ``now``, oldest first."""
-        return await self._all(
-            "SELECT * FROM schedules WHERE status = 'pending' AND due_at <= ?"
-            " ORDER BY due_at LIMIT ?",
-            (now, limit),
-        )
-
-    async def next_schedule_due(self) -> float | None:
-        """When the next pending schedule is due, or None."""
-        row = await self._one("SELECT MIN(due_at) AS due FROM schedules WHERE status = 'pending'")
-        return None if row is None or row["due"] is None else float(row["due"])
-
-    async def claim_schedule(self, schedule_id: str) -> bool:
-        """Move a pending schedule to running; False if another process took it first."""
-        changed = await self._write(
-            "UPDATE schedules SET status = 'running', attempts = attempts + 1, updated_at = ?"
-            " WHERE id = ? AND status = 'pending'",
-            (time.time(), schedule_id),
-        )
-        return changed > 0
-
-    async def finish_schedule(self, schedule_id: str, status: str, error: str = "") -> None:
-        """Mark a schedule done or failed."""
-        await self._write(
-            "UPDATE schedules SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
-            (status, error or None, time.time(), schedule_id),
-        )
 
     # -- approvals ---------------------------------------------------------------------------
 

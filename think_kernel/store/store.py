@@ -28,6 +28,7 @@ import aiosqlite
 
 from .migrations import migrate
 from .records import RecordsMixin
+from .schedules import SchedulesMixin
 from .settings import SettingsMixin
 from .tasks import TasksMixin
 from .usage import UsageMixin
@@ -42,6 +43,7 @@ JSON_COLUMNS = {
     "decision",
     "attachments",
     "compaction",
+    "outcome",
 }
 MESSAGE_FIELDS = {
     "content",
@@ -108,7 +110,7 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
+class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -131,10 +133,12 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
         path.parent.mkdir(parents=True, exist_ok=True)
         db = await aiosqlite.connect(path, isolation_level=None)
         try:
+            # The wait first: a kernel and the server may open a new file at the same moment,
+            # and switching it to WAL while the other migrates was refused at once ("locked").
+            await db.execute("PRAGMA busy_timeout=5000")
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
-            await db.execute("PRAGMA busy_timeout=5000")
             await migrate(db)
         except BaseException:
             await db.close()  # aiosqlite's thread would otherwise keep the process alive
@@ -292,6 +296,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin, TasksMixin):
             "events",
             "tasks",
             "schedules",
+            "firings",
             "approvals",
             "runs",
             "usage",
