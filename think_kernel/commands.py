@@ -388,6 +388,40 @@ async def whole_output_markdown(rt: Any, result_id: str, call_id: str) -> str | 
     return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>\n"
 
 
+async def think_mcp(rt: Any, arg: str) -> CommandReply:
+    """The configured MCP servers, their state and tools; ``refresh`` restarts them and lists
+    their tools again."""
+    action = arg.strip()
+    if action not in ("", "refresh"):
+        raise CommandError(
+            "usage: `%think_mcp` lists MCP servers, `%think_mcp refresh` restarts them"
+        )
+    if action == "refresh":
+        await rt.mcp.restart()
+    rows = rt.mcp.status()
+    if not rows:
+        return CommandReply(
+            "No MCP servers configured. Add them to `mcp.json` in your Jupyter config directory "
+            '(`jupyter --config-dir`) as `{"mcpServers": {NAME: {"command", "args", '
+            '"env"} | {"url", "headers"}}}`, or set `c.ThinkConfig.mcp_servers`.'
+        )
+    lines = ["| server | state | tools | calls | from |", "|---|---|---|--:|---|"]
+    for row in rows:
+        state = row["state"]
+        if row["error"]:
+            state = f"{state}: {row['error']}"
+        target = f"<br>{code_span(row['target'])}" if row["target"] else ""
+        tools = ", ".join(code_span(t) for t in row["tools"]) or "—"
+        cells = [f"**{row['name']}**{target}", state, tools, str(row["calls"]), row["source"]]
+        cells = [c.replace("|", "\\|").replace("\n", " ") for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    note = (
+        "\n\nServers start on first use and stop with the kernel; they run unsandboxed, as you. "
+        "`%think_mcp refresh` restarts them."
+    )
+    return CommandReply("\n".join(lines) + note)
+
+
 async def think_doctor(rt: Any, arg: str) -> CommandReply:
     """Try the sandbox's containment for real (network, files, secrets, store, other sessions,
     launcher, limits) on this machine; ``all`` probes every tier it can run."""
@@ -425,6 +459,7 @@ HELP = """\
 | `%think_approve [MODE\\|RULE\\|reset]` | which tool calls wait for your approval |
 | `%think_status` | models, context window, endpoint, sandbox limits, tokens and cost per role |
 | `%think_doctor [all]` | try the sandbox's containment here (`jupyter think doctor`) |
+| `%think_mcp [refresh]` | MCP servers, their state and tools (`refresh` restarts them) |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -445,6 +480,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_attach": think_attach,
     "think_output": think_output,
     "think_doctor": think_doctor,
+    "think_mcp": think_mcp,
     "think_help": think_help,
 }
 

@@ -247,6 +247,11 @@ class ThinkMagics(Magics):
         """``%think_output [CALL_ID]``: the whole output of a tool call."""
         self._command("think_output", line)
 
+    @line_magic
+    def think_mcp(self, line: str) -> None:
+        """``%think_mcp [refresh]``: MCP servers, their state and tools."""
+        self._command("think_mcp", line)
+
 
 class _Stopped(Exception):
     """The stop button in an awaited %think cell (shown like any stopped cell)."""

@@ -26,6 +26,7 @@ from typing import Any
 
 import aiosqlite
 
+from .mcpclients import McpClientsMixin
 from .migrations import migrate
 from .records import RecordsMixin
 from .settings import SettingsMixin
@@ -107,7 +108,7 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin, UsageMixin, SettingsMixin):
+class Store(RecordsMixin, UsageMixin, SettingsMixin, McpClientsMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
