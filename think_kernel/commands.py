@@ -411,7 +411,7 @@ async def think_mcp(rt: Any, arg: str) -> CommandReply:
         if row["error"]:
             state = f"{state}: {row['error']}"
         target = f"<br>{code_span(row['target'])}" if row["target"] else ""
-        tools = ", ".join(code_span(t) for t in row["tools"]) or "—"
+        tools = ", ".join(code_span(t) + (f" ({m})" if m else "") for t, m in row["tools"]) or "—"
         cells = [f"**{row['name']}**{target}", state, tools, str(row["calls"]), row["source"]]
         cells = [c.replace("|", "\\|").replace("\n", " ") for c in cells]
         lines.append("| " + " | ".join(cells) + " |")

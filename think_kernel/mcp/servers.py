@@ -200,17 +200,16 @@ class McpServers:
         """One row per server (and per problem) for ``%think_mcp`` and ``%think_status``."""
         rows: list[dict[str, Any]] = []
         for name, conn in self.servers.items():
-            tools = self.names.get(name, {})
             registry = self._registry
-            marks = []
-            for model_name in tools.values():
+            marks: list[tuple[str, str]] = []  # (model name, "read-only" | "destructive" | "")
+            for model_name in self.names.get(name, {}).values():
                 tool = registry.tools.get(model_name) if registry is not None else None
                 mark = ""
                 if tool is not None and tool.read_only:
-                    mark = " (read-only)"
+                    mark = "read-only"
                 elif tool is not None and tool.destructive:
-                    mark = " (destructive)"
-                marks.append(model_name + mark)
+                    mark = "destructive"
+                marks.append((model_name, mark))
             rows.append(
                 {
                     "name": name,

@@ -1,0 +1,200 @@
+"""``/api/think/mcp``: Think's notebook, file and sandboxed code tools for other agents.
+
+Streamable HTTP through the official SDK: its low-level ``Server`` (``tools/list``,
+``tools/call``) and its ``StreamableHTTPSessionManager`` (both protocol eras, sessions,
+Server-Sent Events, JSON-RPC errors for bad messages) run for the extension's lifetime; a
+tornado handler authenticates and authorises each request through jupyter_server like every
+other Think route (a token in ``Authorization: token|Bearer``, or the cookie and XSRF rules),
+bounds the body, and hands the request to the manager (:mod:`.asgi`). Calls run in the
+client's session kernel (:mod:`.calls`).
+
+    claude mcp add --transport http think http://localhost:8888/api/think/mcp \\
+        --header "Authorization: Bearer $JUPYTER_TOKEN"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..base import ThinkHandler
+from ..services import Services
+from .asgi import serve_asgi
+from .calls import CallFailed, client_title
+from .tools import served_tools
+
+log = logging.getLogger(__name__)
+PATH = "/mcp"
+INSTRUCTIONS = (
+    "Think for Jupyter: read and edit the files and live notebooks of this Jupyter server's "
+    "workspace (edits merge with what people type in open tabs), and run code in Think's "
+    "sandbox (bash, execute_code: no network, only the workspace is writable). Paths are "
+    "relative to the workspace. Read a file before you edit it. Some calls wait for a "
+    "person's approval in JupyterLab."
+)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("think-jupyter")
+    except Exception:  # a checkout without metadata
+        return "0"
+
+
+def client_name(ctx: Any) -> str:
+    """The calling client's ``clientInfo.name`` (the handshake's, or the request envelope's)."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return client_title(name) if isinstance(name, str) else "MCP client"
+
+
+class McpEndpoint:
+    """The SDK server and its session manager, running while the extension runs."""
+
+    def __init__(
+        self, services: Services, tools: list[str], *, max_body: int, idle_timeout: float
+    ) -> None:
+        from mcp.server import Server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        self.svc = services
+        self.tools = served_tools(tools)
+        self.server: Any = Server(
+            "think-jupyter",
+            version=_version(),
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.manager = StreamableHTTPSessionManager(
+            self.server,
+            # jupyter_server checks Host (allow_remote_access) and Origin before we get here.
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            max_request_body_size=max_body,
+            session_idle_timeout=idle_timeout if idle_timeout > 0 else None,
+        )
+        self.ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Run the session manager in a task this endpoint owns."""
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        try:
+            async with self.manager.run():
+                self.ready.set()
+                await self._stop.wait()
+        except Exception:
+            log.exception("Think's MCP endpoint stopped")
+        finally:
+            self.ready.clear()
+
+    async def close(self) -> None:
+        """Stop the manager (open sessions end)."""
+        self._stop.set()
+        task, self._task = self._task, None
+        if task is not None:
+            done, _ = await asyncio.wait({task}, timeout=5)
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def handle(self, scope: Any, receive: Any, send: Any) -> None:
+        """The ASGI entry (one HTTP request)."""
+        await self.manager.handle_request(scope, receive, send)
+
+    # -- MCP handlers ------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+        from mcp_types import ListToolsResult
+
+        return ListToolsResult(tools=list(self.tools.values()))
+
+    async def _call_tool(self, ctx: Any, params: Any) -> Any:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INVALID_PARAMS, CallToolResult, ImageContent, TextContent
+
+        if params.name not in self.tools:
+            known = ", ".join(self.tools)
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; tools: {known}")
+        calls = self.svc.extra.get("mcp_calls")
+        if calls is None:
+            return CallToolResult(
+                content=[TextContent(text="Think is not ready yet; try again.")], is_error=True
+            )
+        try:
+            output = await calls.call(client_name(ctx), params.name, dict(params.arguments or {}))
+        except CallFailed as e:
+            text = f"Think could not run {params.name}: {e}"
+            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+        content: list[Any] = [TextContent(text=str(output.get("text") or "(no output)"))]
+        for image in output.get("display") or []:
+            if isinstance(image, dict) and isinstance(image.get("data"), str):
+                content.append(ImageContent(data=image["data"], mime_type=str(image.get("mime"))))
+        return CallToolResult(content=content, is_error=not output.get("ok", False))
+
+
+class McpHandler(ThinkHandler):
+    """``GET``/``POST``/``DELETE /api/think/mcp``: the MCP endpoint behind Jupyter's auth."""
+
+    def initialize(self, name: str, services: Services, endpoint: McpEndpoint) -> None:  # type: ignore[override]
+        """Receive the extension's collaborators and the endpoint."""
+        super().initialize(name, services)
+        self.endpoint = endpoint
+        self._gone = asyncio.Event()
+
+    def compute_etag(self) -> None:
+        """No ETag: responses are per request (and may stream)."""
+        return None
+
+    def on_connection_close(self) -> None:
+        """The client went away: end a stream it held open."""
+        self._gone.set()
+
+    @authorized
+    async def get(self) -> None:
+        """The server's event stream of an MCP session (Server-Sent Events)."""
+        await self._serve()
+
+    @authorized
+    async def post(self) -> None:
+        """One JSON-RPC message (or batch) of an MCP client."""
+        await self._serve()
+
+    @authorized
+    async def delete(self) -> None:
+        """End an MCP session."""
+        await self._serve()
+
+    async def _serve(self) -> None:
+        limit = self.svc.limits.max_body_size
+        size = len(self.request.body or b"")
+        if size > limit:
+            self._rpc_error(413, -32600, f"body is {size} bytes; the limit is {limit}")
+            return
+        if not self.endpoint.ready.is_set():
+            self.endpoint.start()  # a host that never ran the start hook (tests)
+            try:
+                await asyncio.wait_for(self.endpoint.ready.wait(), 10)
+            except TimeoutError:
+                raise web.HTTPError(503, "the MCP endpoint is not ready") from None
+        if not await serve_asgi(self, self.endpoint.handle, self._gone, PATH):
+            self._rpc_error(500, -32603, "the MCP endpoint gave no response")
+
+    def _rpc_error(self, status: int, code: int, message: str) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        error = {"code": code, "message": message}
+        self.finish(json.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
