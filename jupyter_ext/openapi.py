@@ -90,7 +90,7 @@ OPENAPI: dict[str, Any] = {
                     "path": {"type": "string"},
                     "status": {"type": "string"},
                     "options": _OBJ,
-                    "kind": {"type": "string", "enum": ["chat", "notebook", "magic"]},
+                    "kind": {"type": "string", "enum": ["chat", "notebook", "magic", "mcp"]},
                     "created_at": {"type": "number"},
                     "updated_at": {"type": "number"},
                 },
@@ -203,7 +203,9 @@ OPENAPI: dict[str, Any] = {
                 params=[
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
                     _query("offset", {"type": "integer", "minimum": 0}),
-                    _query("kind", {"type": "string", "enum": ["chat", "notebook", "magic"]}),
+                    _query(
+                        "kind", {"type": "string", "enum": ["chat", "notebook", "magic", "mcp"]}
+                    ),
                 ],
             ),
             "post": _op(

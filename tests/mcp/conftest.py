@@ -1,8 +1,10 @@
 """MCP servers for the tests: ``mcp_server.py`` (the official SDK) over stdio or streamable
-HTTP, a private Jupyter config directory for ``mcp.json``, and runtimes that use them."""
+HTTP, a private Jupyter config directory for ``mcp.json``, runtimes that use them, and a real
+Jupyter server (collaboration, the Think extension, a token) for Think's own endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -13,13 +15,71 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_jupyter.jupyter_server import *  # noqa: F403  (the jp_* fixtures)
 
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
 
 from ..fake_model import FakeModel
+from ..server.conftest import write_kernelspec
+
+# pytest-jupyter runs coroutine tests on a loop of its own, pytest-asyncio on another; keep
+# pytest-asyncio's (the repo default) and make the server fixtures use that same loop.
+for _hook in ("pytest_pycollect_makeitem", "pytest_pyfunc_call"):
+    globals().pop(_hook, None)
 
 SERVER = Path(__file__).with_name("mcp_server.py")
+TOKEN = "mcp-test-token-0123456789"
+
+
+@pytest.fixture
+async def jp_asyncio_loop():
+    """The loop the test runs on (the server, the peers and the clients share it)."""
+    yield asyncio.get_running_loop()
+
+
+@pytest.fixture
+def jp_server_config(jp_root_dir, jp_data_dir):  # noqa: F811
+    """jupyter-collaboration (as tests/collab runs it), the Think extension, a token."""
+    write_kernelspec(jp_data_dir)
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {
+                "jupyter_server_ydoc": True,
+                "jupyter_server_fileid": True,
+                "jupyter_ext": True,
+            },
+            "token": TOKEN,
+            "allow_root": True,
+        },
+        "IdentityProvider": {"token": TOKEN},
+        "YDocExtension": {
+            "document_save_delay": 0.2,
+            "document_cleanup_delay": 60,
+            "ystore_class": "jupyter_ext.rooms.ThinkYStore",
+        },
+        "ThinkYStore": {"db_path": str(jp_data_dir / "think" / "ystore.db")},
+        "BaseFileIdManager": {
+            "root_dir": str(jp_root_dir),
+            "db_path": str(jp_data_dir / "fileid.db"),
+            "db_journal_mode": "OFF",
+        },
+        "ThinkExtension": {"heartbeat_interval": 0.2, "kernel_pool_size": 0},
+    }
+
+
+@pytest.fixture
+async def think(jp_serverapp):  # noqa: F811
+    """The running Think extension."""
+    ext = jp_serverapp.extension_manager.extension_points["jupyter_ext"].app
+    await ext.ensure_started()
+    return ext
+
+
+@pytest.fixture
+def base(http_server_client, jp_http_port, jp_base_url) -> str:  # noqa: F811
+    """The server's base URL (``http://127.0.0.1:PORT/...``), listening."""
+    return f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
 
 
 def stdio_entry(notes: Path | None = None, **extra: Any) -> dict[str, Any]:
@@ -49,9 +109,7 @@ def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-async def make_runtime(
-    tmp_path: Path, fake_model: FakeModel
-) -> AsyncIterator[Callable[..., Any]]:
+async def make_runtime(tmp_path: Path, fake_model: FakeModel) -> AsyncIterator[Callable[..., Any]]:
     """``rt = await make_runtime(mcp_servers={...})``: a started Runtime on the fake model."""
     made: list[Runtime] = []
 
@@ -81,7 +139,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
+def http_mcp_server(tmp_path: Path) -> Iterator[str]:
     """The test server over streamable HTTP (its own process); yields its URL."""
     port = free_port()
     log = open(tmp_path / "http-server.log", "w")  # noqa: SIM115 (closed below)

@@ -156,10 +156,10 @@ async def test_environment_is_scrubbed_and_variables_expand(
 
 
 async def test_streamable_http_server(
-    http_server: str, make_runtime: Any, fake_model: FakeModel
+    http_mcp_server: str, make_runtime: Any, fake_model: FakeModel
 ) -> None:
     rt = await make_runtime(
-        mcp_servers={"web": {"url": http_server, "headers": {"X-Test": "1"}}}
+        mcp_servers={"web": {"url": http_mcp_server, "headers": {"X-Test": "1"}}}
     )
     fake_model.reply(tool_calls=[("web__echo", {"text": "over http"})])
     fake_model.reply(text="ok")
@@ -167,7 +167,7 @@ async def test_streamable_http_server(
     [res] = results(events, "web__echo")
     assert res["ok"] and res["output"] == "echo: over http"
     status = (await run_command(rt, "think_mcp", "")).markdown
-    assert "running" in status and http_server in status
+    assert "running" in status and http_mcp_server in status
 
 
 async def test_cached_tool_list_starts_nothing_until_a_call(

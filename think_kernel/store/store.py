@@ -216,7 +216,8 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin, McpClientsMixin):
         kind: str = "chat",
     ) -> dict[str, Any]:
         """Create a session and return it. ``kind``: chat (the sidebar), notebook (a think
-        notebook's kernel) or magic (``%%think`` in another kernel)."""
+        notebook's kernel), magic (``%%think`` in another kernel) or mcp (an agent calling
+        Think's tools over MCP)."""
         now = time.time()
         sid = id or new_id("s_")
         await self.db.execute(
