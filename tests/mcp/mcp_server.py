@@ -6,6 +6,7 @@
 Tools: ``echo`` (read-only), ``add_note`` (not annotated), ``wipe`` (destructive), ``env``
 (one of its environment variables), ``pid``, ``crash`` (the process exits mid-call) and
 ``slow``. ``add_note`` appends to the file named by ``$NOTES`` so a test can see it ran.
+With ``$LINGER`` set, the process stays alive after its input ends (a badly behaved server).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
 from mcp.server import MCPServer
 from mcp_types import ToolAnnotations
@@ -72,3 +74,5 @@ if __name__ == "__main__":
     else:
         print("test server starting", file=sys.stderr, flush=True)
         server.run()
+        if os.environ.get("LINGER"):
+            time.sleep(3600)
