@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -46,6 +47,12 @@ def _version() -> str:
         return version("think-jupyter")
     except Exception:  # a checkout without metadata
         return "0"
+
+
+def rpc_error(code: int, message: str) -> bytes:
+    """A JSON-RPC error object without a request id (the request could not be read)."""
+    error = {"code": code, "message": message}
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
 
 
 def client_name(ctx: Any) -> str:
@@ -112,8 +119,35 @@ class McpEndpoint:
                 await asyncio.gather(task, return_exceptions=True)
 
     async def handle(self, scope: Any, receive: Any, send: Any) -> None:
-        """The ASGI entry (one HTTP request)."""
-        await self.manager.handle_request(scope, receive, send)
+        """The ASGI entry (one HTTP request). Every error answer is a JSON-RPC error object
+        (the SDK answers a few, such as a wrong Content-Type, in plain text)."""
+        failed: dict[str, Any] = {}
+
+        async def send_json_errors(message: Any) -> None:
+            if message["type"] == "http.response.start" and int(message["status"]) >= 400:
+                headers = dict(message.get("headers") or [])
+                if not headers.get(b"content-type", b"").startswith(b"application/json"):
+                    failed.update(status=int(message["status"]), body=b"")
+                    return
+            if message["type"] == "http.response.body" and failed:
+                failed["body"] += message.get("body") or b""
+                if message.get("more_body"):
+                    return
+                status = failed["status"]
+                text = failed["body"].decode("utf-8", "replace").strip()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [(b"content-type", b"application/json")],
+                    }
+                )
+                body = rpc_error(-32600, text or HTTPStatus(status).phrase)
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.manager.handle_request(scope, receive, send_json_errors)
 
     # -- MCP handlers ------------------------------------------------------------------------
 
@@ -196,5 +230,4 @@ class McpHandler(ThinkHandler):
     def _rpc_error(self, status: int, code: int, message: str) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        error = {"code": code, "message": message}
-        self.finish(json.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
+        self.finish(rpc_error(code, message))
