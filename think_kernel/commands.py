@@ -187,6 +187,16 @@ async def _approvals(rt: Any) -> str:
         return f"**invalid**: {e}"
 
 
+def _mcp_summary(rt: Any) -> str:
+    """One line on the MCP servers (``%think_mcp`` has the details)."""
+    mcp = getattr(rt, "mcp", None)
+    rows = mcp.status() if mcp is not None else []
+    if not rows:
+        return "none configured"
+    states = ", ".join(f"{r['name']} ({r['state']})" for r in rows)
+    return f"{states}; `%think_mcp` shows their tools"
+
+
 async def think_status(rt: Any, arg: str) -> CommandReply:
     """Models, endpoint (never the key), session, workspace, sandbox tier and limits, web
     tools, usage."""
@@ -222,6 +232,7 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
         ("approvals", await _approvals(rt)),
+        ("MCP servers", _mcp_summary(rt)),
     ]
     web = getattr(rt, "extras", {}).get("web")
     if web is not None:  # search provider, browser, network allowlist, cache

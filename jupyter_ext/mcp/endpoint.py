@@ -49,6 +49,18 @@ def _version() -> str:
         return "0"
 
 
+def _import_sdk() -> None:
+    """Import what the endpoint uses of the SDK (and Think's tool definitions)."""
+    import mcp.server.lowlevel.server  # noqa: F401
+    import mcp.server.streamable_http_manager  # noqa: F401
+    import mcp.server.transport_security  # noqa: F401
+    import mcp_types  # noqa: F401
+
+    from .tools import servable_groups
+
+    servable_groups()
+
+
 def rpc_error(code: int, message: str) -> bytes:
     """A JSON-RPC error object without a request id (the request could not be read)."""
     error = {"code": code, "message": message}
@@ -69,13 +81,30 @@ class McpEndpoint:
     def __init__(
         self, services: Services, tools: list[str], *, max_body: int, idle_timeout: float
     ) -> None:
+        self.svc = services
+        self.tool_names = list(tools)
+        self.max_body = max_body
+        self.idle_timeout = idle_timeout
+        self.tools: dict[str, Any] = {}
+        self.server: Any = None
+        self.manager: Any = None
+        self.ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Build and run the SDK's server in a task this endpoint owns."""
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    def _build(self) -> None:
+        """Build the SDK's server and session manager (imported by :func:`_import_sdk`)."""
         from mcp.server import Server
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
 
-        self.svc = services
-        self.tools = served_tools(tools)
-        self.server: Any = Server(
+        self.tools = served_tools(self.tool_names)
+        self.server = Server(
             "think-jupyter",
             version=_version(),
             instructions=INSTRUCTIONS,
@@ -86,20 +115,16 @@ class McpEndpoint:
             self.server,
             # jupyter_server checks Host (allow_remote_access) and Origin before we get here.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            max_request_body_size=max_body,
-            session_idle_timeout=idle_timeout if idle_timeout > 0 else None,
+            max_request_body_size=self.max_body,
+            session_idle_timeout=self.idle_timeout if self.idle_timeout > 0 else None,
         )
-        self.ready = asyncio.Event()
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        """Run the session manager in a task this endpoint owns."""
-        if self._task is None:
-            self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
         try:
+            if self.manager is None:
+                # ~0.7 s of imports that neither the server's start nor its loop waits for.
+                await asyncio.to_thread(_import_sdk)
+                self._build()
             async with self.manager.run():
                 self.ready.set()
                 await self._stop.wait()

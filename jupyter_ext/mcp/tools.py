@@ -9,16 +9,18 @@ served by default: it runs code in the notebook's own kernel, outside the sandbo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
-from think_kernel.tools.base import Tool
-from think_kernel.tools.code import CODE_TOOLS
-from think_kernel.tools.files import FILE_TOOLS
-from think_kernel.tools.notebooks import NOTEBOOK_TOOLS
-
-#: Tools an MCP client may be given (``ThinkExtension.mcp_tools`` picks among them).
-SERVABLE = {t.name: t for t in (Tool(f) for f in (*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS))}
+#: Tools an MCP client may be given (``ThinkExtension.mcp_tools`` picks among them): the file,
+#: notebook and code groups (names only here: the tools are built when the endpoint starts,
+#: so the server's start does not pay for them; a test checks the names match the groups).
+SERVABLE = (
+    "read_file", "write_file", "edit_file", "delete_file", "list_files",
+    "read_notebook", "insert_cell", "edit_cell", "delete_cell", "execute_cell",
+    "list_versions", "revert", "bash", "execute_code",
+)  # fmt: skip
 DEFAULT_TOOLS = [name for name in SERVABLE if name != "execute_cell"]
 READ_ONLY = {"read_file", "list_files", "read_notebook", "list_versions"}
 ADDITIVE = {"insert_cell"}
@@ -36,10 +38,11 @@ def served_tools(names: Iterable[str]) -> dict[str, Any]:
     from mcp_types import Tool as McpTool
     from mcp_types import ToolAnnotations
 
+    groups = servable_groups()
     out: dict[str, Any] = {}
     for name in names:
-        tool = SERVABLE.get(name)
-        if tool is None:
+        tool = groups.get(name)
+        if tool is None or name not in SERVABLE:
             continue
         read_only = name in READ_ONLY
         out[name] = McpTool(
@@ -56,6 +59,12 @@ def served_tools(names: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-def unknown(names: Iterable[str]) -> list[str]:
-    """Configured names that are not servable (the extension warns about them)."""
-    return [n for n in names if n not in SERVABLE]
+@functools.cache
+def servable_groups() -> dict[str, Any]:
+    """The file, notebook and code tools by name (``think_kernel.tools.base.Tool``)."""
+    from think_kernel.tools.base import Tool
+    from think_kernel.tools.code import CODE_TOOLS
+    from think_kernel.tools.files import FILE_TOOLS
+    from think_kernel.tools.notebooks import NOTEBOOK_TOOLS
+
+    return {t.name: t for t in (Tool(f) for f in (*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS))}

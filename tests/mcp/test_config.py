@@ -172,3 +172,11 @@ def test_results_become_outputs() -> None:
     assert not failed.ok and failed.error == "MCP server 'srv' says t failed: boom"
     structured = to_output(CallToolResult(content=[], structured_content={"n": 1}), "srv", "t")
     assert json.loads(structured.text) == {"n": 1}
+
+
+def test_the_endpoint_names_every_file_notebook_and_code_tool() -> None:
+    from jupyter_ext.mcp.tools import DEFAULT_TOOLS, SERVABLE, servable_groups, served_tools
+
+    assert set(SERVABLE) == set(servable_groups())
+    served = served_tools([*DEFAULT_TOOLS, "no_such_tool"])
+    assert list(served) == DEFAULT_TOOLS and "execute_cell" not in served
