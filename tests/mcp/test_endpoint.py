@@ -5,6 +5,7 @@ pycrdt peer standing in for a JupyterLab tab."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -179,6 +180,35 @@ async def test_calls_wait_for_approval_and_a_rejection_is_an_error(
         await api(base, "POST", f"sessions/{sid}/approvals/{rows[0]['id']}", decision)
         result = await asyncio.wait_for(call, 60)
         assert result.is_error and "keep x" in text_of(result)
+
+        # The client gives up on a waiting call: the approval is rejected, the call logged.
+        call = asyncio.ensure_future(
+            client.call_tool("delete_cell", {"path": "two.ipynb", "cell_id": ids[0]})
+        )
+        end = loop.time() + 60
+        while not await asked():
+            assert loop.time() < end, "no approval was asked"
+            await asyncio.sleep(0.1)
+        call.cancel()
+        waiting = rows[0]["id"]
+
+        async def settled() -> dict[str, Any] | None:
+            _, row = await api(base, "GET", f"sessions/{sid}/approvals/{waiting}")
+            return row if row["status"] != "pending" else None
+
+        end = loop.time() + 60
+        while (row := await settled()) is None:
+            assert loop.time() < end, "the cancelled call's approval stayed pending"
+            await asyncio.sleep(0.1)
+        assert row["status"] == "rejected" and "cancelled" in json.dumps(row["decision"])
+        end = loop.time() + 30
+        while True:
+            _, body = await api(base, "GET", f"sessions/{sid}/actions")
+            errors = [a["error"] for a in body["actions"] if a["tool"] == "delete_cell"]
+            if "the client cancelled the call" in errors:
+                break
+            assert loop.time() < end, errors
+            await asyncio.sleep(0.1)
 
         # A tool it does not serve is a protocol error (execute_cell is not sandboxed).
         with pytest.raises(MCPError, match="unknown tool 'execute_cell'"):

@@ -54,6 +54,8 @@ def test_kernel_calls_a_server_and_stops_it_on_shutdown(
         reply, outputs = kernel.execute("%think_mcp")
         text = markdown_of(outputs)
         assert "| **test**" in text and "running" in text and "`test__pid` (read-only)" in text
+        reply, outputs = kernel.execute("%think_status")
+        assert "**MCP servers**: test (running)" in markdown_of(outputs)
     finally:
         kernel.kc.stop_channels()
         kernel.km.shutdown_kernel(now=False)  # a shutdown_request: the kernel closes its runtime

@@ -13,7 +13,10 @@ transcript: an assistant step naming the call, then its result.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import time
 from typing import Any
 
 from ..agent.events import StatusEvent, ToolCall, ToolResult
@@ -44,17 +47,42 @@ async def serve_call(
     await rt.emit(ToolCall(call_id, name, args, message_id=mid))
     ctx = rt.make_context(mid, call_id)
     ctx.emit = rt.emit
-    outcome: CallOutcome | None = None
+    started = time.perf_counter()
+    try:
+        outcome = await _run(rt, gate, name, args, ctx)
+    except asyncio.CancelledError:
+        # The client cancelled (or went away): the call is logged as such, then stops.
+        text = "the client cancelled the call"
+        out = ToolOutput(text=f"Error: {text}", ok=False, error=text)
+        cancelled = CallOutcome(out, (time.perf_counter() - started) * 1000, args)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(_record(rt, name, raw, cancelled, call_id, mid, client))
+        raise
+    if outcome.args is not None:
+        raw = json.dumps(outcome.args, default=str)  # approved with edited arguments
+    return await _record(rt, name, raw, outcome, call_id, mid, client)
+
+
+async def _run(rt: Any, gate: Any, name: str, args: dict[str, Any], ctx: Any) -> CallOutcome:
+    """The approval gate, then the tool."""
+    sid, mid, call_id = rt.session_id, ctx.message_id, ctx.call_id
     if name in rt.tools:  # an unknown tool is refused by the registry, nothing to approve
         decision = await gate.check(sid, mid, call_id, name, args, ctx.workspace, rt.emit)
         if decision is not None and not decision.approved:
             text = decision.rejection_text(name)
             out = ToolOutput(text=text, summary="rejected", ok=False, error=text)
-            outcome = CallOutcome(out, 0.0, args)
-        elif decision is not None and decision.input is not None:
-            args, raw = decision.input, json.dumps(decision.input)
-    if outcome is None:
-        outcome = await rt.tools.call(name, args, ctx)
+            return CallOutcome(out, 0.0, args)
+        if decision is not None and decision.input is not None:
+            args = decision.input
+    outcome: CallOutcome = await rt.tools.call(name, args, ctx)
+    return outcome
+
+
+async def _record(
+    rt: Any, name: str, raw: str, outcome: CallOutcome, call_id: str, mid: str, client: str
+) -> dict[str, Any]:
+    """The tool message, the action-log row and the result event; the output for the link."""
+    store, sid = rt.store, rt.session_id
     out = outcome.output
     whole = out.full if out.full is not None else out.text
     summary = summarize_output(out.text, out.summary)
