@@ -17,7 +17,7 @@ from think_kernel.runtime import Runtime
 
 from ..approvals.test_gate import decide, run_until_approval
 from ..fake_model import FakeModel
-from .conftest import pid_alive, stdio_entry, write_mcp_json
+from .conftest import free_port, pid_alive, stdio_entry, write_mcp_json
 
 
 async def collect(rt: Runtime, request: str) -> list[dict[str, Any]]:
@@ -110,6 +110,7 @@ async def test_crash_timeout_and_bad_command_are_clear_tool_errors(
         {
             "test": stdio_entry(timeout=0.5),
             "broken": {"command": "think-no-such-command-xyz", "args": ["--x"]},
+            "gone": {"url": f"http://127.0.0.1:{free_port()}/mcp"},  # nothing listens
         },
     )
     rt = await make_runtime()
@@ -131,6 +132,8 @@ async def test_crash_timeout_and_bad_command_are_clear_tool_errors(
     assert not any(name.startswith("broken__") for name in tool_specs(fake_model.requests[0]))
     status = (await run_command(rt, "think_mcp", "")).markdown
     assert "cannot run 'think-no-such-command-xyz'" in status
+    gone = next(line for line in status.splitlines() if "**gone**" in line)
+    assert "failed: could not start" in gone
     assert "**test**" in status and "`test__echo` (read-only)" in status
     assert "`test__wipe` (destructive)" in status
     assert rt.store is not None
