@@ -35,7 +35,7 @@ from traitlets import Type
 from . import __version__
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
 from .cellcode import run_cell_code
-from .collab.linked import linked_access
+from .collab.linked import linked_setup
 from .commands import COMMANDS, CommandError, run_command, whole_output_markdown
 from .config import ThinkConfig
 from .link import start_link
@@ -250,20 +250,7 @@ class ThinkKernel(IPythonKernel):
 
     async def _linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
         """With a server: its store, and edits through its collaboration rooms."""
-        link = self.think_link
-        if link is None:
-            return {}
-        try:
-            await asyncio.wait_for(link.connected.wait(), LINK_WAIT)
-        except TimeoutError:
-            log.warning("no link to the server after %s s; working on local files", LINK_WAIT)
-            return {}
-        if link.store_path and not config.store_path:
-            config.store_path = link.store_path
-        access = linked_access(root, link)
-        if access is None:
-            return {}
-        return {"workspace": access[0], "notebooks": access[1]}
+        return await linked_setup(self.think_link, root, config, LINK_WAIT)
 
     async def ensure_runtime(self) -> Runtime:
         """Create and start the runtime on first use, resuming the remembered session."""
