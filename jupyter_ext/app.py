@@ -21,7 +21,7 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.services.contents.filecheckpoints import FileCheckpoints
 from jupyter_server.services.contents.fileio import FileManagerMixin
-from traitlets import Float, Int, List, Unicode
+from traitlets import Bool, Float, Int, List, Unicode
 
 from think_kernel.store import Store, location, new_id
 
@@ -29,6 +29,7 @@ from .contents import ThinkCheckpoints, ThinkContentsManager
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
+from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
 from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .recovery import Recovery
@@ -163,6 +164,28 @@ class ThinkExtension(ExtensionApp):
         "delay]; each retry waits twice the one before. Default: [2, 300].",
     )
 
+    mcp_endpoint = Bool(
+        True,
+        config=True,
+        help="Serve Think's tools to other agents (Claude Code, Codex, ...) over MCP at "
+        "/api/think/mcp (streamable HTTP, the server's token or cookie). Default: True.",
+    )
+    mcp_tools = List(
+        Unicode(),
+        default_value=list(DEFAULT_TOOLS),
+        config=True,
+        help="Tools the MCP endpoint serves, among "
+        + ", ".join(SERVABLE)
+        + ". Each call runs in the client's session with the approval policy. Default: all "
+        "but execute_cell (it runs code in the notebook's kernel, outside the sandbox).",
+    )
+    mcp_session_idle_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds an MCP session of the endpoint may stay idle before it is closed (the "
+        "client then starts another; its Think session stays). 0 never closes. Default: 1800.",
+    )
+
     def initialize_settings(self) -> None:
         """Build the collaborators (the store opens when the server's loop runs)."""
         self.owner = new_id("srv_")
@@ -186,6 +209,17 @@ class ThinkExtension(ExtensionApp):
         self._tasks: list[asyncio.Task[Any]] = []
         self._starting: asyncio.Future[None] | None = None
         self.services.starter = self.ensure_started
+        unknown = [t for t in self.mcp_tools if t not in SERVABLE]
+        if unknown:
+            self.log.warning("Think: mcp_tools names tools it cannot serve: %s", unknown)
+        self.mcp: McpEndpoint | None = None
+        if self.mcp_endpoint:
+            self.mcp = McpEndpoint(
+                self.services,
+                list(self.mcp_tools),
+                max_body=self.max_body_size,
+                idle_timeout=self.mcp_session_idle_timeout,
+            )
         self._register_documents()
         self._check_contents_manager()
         # A kernel stored a schedule (a reminder) in the shared store: look now, not at the
@@ -212,6 +246,8 @@ class ThinkExtension(ExtensionApp):
         )
         self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.services.links}))
+        if self.mcp is not None:
+            self.handlers.append((r"/api/think/mcp", McpHandler, {**kw, "endpoint": self.mcp}))
 
     def resolved_store_path(self) -> str:
         """The store file in use (its folder is created, and a legacy ``.think/`` moved in)."""
@@ -346,6 +382,11 @@ class ThinkExtension(ExtensionApp):
             session_manager=getattr(serverapp, "session_manager", None),
         )
         svc.chats.wake_scheduler = svc.scheduler.wake
+        svc.extra["mcp_calls"] = KernelCalls(
+            svc.store, svc.chats, svc.links, start_timeout=self.kernel_start_timeout
+        )
+        if self.mcp is not None:
+            self.mcp.start()
         svc.scheduler.register("run_retry", self._retry)
         checks = SubagentChecks(svc.store, svc.pipeline, wake=svc.scheduler.wake)
         svc.scheduler.register(SUBAGENT_CHECK, checks)
@@ -373,6 +414,8 @@ class ThinkExtension(ExtensionApp):
     async def stop_extension(self) -> None:
         """Stop the loops, close links and the store."""
         svc = self.services
+        if self.mcp is not None:
+            await self.mcp.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

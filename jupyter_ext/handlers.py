@@ -29,8 +29,9 @@ SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
 ID = r"[A-Za-z0-9_.\-]{1,128}"
 #: A side conversation of a session: a subagent's (issue 12).
 FACET = re.compile(r"subagent:[A-Za-z0-9_.\-]{1,200}")
-#: Session kinds: the sidebar's chats, think notebooks, ``%%think`` in another kernel.
-KINDS = ("chat", "notebook", "magic")
+#: Session kinds: the sidebar's chats, think notebooks, ``%%think`` in another kernel, and
+#: the calls of an agent on the MCP endpoint.
+KINDS = ("chat", "notebook", "magic", "mcp")
 
 
 class SessionsHandler(ThinkHandler):

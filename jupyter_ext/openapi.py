@@ -93,7 +93,7 @@ OPENAPI: dict[str, Any] = {
                     "path": {"type": "string"},
                     "status": {"type": "string"},
                     "options": _OBJ,
-                    "kind": {"type": "string", "enum": ["chat", "notebook", "magic"]},
+                    "kind": {"type": "string", "enum": ["chat", "notebook", "magic", "mcp"]},
                     "created_at": {"type": "number"},
                     "updated_at": {"type": "number"},
                 },
@@ -249,7 +249,9 @@ OPENAPI: dict[str, Any] = {
                 params=[
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
                     _query("offset", {"type": "integer", "minimum": 0}),
-                    _query("kind", {"type": "string", "enum": ["chat", "notebook", "magic"]}),
+                    _query(
+                        "kind", {"type": "string", "enum": ["chat", "notebook", "magic", "mcp"]}
+                    ),
                 ],
             ),
             "post": _op(
@@ -572,6 +574,60 @@ OPENAPI: dict[str, Any] = {
             ),
         },
     },
+}
+_RPC_ERR = {
+    "description": "a JSON-RPC error object (id null when the request could not be read)",
+    "content": {"application/json": {"schema": _OBJ}},
+}
+_RPC = {
+    "description": "a JSON-RPC response, or a stream of them (Server-Sent Events)",
+    "content": {"application/json": {"schema": _OBJ}, "text/event-stream": {}},
+}
+_MCP_HEADERS = [
+    {"name": "Mcp-Session-Id", "in": "header", "required": False, "schema": {"type": "string"}},
+    {"name": "MCP-Protocol-Version", "in": "header", "required": False,
+     "schema": {"type": "string"}},
+]  # fmt: skip
+
+
+def _mcp(summary: str, body: bool = False) -> dict[str, Any]:
+    op = {
+        "summary": summary,
+        "parameters": _MCP_HEADERS,
+        "responses": {
+            "200": _RPC,
+            "202": {"description": "a notification or response was accepted"},
+            **{code: _RPC_ERR for code in ("400", "403", "404", "405", "406", "413", "415")},
+        },
+    }
+    if body:
+        op["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "jsonrpc": {"type": "string", "enum": ["2.0"]},
+                            "id": {"type": ["string", "integer"]},
+                            "method": {"type": "string"},
+                            "params": _OBJ,
+                        },
+                    }
+                }
+            },
+        }
+    return op
+
+
+# Issue 15: Think's tools for other agents, the MCP streamable-HTTP transport (the server's
+# token as "Authorization: token|Bearer ..."; tools/list, tools/call).
+OPENAPI["paths"]["/mcp"] = {
+    "post": _mcp(
+        "MCP: one JSON-RPC message of a client (initialize, tools/list, tools/call)", True
+    ),
+    "get": _mcp("MCP: the server's event stream of a session (Mcp-Session-Id)"),
+    "delete": _mcp("MCP: end a session (Mcp-Session-Id)"),
 }
 for _path in OPENAPI["paths"].values():
     for _method, _operation in _path.items():

@@ -25,10 +25,12 @@ from the stored history: every completed step is already in ``messages``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +131,7 @@ class ChatSessions:
         self.start_timeout = start_timeout
         self.cancel_timeout = cancel_timeout
         self.runs: dict[str, _Run] = {}  # every unfinished run this server drives
+        self.holds: Counter[str] = Counter()  # sessions whose kernel serves an MCP call
         self._send_locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._next_ping = 1
@@ -156,8 +159,24 @@ class ChatSessions:
         return [r for r in self.runs.values() if r.session_id == session_id and r.state == "queued"]
 
     def busy(self, session_id: str) -> bool:
-        """Whether the session has a run that is not finished (active or queued)."""
-        return any(r.session_id == session_id for r in self.runs.values())
+        """Whether the session has a run that is not finished (active or queued), or its
+        kernel serves a call (an MCP client's)."""
+        return self.holds[session_id] > 0 or any(
+            r.session_id == session_id for r in self.runs.values()
+        )
+
+    @contextlib.contextmanager
+    def hold(self, session_id: str) -> Iterator[None]:
+        """The session's kernel is in use outside a run (an MCP call): it is not culled, and
+        its idle time starts again when the last hold ends."""
+        self.holds[session_id] += 1
+        try:
+            yield
+        finally:
+            self.holds[session_id] -= 1
+            if self.holds[session_id] <= 0:
+                del self.holds[session_id]
+            self.pool.touch(session_id)
 
     async def send(
         self,

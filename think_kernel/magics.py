@@ -285,6 +285,11 @@ class ThinkMagics(Magics):
         """``%think_tasks [all]``: the task tree of the last planned request, with progress."""
         self._command("think_tasks", line)
 
+    @line_magic
+    def think_mcp(self, line: str) -> None:
+        """``%think_mcp [refresh]``: MCP servers, their state and tools."""
+        self._command("think_mcp", line)
+
 
 class _Stopped(Exception):
     """The stop button in an awaited %think cell (shown like any stopped cell)."""

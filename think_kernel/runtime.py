@@ -43,6 +43,7 @@ from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import SETTING, Endpoint, resolve
+from .mcp import McpServers
 from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
@@ -157,6 +158,9 @@ class Runtime:
         if self._notebooks is not None:
             self.extras["notebooks"] = self._notebooks
         self.tools = self._build_tools()
+        # MCP servers' tools (issue 15): from the cache now; servers start on first use.
+        self.mcp = McpServers.from_config(self.config, self.store_dir, root)
+        self.mcp.attach(self.tools)
         # Shared by every run of this runtime: what the endpoint taught us about token counts
         # and context windows, and the attachments waiting for the next request.
         self.calibration = Calibration()
@@ -217,12 +221,20 @@ class Runtime:
         self.endpoint = resolve(self.config, saved)
         return self.endpoint
 
+    def ensure_gate(self) -> ApprovalGate:
+        """The approval gate (made with the store; ``start`` first)."""
+        if self.gate is None:
+            self._make_gate()
+        assert self.gate is not None
+        return self.gate
+
     def _make_gate(self) -> None:
         assert self.store is not None
         self.gate = ApprovalGate(
             self.store,
             policy=self.policy,
             known=self.known_tools,
+            destructive=self.destructive_tools,
             timeout=lambda: float(self.config.approval_timeout),
             on_always=self.always_allow,
         )
@@ -266,10 +278,13 @@ class Runtime:
     def known_tools(self) -> set[str]:
         """Tools that never ask by default mode: core ones and those marked read-only."""
         known = set(self.tools.core)
-        for name, tool in self.tools.tools.items():
-            if getattr(tool.func, "read_only", False):
-                known.add(name)
+        known.update(name for name, tool in self.tools.tools.items() if tool.read_only)
         return known
+
+    def destructive_tools(self) -> set[str]:
+        """Tools their source marks destructive (MCP ``destructiveHint``): they ask under the
+        default policy even when "always allowed" in the session."""
+        return {name for name, tool in self.tools.tools.items() if tool.destructive}
 
     async def always_allow(self, tool: str) -> None:
         """ "Always allow this tool for this session" (stored with the session)."""
@@ -311,6 +326,7 @@ class Runtime:
             await self.sandbox.close()
             self.sandbox = None
         await self.extras["web"].aclose()  # browser, its driver and the egress proxy
+        await self.mcp.close()  # no MCP server outlives its kernel
         self.files.close()
         if self._notebooks is not None:
             await self._notebooks.aclose()
@@ -604,6 +620,13 @@ class Runtime:
                 await self.emit(ev)
                 yield ev
             return
+        unlisted = [c.spec.name for c in self.mcp.unlisted() if c.state == "stopped"]
+        if unlisted:
+            # MCP servers never listed start now, so the model knows their tools (once).
+            starting = StatusEvent("thinking", f"starting MCP servers: {', '.join(unlisted)}")
+            await self.emit(starting)
+            yield starting
+            await self.mcp.discover()
         agent = self.make_agent(props, model=model)
         text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
         attachments = [*self.pending_attachments, *(attachments or [])]

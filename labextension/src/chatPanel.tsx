@@ -422,33 +422,49 @@ function ChatApp(
       {showSetup ? null : <ApprovalCards model={approvals} />}
       {showSetup ? null : chatKind !== 'chat' && state.session ? (
         <div className="jp-ThinkForeign" role="note">
-          {chatKind === 'magic' ? (
+          {chatKind === 'mcp' ? (
             <>
-              This session belongs to <code>%%think</code> cells
-            </>
-          ) : (
-            'This session belongs to a Think notebook'
-          )}
-          {notebook ? (
-            <>
-              {' '}
-              in{' '}
+              This session logs the calls of <b>{state.session.title}</b>, an
+              agent using Think over MCP (its approvals wait here). You can{' '}
               <button
                 className="jp-ThinkLinkButton"
-                onClick={() => openPath(notebook)}
+                onClick={() => void onCreate()}
               >
-                {notebook}
+                start a new chat
               </button>
+              .
             </>
-          ) : null}
-          : continue it there, or{' '}
-          <button
-            className="jp-ThinkLinkButton"
-            onClick={() => void onCreate()}
-          >
-            start a new chat
-          </button>
-          .
+          ) : (
+            <>
+              {chatKind === 'magic' ? (
+                <>
+                  This session belongs to <code>%%think</code> cells
+                </>
+              ) : (
+                'This session belongs to a Think notebook'
+              )}
+              {notebook ? (
+                <>
+                  {' '}
+                  in{' '}
+                  <button
+                    className="jp-ThinkLinkButton"
+                    onClick={() => openPath(notebook)}
+                  >
+                    {notebook}
+                  </button>
+                </>
+              ) : null}
+              : continue it there, or{' '}
+              <button
+                className="jp-ThinkLinkButton"
+                onClick={() => void onCreate()}
+              >
+                start a new chat
+              </button>
+              .
+            </>
+          )}
         </div>
       ) : (
         <Composer

@@ -7,7 +7,7 @@
 
 /** A chat session as the server returns it. */
 /** Where a session was started: the sidebar, a think notebook, `%%think` in a notebook. */
-export type SessionKind = 'chat' | 'notebook' | 'magic';
+export type SessionKind = 'chat' | 'notebook' | 'magic' | 'mcp';
 
 /** The model endpoint in force on the server, as the browser may see it (no key). */
 export interface IEndpoint {

@@ -72,10 +72,12 @@ class ApprovalGate:
         timeout: Callable[[], float],
         on_always: Callable[[str], Awaitable[Any]],
         poll: float = 1.0,
+        destructive: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self.store = store
         self.policy = policy
         self.known = known
+        self.destructive = destructive
         self.timeout = timeout
         self.on_always = on_always
         self.poll = poll
@@ -132,7 +134,9 @@ class ApprovalGate:
             args = _parsed(raw_args)
             if args is None:
                 return None  # invalid arguments: the tool refuses them, nothing runs
-            reason = (await self.policy()).check(tool, args, known=self.known())
+            reason = (await self.policy()).check(
+                tool, args, known=self.known(), destructive=self.destructive()
+            )
             if reason is None:
                 return None
             summary, diff = await describe_call(tool, args, workspace)

@@ -308,6 +308,21 @@ migration(
 )
 
 
+# Issue 15: agents that call Think's tools over MCP (/api/think/mcp) each get a session named
+# after them (their clientInfo.name); this maps the name to that session across connections.
+migration(
+    "m011_mcp",
+    """
+    CREATE TABLE mcp_clients (
+        name TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        first_seen REAL NOT NULL,
+        last_seen REAL NOT NULL
+    );
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

@@ -26,6 +26,7 @@ from typing import Any
 
 import aiosqlite
 
+from .mcpclients import McpClientsMixin
 from .migrations import migrate
 from .records import RecordsMixin
 from .schedules import SchedulesMixin
@@ -110,7 +111,7 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin):
+class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin, McpClientsMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -246,7 +247,8 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin)
         kind: str = "chat",
     ) -> dict[str, Any]:
         """Create a session and return it. ``kind``: chat (the sidebar), notebook (a think
-        notebook's kernel) or magic (``%%think`` in another kernel)."""
+        notebook's kernel), magic (``%%think`` in another kernel) or mcp (an agent calling
+        Think's tools over MCP)."""
         now = time.time()
         sid = id or new_id("s_")
         await self.db.execute(

@@ -11,6 +11,9 @@ pointed at another workspace or sandbox.
 
     registry = ToolRegistry([read_file])
     result = await registry.call("read_file", '{"path": "a.py"}', ctx)
+
+Tools that come with a JSON schema instead of type hints (an MCP server's) are
+:class:`SchemaTool` instances: the schema is given, arguments are checked against it.
 """
 
 from __future__ import annotations
@@ -137,6 +140,10 @@ def _param_docs(doc: str | None) -> dict[str, str]:
 class Tool:
     """One model-callable tool built from an async function."""
 
+    #: Marked by its source as changing nothing / as destructive (MCP annotations); a
+    #: function tool is read-only when decorated with :func:`read_only`.
+    destructive: bool = False
+
     def __init__(self, func: ToolFunc, name: str | None = None) -> None:
         self.func = func
         self.name = name or func.__name__
@@ -159,6 +166,15 @@ class Tool:
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         self.parameters = schema
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the tool changes nothing (it never waits for approval by default)."""
+        return bool(getattr(self.func, "read_only", False))
+
+    async def invoke(self, ctx: ToolContext, args: dict[str, Any]) -> str | ToolOutput:
+        """Run the tool with arguments :meth:`parse` returned."""
+        return await self.func(ctx, **args)
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool."""
@@ -197,6 +213,84 @@ class Tool:
             msg = f"invalid arguments for {self.name}: {problems}"
             raise ToolError(msg, "INVALID_ARGUMENTS") from None
         return {k: getattr(validated, k) for k in self.model.model_fields}
+
+
+SchemaFunc = Callable[["ToolContext", dict[str, Any]], Awaitable[str | ToolOutput]]
+
+
+class SchemaTool(Tool):
+    """A tool described by a name, a description and a JSON schema (an MCP server's tool):
+    arguments are checked against the schema and handed to ``func(ctx, args)`` as a dict.
+
+        tool = SchemaTool("files__read", "Read a file.", {"type": "object", ...}, call)
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        schema: dict[str, Any],
+        func: SchemaFunc,
+        *,
+        read_only: bool = False,
+        destructive: bool = False,
+    ) -> None:
+        self.func = func  # type: ignore[assignment]
+        self.name = name
+        self.description = description
+        self.parameters = schema if isinstance(schema, dict) else {"type": "object"}
+        self._read_only = read_only
+        self.destructive = destructive and not read_only
+        self._validator: Any = _validator(self.parameters)
+
+    @property
+    def read_only(self) -> bool:
+        """As its source says (``readOnlyHint``)."""
+        return self._read_only
+
+    async def invoke(self, ctx: ToolContext, args: dict[str, Any]) -> str | ToolOutput:
+        """Hand the checked arguments over as one dict (their names need not be identifiers)."""
+        return await self.func(ctx, args)  # type: ignore[call-arg]
+
+    def parse(self, arguments: str | dict | None) -> dict[str, Any]:
+        """A JSON object that the schema accepts; ToolError says what is wrong otherwise."""
+        if isinstance(arguments, dict):
+            raw = arguments
+        else:
+            try:
+                raw = json.loads((arguments or "").strip() or "{}")
+            except json.JSONDecodeError as e:
+                raise ToolError(
+                    f"arguments are not valid JSON ({e.msg} at char {e.pos}); "
+                    f"send a JSON object matching the schema of {self.name}",
+                    "INVALID_ARGUMENTS",
+                ) from None
+        if not isinstance(raw, dict):
+            raise ToolError("arguments must be a JSON object", "INVALID_ARGUMENTS")
+        if self._validator is not None:
+            problems = [
+                f"{'.'.join(str(x) for x in err.absolute_path) or '(root)'}: {err.message}"
+                for err in sorted(self._validator.iter_errors(raw), key=lambda e: list(e.path))[:5]
+            ]
+            if problems:
+                msg = f"invalid arguments for {self.name}: {'; '.join(problems)}"
+                raise ToolError(msg, "INVALID_ARGUMENTS")
+        return raw
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator for the schema, or None when the schema itself is invalid (the
+    server then checks the arguments; a broken schema must not hide the tool)."""
+    try:
+        import jsonschema
+    except ImportError:  # an optional check: the server validates as well
+        return None
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:  # SchemaError, an unknown $schema: leave the checking to the server
+        return None
 
 
 @dataclass
@@ -259,7 +353,7 @@ class ToolRegistry:
                 known = ", ".join(sorted(self.tools))
                 raise ToolError(f"unknown tool {name!r}; available tools: {known}", "UNKNOWN_TOOL")
             args = tool.parse(arguments)
-            result = await tool.func(ctx, **args)
+            result = await tool.invoke(ctx, args)
             out = result if isinstance(result, ToolOutput) else ToolOutput(text=str(result))
         except ToolError as e:
             out = ToolOutput(text=f"Error: {e}", ok=False, error=str(e))
