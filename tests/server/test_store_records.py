@@ -25,6 +25,22 @@ async def test_two_connections_append_without_seq_races(tmp_path):
         await b.close()
 
 
+async def test_many_connections_opening_a_new_file_at_once_all_succeed(tmp_path):
+    """A kernel and the server may create the store at the same moment: switching a new file
+    to WAL needs it alone, and SQLite can refuse that at once while another connection
+    migrates it. Every opener gets a working store, and each migration runs once."""
+    for trial in range(8):
+        path = tmp_path / f"t{trial}.db"
+        stores = await asyncio.gather(*(Store.open(path) for _ in range(6)))
+        try:
+            await stores[0].create_session(id="s")
+            assert all([await st.get_session("s") for st in stores])
+            names = await stores[1]._all("SELECT name FROM _migrations")
+            assert len(names) == len({n["name"] for n in names})
+        finally:
+            await asyncio.gather(*(st.close() for st in stores))
+
+
 async def test_event_batches_skip_duplicates(tmp_path):
     store = await Store.open(tmp_path / "t.db")
     try:

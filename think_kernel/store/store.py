@@ -111,6 +111,23 @@ def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
+async def _switch_to_wal(db: aiosqlite.Connection, patience: float = 10.0) -> None:
+    """``PRAGMA journal_mode=WAL``, again while another process holds the file: the switch
+    needs the file to itself, and SQLite answers "locked" at once (its busy handler is not
+    called: waiting could deadlock) when the other connection is migrating it."""
+    delay, waited = 0.005, 0.0
+    while True:
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or waited >= patience:
+                raise
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 0.2)
+
+
 class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin, McpClientsMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
@@ -137,7 +154,7 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
             # The wait first: a kernel and the server may open a new file at the same moment,
             # and switching it to WAL while the other migrates was refused at once ("locked").
             await db.execute("PRAGMA busy_timeout=5000")
-            await db.execute("PRAGMA journal_mode=WAL")
+            await _switch_to_wal(db)
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
             await migrate(db)
