@@ -155,6 +155,8 @@ def _schema(schema: dict[str, Any]) -> str:
         name = schema["$ref"].rsplit("/", 1)[-1]
         return f"[{name}](#{name.lower()})"
     kind = schema.get("type", "any")
+    if isinstance(kind, list):  # JSON Schema's union of types, e.g. ["string", "integer"]
+        kind = " or ".join(kind)
     if kind == "array":
         return f"array of {_schema(schema.get('items', {}))}"
     if kind == "object" and "properties" in schema:
