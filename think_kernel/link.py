@@ -266,6 +266,9 @@ class KernelLink:
         from tornado.websocket import websocket_connect
 
         ws = await websocket_connect(self.url, max_message_size=64 * 1024 * 1024)
+        # Small, latency-bound frames both ways: never wait for the server's delayed ACK.
+        if ws.protocol is not None:
+            ws.protocol.set_nodelay(True)
         try:
             challenge = json.loads(await ws.read_message() or "{}")
             nonce, cnonce = str(challenge.get("nonce", "")), secrets.token_hex(16)
