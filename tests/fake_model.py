@@ -11,7 +11,8 @@ async or sync tests can all use it.
     fm.requests[0]["messages"]  # what the model was sent
     fm.stop()
 
-A reply can also be an HTTP error (``error=429``), a stream cut mid-way (``cut=True``), a slow
+A reply can also be an HTTP error (``error=429``), a stream cut mid-way (``cut=True``), an
+error event after the text (``stream_error="overloaded"``, as vLLM sends one), a slow
 stream (``delay`` seconds between chunks), a slow first byte (``first_delay``) or one that
 hangs until released (``hang=True``).
 When the script is empty the ``default`` reply is used.
@@ -52,6 +53,7 @@ class Reply:
     error: int = 0
     error_message: str = ""
     cut: bool = False
+    stream_error: str = ""  # an SSE error object after the text, then the end of the stream
     delay: float = 0.0
     hang: bool = False
     first_delay: float = 0.0  # seconds before the response starts (a slow first byte)
@@ -327,6 +329,11 @@ class _Handler(tornado.web.RequestHandler):
                 # Drop the connection mid-stream, as a crashed proxy would.
                 self.request.connection.stream.close()  # type: ignore[union-attr]
                 return
+        if r.stream_error:
+            err = {"error": {"message": r.stream_error, "type": "server_error", "code": None}}
+            self.write(b"data: " + json.dumps(err).encode() + b"\n\n")
+            self.finish()
+            return
         if r.hang:
             await asyncio.to_thread(self.fm.release.wait)
         for index, (name, args) in enumerate(r.tool_calls):

@@ -162,7 +162,7 @@ class Runtime:
             self.store = await Store.open(path)
 
     def prewarm_model(self) -> None:
-        """Build the default model client now (its SDK import is the slow part)."""
+        """Build the default model client now (its HTTP client and TLS context take a while)."""
         try:
             self._model_client({})
         except Exception:  # no key yet: the first run says so
@@ -452,7 +452,7 @@ class Runtime:
             # The saved key goes only to the URL it was saved with.
             key = ep.api_key if ep.base_url == url else self.config.api_key
             base = url
-        # Local servers accept any key; the SDK insists on one.
+        # Local servers accept any key; send one anyway (some proxies insist).
         wanted = (key or "not-needed", base)
         if self._model is not None and self._model_key == wanted:
             return self._model

@@ -15,30 +15,29 @@ Every request asks for the usage chunk (``stream_options.include_usage``); an en
 rejects the option is asked again without it, once per client. ``purpose`` travels in the
 ``X-Think-Purpose`` header (``step``, ``compaction``, ``tool_summary``, ``title``), which
 endpoints ignore and proxies can log.
+
+The request is the ``openai`` SDK's ``chat.completions.create(stream=True)`` on the wire (same
+URL, headers, body and server-sent events), sent with ``httpx`` directly: importing the SDK
+(its pydantic types for every API) takes about a second, more than the whole budget of a first
+``%%think`` (issue 17), and parsing each chunk into pydantic objects cost more than the chunk.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import httpx
-import openai
-from openai.types.chat import ChatCompletionChunk
 
-# The openai SDK wraps transport errors in APIConnectionError / APITimeoutError, but a raw one
-# can still escape while a stream is read. openai 3.x is built on httpx2, older on httpx.
-_TIMEOUTS: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
-_TRANSPORT: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
-try:
-    import httpx2
+from .. import __version__
 
-    _TIMEOUTS += (httpx2.TimeoutException,)
-    _TRANSPORT += (httpx2.TransportError,)
-except ImportError:  # an openai release built on httpx
-    pass
+#: Where requests go when no base URL is given (as the SDK: ``OPENAI_BASE_URL``, else OpenAI).
+DEFAULT_URL = "https://api.openai.com/v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,36 +115,56 @@ def context_limit(detail: str) -> int | None:
         return None
 
 
+class StatusError(Exception):
+    """An HTTP error answer of the endpoint (status >= 400), with its decoded JSON body."""
+
+    def __init__(self, status: int, body: Any, text: str = "") -> None:
+        super().__init__(f"HTTP {status}: {text[:300]}")
+        self.status_code = status
+        self.body = body
+        self.text = text
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """The HTTP status of an endpoint's error answer (ours, or an SDK's ``APIStatusError``)."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, StatusError) or (
+        isinstance(status, int) and type(exc).__name__.endswith("Error") and hasattr(exc, "body")
+    ):
+        return int(status)  # type: ignore[arg-type]
+    return None
+
+
 def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError:
-    """Turn an SDK / transport exception into a ModelError with an actionable message."""
+    """Turn an HTTP / transport exception into a ModelError with an actionable message."""
     where = base_url or "the OpenAI API"
     if isinstance(exc, ModelError):
         return exc
-    if isinstance(exc, openai.AuthenticationError):
+    status = _status_of(exc)
+    if status == 401:
         return ModelError(
             f"The model endpoint ({where}) rejected the API key (401). Set a valid key in "
             "OPENAI_API_KEY (or c.ThinkConfig.api_key) and restart the kernel.",
             transient=False,
             code="auth",
         )
-    if isinstance(exc, openai.PermissionDeniedError):
+    if status == 403:
         return ModelError(
             f"The model endpoint ({where}) refused access (403) to model {model!r}. "
             "Check the key's permissions or pick another model with %think_model.",
             transient=False,
             code="permission",
         )
-    if isinstance(exc, openai.NotFoundError):
+    if status == 404:
         return ModelError(
             f"Model {model!r} was not found at {where} (404). Set THINK_MODEL (or "
             "%think_model NAME) to a model the endpoint serves, and check OPENAI_BASE_URL.",
             transient=False,
             code="model_not_found",
         )
-    if isinstance(exc, openai.RateLimitError):
+    if status == 429:
         return ModelError(f"rate limited by {where} (429)", transient=True, code="rate_limit")
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
+    if status is not None:
         detail = _detail(exc)
         code = _error_code(exc)
         if status in (400, 413, 422) and (
@@ -160,9 +179,10 @@ def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError
         if status >= 500 or status in (408, 409, 425):
             return ModelError(f"{where} answered {status}: {detail}", True, "server_error")
         return ModelError(f"{where} refused the request ({status}): {detail}", False, "bad_request")
-    if isinstance(exc, (openai.APITimeoutError, *_TIMEOUTS)):
+    timeouts, transport = _transport_errors()
+    if isinstance(exc, timeouts) or type(exc).__name__ == "APITimeoutError":
         return ModelError(f"{where} timed out", transient=True, code="timeout")
-    if isinstance(exc, (openai.APIConnectionError, *_TRANSPORT)):
+    if isinstance(exc, transport) or type(exc).__name__ == "APIConnectionError":
         return ModelError(
             f"could not reach {where} ({type(exc).__name__}: {exc})",
             transient=True,
@@ -171,41 +191,70 @@ def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError
     return ModelError(f"{type(exc).__name__}: {exc}", transient=False)
 
 
-def _error_code(exc: openai.APIStatusError) -> str:
-    body = exc.body
+def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeouts, transport errors): httpx's (ours), and httpx2's (what openai 3.x is built
+    on) when something in the process loaded it, so an SDK-based ModelClient is classified
+    the same way. Never imported here (it is not needed, and costs time)."""
+    timeouts: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
+    transport: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
+    other = sys.modules.get("httpx2")
+    if other is not None:
+        timeouts += (other.TimeoutException,)
+        transport += (other.TransportError,)
+    return timeouts, transport
+
+
+def _error_code(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
     err = body.get("error", body) if isinstance(body, dict) else None
     return str(err.get("code") or "") if isinstance(err, dict) else ""
 
 
-def _detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
+def _detail(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])[:300]
-    return str(exc.message)[:300]
+    text = getattr(exc, "text", None) or getattr(exc, "message", None) or str(exc)
+    return str(text)[:300]
 
 
 class OpenAIModel:
-    """Streaming chat completions through ``openai.AsyncOpenAI`` (any compatible endpoint)."""
+    """Streaming chat completions from any OpenAI-compatible endpoint (``POST
+    {base_url}/chat/completions`` with ``stream: true``; see the module docstring)."""
 
     def __init__(
         self,
         api_key: str,
         base_url: str | None = None,
         timeout: float = 120.0,
-        client: openai.AsyncOpenAI | None = None,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
         self.base_url = base_url
         self.usage_option = True  # cleared if the endpoint rejects stream_options
-        # Our loop retries with visible status, so the SDK must not retry silently.
-        self.client = client or openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout
+        root = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_URL).rstrip("/")
+        self.url = f"{root}/chat/completions"
+        self.headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"think-jupyter/{__version__}",
+        }
+        # As the SDK: organisation and project from the environment, when set.
+        for env, header in (("OPENAI_ORG_ID", "OpenAI-Organization"),
+                            ("OPENAI_PROJECT_ID", "OpenAI-Project")):  # fmt: skip
+            if os.environ.get(env):
+                self.headers[header] = os.environ[env]
+        # Our loop retries with visible status: no silent retries here. Redirects are
+        # followed, as the SDK's client does.
+        self.client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout), follow_redirects=True
         )
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
-        await self.client.close()
+        await self.client.aclose()
 
     async def stream(
         self,
@@ -215,14 +264,14 @@ class OpenAIModel:
         *,
         purpose: str = "step",
     ) -> AsyncIterator[Chunk]:
-        """Stream one completion; raise ModelError (never SDK exceptions)."""
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+        """Stream one completion; raise ModelError (never transport exceptions)."""
+        body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
         if tools:
-            kwargs["tools"] = tools
+            body["tools"] = tools
         if self.usage_option:
-            kwargs["stream_options"] = {"include_usage": True}
+            body["stream_options"] = {"include_usage": True}
         try:
-            async for chunk in self._stream(kwargs, model, purpose):
+            async for chunk in self._stream(body, model, purpose):
                 yield chunk
         except ModelError as e:
             # An older server that does not know stream_options: ask again without it (and
@@ -230,43 +279,39 @@ class OpenAIModel:
             if e.code != "bad_request" or "stream_options" not in str(e) or not self.usage_option:
                 raise
             self.usage_option = False
-            kwargs.pop("stream_options", None)
-            async for chunk in self._stream(kwargs, model, purpose):
+            body.pop("stream_options", None)
+            async for chunk in self._stream(body, model, purpose):
                 yield chunk
 
-    async def _stream(
-        self, kwargs: dict[str, Any], model: str, purpose: str
-    ) -> AsyncIterator[Chunk]:
+    async def _stream(self, body: dict[str, Any], model: str, purpose: str) -> AsyncIterator[Chunk]:
         finished = False
+        headers = {**self.headers, "X-Think-Purpose": purpose}
         try:
-            # The same request as client.chat.completions.create(**kwargs), posted through the
-            # SDK's own client (auth, errors, SSE parsing, AsyncStream) but without its
-            # recursive TypedDict transform of messages and tools: our bodies are plain JSON
-            # already, and that transform cost ~10 ms per call, growing with history.
-            stream = await self.client.post(
-                "/chat/completions",
-                body=kwargs,
-                cast_to=ChatCompletionChunk,
-                stream=True,
-                stream_cls=openai.AsyncStream[ChatCompletionChunk],
-                options={"headers": {"X-Think-Purpose": purpose}},
-            )
-            async with stream:
-                async for event in stream:
-                    usage = getattr(event, "usage", None)
-                    if usage is not None:
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            request = self.client.build_request("POST", self.url, content=content, headers=headers)
+            response = await self.client.send(request, stream=True)
+            try:
+                if response.status_code >= 400:
+                    raise _status_error(response.status_code, await response.aread())
+                async for event in _events(response):
+                    usage = event.get("usage")
+                    if isinstance(usage, dict):
                         yield _usage_chunk(usage)
-                    for choice in event.choices or ():
-                        delta = choice.delta
-                        if delta is not None:
+                    for choice in event.get("choices") or ():
+                        if not isinstance(choice, dict):
+                            continue
+                        delta = choice.get("delta")
+                        if isinstance(delta, dict):
                             for chunk in _delta_chunks(delta):
                                 yield chunk
-                        if choice.finish_reason:
+                        if choice.get("finish_reason"):
                             finished = True
-                            yield Chunk("finish", text=choice.finish_reason)
+                            yield Chunk("finish", text=str(choice["finish_reason"]))
+            finally:
+                await response.aclose()
         except ModelError:
             raise
-        except Exception as e:  # SDK and transport errors become ModelError
+        except Exception as e:  # HTTP and transport errors become ModelError
             raise classify(e, self.base_url, model) from e
         if not finished:
             raise ModelError(
@@ -276,39 +321,88 @@ class OpenAIModel:
             )
 
 
-def _usage_chunk(usage: Any) -> Chunk:
-    prompt = getattr(usage, "prompt_tokens_details", None)
-    completion = getattr(usage, "completion_tokens_details", None)
+def _status_error(status: int, raw: bytes) -> StatusError:
+    text = raw.decode("utf-8", "replace")
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = None
+    return StatusError(status, body, text)
+
+
+async def _events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON objects of a server-sent event stream, up to ``data: [DONE]``. An event that
+    carries an ``error`` (mid-stream failures) raises a ModelError with its message."""
+    data: list[str] = []
+    name = ""
+    async for line in response.aiter_lines():
+        if line:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "data":
+                data.append(value)
+            elif field == "event":
+                name = value
+            continue
+        if not data:
+            name = ""
+            continue
+        text, kind = "\n".join(data), name
+        data, name = [], ""
+        if text.startswith("[DONE]"):
+            return
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue  # a keep-alive or a comment some proxies send
+        if not isinstance(obj, dict):
+            continue
+        if kind == "error" or obj.get("error"):
+            err = obj.get("error", obj)
+            message = err.get("message") if isinstance(err, dict) else err
+            raise ModelError(f"the model endpoint reported an error: {message}", False)
+        yield obj
+
+
+def _usage_chunk(usage: dict[str, Any]) -> Chunk:
+    prompt = usage.get("prompt_tokens_details")
+    completion = usage.get("completion_tokens_details")
     return Chunk(
         "usage",
-        tokens_in=usage.prompt_tokens or 0,
-        tokens_out=usage.completion_tokens or 0,
-        tokens_cached=(getattr(prompt, "cached_tokens", None) or 0) if prompt else 0,
-        tokens_reasoning=(getattr(completion, "reasoning_tokens", None) or 0) if completion else 0,
+        tokens_in=int(usage.get("prompt_tokens") or 0),
+        tokens_out=int(usage.get("completion_tokens") or 0),
+        tokens_cached=int(prompt.get("cached_tokens") or 0) if isinstance(prompt, dict) else 0,
+        tokens_reasoning=int(completion.get("reasoning_tokens") or 0)
+        if isinstance(completion, dict)
+        else 0,
     )
 
 
-def _delta_chunks(delta: Any) -> list[Chunk]:
+def _delta_chunks(delta: dict[str, Any]) -> list[Chunk]:
     out: list[Chunk] = []
     # Reasoning comes under different names depending on the server (vLLM, DeepSeek,
     # Ollama, OpenRouter); take whichever is present.
-    extra = getattr(delta, "model_extra", None) or {}
     for key in ("reasoning_content", "reasoning"):
-        value = extra.get(key) or getattr(delta, key, None)
+        value = delta.get(key)
         if isinstance(value, str) and value:
             out.append(Chunk("reasoning", text=value))
             break
-    if delta.content:
-        out.append(Chunk("text", text=delta.content))
-    for tc in delta.tool_calls or ():
-        fn = tc.function
+    content = delta.get("content")
+    if isinstance(content, str) and content:
+        out.append(Chunk("text", text=content))
+    for tc in delta.get("tool_calls") or ():
+        if not isinstance(tc, dict):
+            continue
+        fn = tc.get("function")
+        fn = fn if isinstance(fn, dict) else {}
+        index = tc.get("index")
         out.append(
             Chunk(
                 "tool_call",
-                index=tc.index if tc.index is not None else 0,
-                call_id=tc.id or "",
-                name=(fn.name if fn else None) or "",
-                arguments=(fn.arguments if fn else None) or "",
+                index=index if isinstance(index, int) else 0,
+                call_id=str(tc.get("id") or ""),
+                name=str(fn.get("name") or ""),
+                arguments=str(fn.get("arguments") or ""),
             )
         )
     return out

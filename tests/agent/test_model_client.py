@@ -1,0 +1,127 @@
+"""The model client on the wire, against the scripted endpoint: what it sends, how it reads
+the event stream, and how each failure is classified (issue 17: no SDK on the first path)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.fake_model import FakeModel
+from think_kernel.agent.model import Chunk, ModelError, OpenAIModel
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+
+async def collect(
+    model: OpenAIModel, name: str = "m", purpose: str = "step", messages: Any = None
+) -> list[Chunk]:
+    try:
+        msgs = messages or MESSAGES
+        return [c async for c in model.stream(msgs, TOOLS, name, purpose=purpose)]
+    finally:
+        await model.aclose()
+
+
+async def failure(fm: FakeModel, **reply: Any) -> ModelError:
+    fm.reply(**reply)
+    with pytest.raises(ModelError) as info:
+        await collect(OpenAIModel("k", fm.url))
+    return info.value
+
+
+async def test_stream_text_reasoning_tool_calls_and_usage(fake_model: FakeModel) -> None:
+    fake_model.reply(text="Hello there", reasoning="hmm", tool_calls=[("f", {"x": 1})],
+                     cached_tokens=2, reasoning_tokens=3)  # fmt: skip
+    chunks = await collect(OpenAIModel("k", fake_model.url))
+    kinds = [c.kind for c in chunks]
+    assert "".join(c.text for c in chunks if c.kind == "text") == "Hello there"
+    assert "".join(c.text for c in chunks if c.kind == "reasoning") == "hmm"
+    calls = [c for c in chunks if c.kind == "tool_call"]
+    assert calls[0].name == "f" and calls[0].call_id.startswith("call_")
+    assert "".join(c.arguments for c in calls) == '{"x": 1}'
+    assert [c.text for c in chunks if c.kind == "finish"] == ["tool_calls"]
+    usage = next(c for c in chunks if c.kind == "usage")
+    assert usage.tokens_in > 0 and usage.tokens_cached == 2 and usage.tokens_out > 3
+    assert usage.tokens_reasoning == 3
+    assert kinds.index("finish") < kinds.index("usage")
+    body = fake_model.requests[0]
+    assert body["stream"] is True and body["model"] == "m" and body["tools"] == TOOLS
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == MESSAGES
+
+
+async def test_headers_key_purpose_and_organisation(
+    fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-1")
+    fake_model.reply(text="ok")
+    await collect(OpenAIModel("sk-abc", fake_model.url), purpose="step")
+    headers = {k.lower(): v for k, v in fake_model.headers[0].items()}
+    assert headers["authorization"] == "Bearer sk-abc"
+    assert headers["x-think-purpose"] == "step"
+    assert headers["openai-organization"] == "org-1"
+    assert headers["openai-project"] == "proj-1"
+    assert headers["content-type"] == "application/json"
+
+
+async def test_base_url_from_the_environment(
+    fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_model.url + "/")
+    fake_model.reply(text="ok")
+    chunks = await collect(OpenAIModel("k"))
+    assert "".join(c.text for c in chunks if c.kind == "text") == "ok"
+
+
+async def test_http_errors_are_classified(fake_model: FakeModel) -> None:
+    assert (await failure(fake_model, error=429)).code == "rate_limit"
+    err = await failure(fake_model, error=503)
+    assert err.code == "server_error" and err.transient and "scripted error 503" in str(err)
+    err = await failure(fake_model, error=400, error_message="bad tools")
+    assert err.code == "bad_request" and not err.transient and "bad tools" in str(err)
+
+
+async def test_auth_unknown_model_and_context_length() -> None:
+    fm = FakeModel(api_key="right", models={"known"}).start()
+    try:
+        with pytest.raises(ModelError) as info:
+            await collect(OpenAIModel("wrong", fm.url), "known")
+        assert info.value.code == "auth" and not info.value.transient
+        with pytest.raises(ModelError) as info:
+            await collect(OpenAIModel("right", fm.url), "other")
+        assert info.value.code == "model_not_found"
+        fm.context_window = 100
+        long = [{"role": "user", "content": "word " * 200}]
+        with pytest.raises(ModelError) as info:
+            await collect(OpenAIModel("right", fm.url), "known", messages=long)
+        assert info.value.code == "context_length" and info.value.limit == 100
+    finally:
+        fm.stop()
+
+
+async def test_cut_stream_and_error_event(fake_model: FakeModel) -> None:
+    err = await failure(fake_model, text="a long answer", cut=True)
+    assert err.transient and err.code in ("stream_cut", "connection")  # cut mid-chunk or after
+    err = await failure(fake_model, text="partial", stream_error="the GPU is on fire")
+    assert "the GPU is on fire" in str(err) and not err.transient
+
+
+async def test_stream_options_rejected_asks_again_without(fake_model: FakeModel) -> None:
+    fake_model.reject_stream_options = True
+    fake_model.reply(text="ok")  # the first request is refused before it takes a reply
+    model = OpenAIModel("k", fake_model.url)
+    chunks = await collect(model)
+    assert "".join(c.text for c in chunks if c.kind == "text") == "ok"
+    assert "stream_options" in fake_model.requests[0]
+    assert "stream_options" not in fake_model.requests[1] and not model.usage_option
+
+
+def test_the_model_client_does_not_import_the_openai_sdk() -> None:
+    code = "import sys, think_kernel.agent.model; print('openai' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
