@@ -25,7 +25,7 @@ import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
-from importlib.metadata import entry_points
+from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -70,10 +70,28 @@ class AgentExtension:
     models: ClassVar[dict[str, str]] = {}
 
 
+def _published() -> list[Any]:
+    """The entry points of our group. ``entry_points(group=...)`` parses the entry points of
+    every installed distribution (~30-40 ms with a JupyterLab's worth of packages, on every
+    new runtime's path to its first request); reading each file and parsing only those that
+    name our group gives the same list in a quarter of the time (issue 17)."""
+    header = f"[{ENTRY_POINT_GROUP}]"
+    found, seen = [], set()
+    for dist in distributions():
+        text = dist.read_text("entry_points.txt")
+        if not text or header not in text:
+            continue
+        for ep in dist.entry_points.select(group=ENTRY_POINT_GROUP):
+            if (ep.name, ep.value) not in seen:  # a distribution seen twice on sys.path
+                seen.add((ep.name, ep.value))
+                found.append(ep)
+    return found
+
+
 def load_extensions() -> list[type[AgentExtension] | AgentExtension]:
     """Load every AgentExtension published under the entry-point group (bad ones are logged)."""
     found: list[type[AgentExtension] | AgentExtension] = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _published():
         try:
             found.append(ep.load())
         except Exception:  # a broken third-party extension must not stop the kernel
