@@ -144,6 +144,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     trials = 5 if args.quick else 9
+    coldpaths.ensure_bytecode()  # as an installed wheel has it (see there)
     load = os.getloadavg()[0]
     print(f"load average at start: {load:.2f} (2 cores; figures above ~2 mean a busy machine)")
     with tempfile.TemporaryDirectory() as tmp:
