@@ -54,6 +54,8 @@ class Reply:
     error_message: str = ""
     cut: bool = False
     stream_error: str = ""  # an SSE error object after the text, then the end of the stream
+    newline: str = "\n"  # SSE line ending: "\r\n" and "\r" are allowed too
+    together: bool = False  # all events in one write (a burst that arrives in one read)
     delay: float = 0.0
     hang: bool = False
     first_delay: float = 0.0  # seconds before the response starts (a slow first byte)
@@ -312,8 +314,11 @@ class _Handler(tornado.web.RequestHandler):
         if first[0]:
             first[0] = False
             self.fm.first_token_at.append(time.time())
+        if r.newline != "\n":
+            data = data.replace(b"\n", r.newline.encode())
         self.write(data)
-        await self.flush()
+        if not r.together:
+            await self.flush()
         if r.delay:
             await asyncio.sleep(r.delay)
 
@@ -358,5 +363,5 @@ class _Handler(tornado.web.RequestHandler):
             out = count_text(r.text) + count_text(r.reasoning)
             out += sum(count_text(n) + count_text(json.dumps(a)) for n, a in r.tool_calls)
             await self._send(_usage(model, prompt, out + r.reasoning_tokens, r), r, first)
-        self.write(b"data: [DONE]\n\n")
+        self.write(b"data: [DONE]\n\n".replace(b"\n", r.newline.encode()))
         self.finish()

@@ -3,6 +3,7 @@ the event stream, and how each failure is classified (issue 17: no SDK on the fi
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -119,6 +120,22 @@ async def test_stream_options_rejected_asks_again_without(fake_model: FakeModel)
     assert "".join(c.text for c in chunks if c.kind == "text") == "ok"
     assert "stream_options" in fake_model.requests[0]
     assert "stream_options" not in fake_model.requests[1] and not model.usage_option
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+async def test_line_endings_and_bursts_in_one_read(fake_model: FakeModel, newline: str) -> None:
+    words = [f"w{i} " for i in range(300)]
+    fake_model.reply(tokens=words, tool_calls=[("f", {"text": "x" * 200})], newline=newline,
+                     together=True)  # fmt: skip
+    chunks = await collect(OpenAIModel("k", fake_model.url))
+    texts = [c.text for c in chunks if c.kind == "text"]
+    assert "".join(texts) == "".join(words)
+    # Tokens that arrived together went up the stack together, not one chunk per token.
+    assert len(texts) < 50
+    calls = [c for c in chunks if c.kind == "tool_call"]
+    assert "".join(c.arguments for c in calls) == json.dumps({"text": "x" * 200})
+    assert calls[0].name == "f" and calls[0].call_id
+    assert [c.kind for c in chunks][-2:] == ["finish", "usage"]
 
 
 def test_the_model_client_does_not_import_the_openai_sdk() -> None:

@@ -24,6 +24,7 @@ URL, headers, body and server-sent events), sent with ``httpx`` directly: import
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -293,20 +294,11 @@ class OpenAIModel:
             try:
                 if response.status_code >= 400:
                     raise _status_error(response.status_code, await response.aread())
-                async for event in _events(response):
-                    usage = event.get("usage")
-                    if isinstance(usage, dict):
-                        yield _usage_chunk(usage)
-                    for choice in event.get("choices") or ():
-                        if not isinstance(choice, dict):
-                            continue
-                        delta = choice.get("delta")
-                        if isinstance(delta, dict):
-                            for chunk in _delta_chunks(delta):
-                                yield chunk
-                        if choice.get("finish_reason"):
+                async for events in _event_batches(response):
+                    for chunk in _merged(_chunks(events)):
+                        if chunk.kind == "finish":
                             finished = True
-                            yield Chunk("finish", text=str(choice["finish_reason"]))
+                        yield chunk
             finally:
                 await response.aclose()
         except ModelError:
@@ -330,38 +322,98 @@ def _status_error(status: int, raw: bytes) -> StatusError:
     return StatusError(status, body, text)
 
 
-async def _events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON objects of a server-sent event stream, up to ``data: [DONE]``. An event that
-    carries an ``error`` (mid-stream failures) raises a ModelError with its message."""
-    data: list[str] = []
-    name = ""
-    async for line in response.aiter_lines():
-        if line:
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "data":
-                data.append(value)
-            elif field == "event":
-                name = value
-            continue
-        if not data:
-            name = ""
-            continue
-        text, kind = "\n".join(data), name
-        data, name = [], ""
-        if text.startswith("[DONE]"):
-            return
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            continue  # a keep-alive or a comment some proxies send
-        if not isinstance(obj, dict):
-            continue
-        if kind == "error" or obj.get("error"):
-            err = obj.get("error", obj)
-            message = err.get("message") if isinstance(err, dict) else err
-            raise ModelError(f"the model endpoint reported an error: {message}", False)
-        yield obj
+async def _event_batches(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+    """The JSON objects of a server-sent event stream, one list per read from the network,
+    up to ``data: [DONE]``. An event that carries an ``error`` (a mid-stream failure) raises
+    a ModelError with its message.
+
+    Lines are split here rather than by ``aiter_lines`` (three generator layers and a text
+    decoder per network read), and everything one read brought is handed on at once: a
+    burst of tokens costs the layers above one pass, not one per token (issue 17)."""
+    buf = b""
+    data: list[bytes] = []
+    name = b""
+    async for raw in response.aiter_bytes():
+        buf += raw
+        lines = buf.splitlines(keepends=True)  # \n, \r\n and \r, as SSE allows
+        buf = b""
+        if lines and (not lines[-1].endswith((b"\n", b"\r")) or lines[-1].endswith(b"\r")):
+            buf = lines.pop()  # incomplete, or a \r that a \n may follow in the next read
+        batch: list[dict[str, Any]] = []
+        for line in lines:
+            line = line.rstrip(b"\r\n")
+            if line:
+                field, _, value = line.partition(b":")
+                value = value[1:] if value.startswith(b" ") else value
+                if field == b"data":
+                    data.append(value)
+                elif field == b"event":
+                    name = value
+                continue
+            if not data:
+                name = b""
+                continue
+            text, kind = b"\n".join(data), name
+            data, name = [], b""
+            if text.startswith(b"[DONE]"):
+                if batch:
+                    yield batch
+                return
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                continue  # a keep-alive or a comment some proxies send
+            if not isinstance(obj, dict):
+                continue
+            if kind == b"error" or obj.get("error"):
+                if batch:
+                    yield batch
+                err = obj.get("error", obj)
+                message = err.get("message") if isinstance(err, dict) else err
+                raise ModelError(f"the model endpoint reported an error: {message}", False)
+            batch.append(obj)
+        if batch:
+            yield batch
+
+
+def _chunks(events: list[dict[str, Any]]) -> list[Chunk]:
+    """Our chunks of a list of completion-chunk objects, in order."""
+    out: list[Chunk] = []
+    for event in events:
+        usage = event.get("usage")
+        if isinstance(usage, dict):
+            out.append(_usage_chunk(usage))
+        for choice in event.get("choices") or ():
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                out.extend(_delta_chunks(delta))
+            if choice.get("finish_reason"):
+                out.append(Chunk("finish", text=str(choice["finish_reason"])))
+    return out
+
+
+def _merged(chunks: list[Chunk]) -> list[Chunk]:
+    """Adjacent text (or reasoning) chunks joined, and adjacent argument pieces of the same
+    tool call: the same stream in fewer, larger chunks."""
+    out: list[Chunk] = []
+    for chunk in chunks:
+        last = out[-1] if out else None
+        if last is not None and last.kind == chunk.kind:
+            if chunk.kind in ("text", "reasoning"):
+                out[-1] = Chunk(chunk.kind, text=last.text + chunk.text)
+                continue
+            if (
+                chunk.kind == "tool_call"
+                and chunk.index == last.index
+                and not (chunk.call_id or chunk.name)
+            ):
+                args = last.arguments + chunk.arguments
+                out[-1] = dataclasses.replace(last, arguments=args)
+                continue
+        out.append(chunk)
+    return out
 
 
 def _usage_chunk(usage: dict[str, Any]) -> Chunk:
