@@ -124,7 +124,8 @@ class FakeModel:
     @property
     def url(self) -> str:
         """Base URL to give the openai client (``.../v1``)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        scheme = "https" if getattr(self, "tls", False) else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
 
     def reset(self) -> None:
         """Forget the script, the recorded requests and every setting (shared fakes)."""
@@ -163,8 +164,10 @@ class FakeModel:
                 raise TimeoutError(f"expected {n} model requests, got {len(self.requests)}")
             return list(self.requests)
 
-    def start(self) -> FakeModel:
-        """Start serving on a free loopback port (returns self)."""
+    def start(self, ssl_context: Any = None) -> FakeModel:
+        """Start serving on a free loopback port (returns self); over TLS with an
+        ``ssl.SSLContext`` (the URL then starts ``https://``)."""
+        self.tls = ssl_context is not None
         sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
         self.port = sockets[0].getsockname()[1]
         ready = threading.Event()
@@ -179,7 +182,7 @@ class FakeModel:
                     (r"/v1/models", _Models, {"fm": self}),
                 ]
             )
-            server = tornado.httpserver.HTTPServer(app)
+            server = tornado.httpserver.HTTPServer(app, ssl_options=ssl_context)
             server.add_sockets(sockets)
             loop.call_soon(ready.set)
             loop.run_forever()

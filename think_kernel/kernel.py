@@ -242,6 +242,7 @@ class ThinkKernel(IPythonKernel):
                 await runtime.refresh_endpoint()  # the setup card's endpoint, if one is saved
                 runtime.prewarm_sandbox()
                 runtime.prewarm_model()
+                runtime.prewarm_tools()
                 self._prepared = runtime
             await runtime.wait_sandbox()
             self.think_link.push({"kind": "prepared"})

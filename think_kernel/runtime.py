@@ -169,6 +169,8 @@ class Runtime:
         self.learned_windows: dict[str, int] = {}
         self.pending_attachments: list[dict[str, Any]] = []
         self._titles: set[asyncio.Future[None]] = set()
+        self._idle_warm: asyncio.TimerHandle | None = None  # see warm_when_idle
+        self._runs = 0
         self.gate: ApprovalGate | None = None  # made with the store (start)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -180,11 +182,44 @@ class Runtime:
             self.store = await Store.open(path)
 
     def prewarm_model(self) -> None:
-        """Build the default model client now (its HTTP client and TLS context take a while)."""
+        """Build the default model client now, and load what its first request needs (call
+        it on the event loop)."""
         try:
-            self._model_client({})
+            model = self._model_client({})
+            warm = getattr(model, "warm", None)
+            if warm is not None:
+                warm()
         except Exception:  # no key yet: the first run says so
             log.debug("model client not built ahead", exc_info=True)
+
+    def prewarm_tools(self) -> None:
+        """Build every tool's argument validator now (pydantic: ~0.1-0.3 s on a cold process,
+        otherwise paid by the first tool call)."""
+        for tool in list(self.tools.tools.values()):
+            try:
+                tool.model  # noqa: B018 (built on first access)
+            except Exception:  # an odd annotation: its first call reports it
+                log.debug("validator of %s not built ahead", tool.name, exc_info=True)
+
+    def warm_when_idle(self, delay: float = 1.0) -> None:
+        """Build the validators once no run has been active for ``delay`` s (a person is
+        typing): ahead of the first tool call, without slowing a run down."""
+        if self._idle_warm is not None:
+            self._idle_warm.cancel()
+        if all(t.validator_built for t in self.tools.tools.values()):
+            return
+
+        def fire() -> None:
+            self._idle_warm = None
+            if self._runs:
+                self.warm_when_idle(delay)
+            else:
+                self.prewarm_tools()
+
+        try:
+            self._idle_warm = asyncio.get_running_loop().call_later(delay, fire)
+        except RuntimeError:  # a run generator closed outside the loop (garbage collection)
+            self._idle_warm = None
 
     async def start(self) -> None:
         """Open the store, make sure the session exists, read the saved endpoint."""
@@ -267,6 +302,8 @@ class Runtime:
 
     async def close(self) -> None:
         """Close what this runtime opened."""
+        if self._idle_warm is not None:
+            self._idle_warm.cancel()
         for task in list(self._titles):  # a title is a nicety: never wait on it to close
             task.cancel()
         await asyncio.gather(*self._titles, return_exceptions=True)
@@ -568,23 +605,28 @@ class Runtime:
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
         answered = False
-        async for event in agent.run(
-            self.session_id,
-            text,
-            self.make_context,
-            user_message_id=user_message_id,
-            attachments=attachments or None,
-        ):
-            if isinstance(event, ToolCall):
-                self.current_message_id = event.message_id
-            elif isinstance(event, ErrorEvent) and self.kind == "chat":
-                said = chat_error(event.code, event.message)
-                if said != event.message:
-                    await self._restate_error(event.message, said)
-                    event = dataclasses.replace(event, message=said)
-            answered = answered or isinstance(event, Chat)
-            await self.emit(event)
-            yield event
+        self._runs += 1
+        try:
+            async for event in agent.run(
+                self.session_id,
+                text,
+                self.make_context,
+                user_message_id=user_message_id,
+                attachments=attachments or None,
+            ):
+                if isinstance(event, ToolCall):
+                    self.current_message_id = event.message_id
+                elif isinstance(event, ErrorEvent) and self.kind == "chat":
+                    said = chat_error(event.code, event.message)
+                    if said != event.message:
+                        await self._restate_error(event.message, said)
+                        event = dataclasses.replace(event, message=said)
+                answered = answered or isinstance(event, Chat)
+                await self.emit(event)
+                yield event
+        finally:
+            self._runs -= 1
+            self.warm_when_idle()
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
 

@@ -4,14 +4,17 @@ the event stream, and how each failure is classified (issue 17: no SDK on the fi
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.fake_model import FakeModel
-from think_kernel.agent.model import Chunk, ModelError, OpenAIModel
+from think_kernel.agent.model import Chunk, LazyTrustContext, ModelError, OpenAIModel, tls_context
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
@@ -142,3 +145,82 @@ def test_the_model_client_does_not_import_the_openai_sdk() -> None:
     code = "import sys, think_kernel.agent.model; print('openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _certificates(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a certificate for 127.0.0.1 it signed (files: ca, cert, key)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "think test CA")])
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+        .public_key(ca_key.public_key()).serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    files = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    files[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return files
+
+
+async def test_tls_trust_store_loads_at_the_first_handshake_and_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_model: FakeModel
+) -> None:
+    ca, cert, key = _certificates(tmp_path)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    tls_model = FakeModel().start(ssl_context=server_ctx)
+    try:
+        assert tls_model.url.startswith("https://")
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+        tls_model.reply(text="secure")
+        model = OpenAIModel("k", tls_model.url)
+        chunks = await collect(model)
+        assert "".join(c.text for c in chunks if c.kind == "text") == "secure"
+        # A trust store without our CA: the handshake fails, nothing is sent.
+        (tmp_path / "other").mkdir()
+        monkeypatch.setenv("SSL_CERT_FILE", str(_certificates(tmp_path / "other")[0]))
+        with pytest.raises(ModelError) as info:
+            await collect(OpenAIModel("k", tls_model.url))
+        assert info.value.code == "connection" and "CERTIFICATE_VERIFY_FAILED" in str(info.value)
+        assert len(tls_model.requests) == 1
+    finally:
+        tls_model.stop()
+    # Plain HTTP never loads a trust store.
+    fake_model.reply(text="plain")
+    model = OpenAIModel("k", fake_model.url)
+    context = tls_context()
+    model.client = httpx.AsyncClient(verify=context)
+    await collect(model)
+    assert isinstance(context, LazyTrustContext) and not context._trust_loaded

@@ -3,6 +3,7 @@ pydantic gives; arguments are still validated by pydantic, built on the first ca
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -108,3 +109,32 @@ def test_extensions_published_under_the_group_are_found(
     assert [getattr(e, "instructions", "") for e in found] == ["probe instructions"]
     rt = Runtime(workspace_root=tmp_path)
     assert "probe instructions" in rt.system_prompt({})
+
+
+async def test_validators_are_built_once_the_runtime_is_idle(tmp_path: Any) -> None:
+    class Instant:
+        async def stream(self, messages: Any, tools: Any, model: str, *, purpose: str = "step"):
+            from think_kernel.agent.model import Chunk
+
+            yield Chunk("text", text="hi")
+            yield Chunk("finish", text="stop")
+
+    async def probe(ctx: ToolContext, n: int) -> str:
+        """A tool only this runtime has."""
+        return str(n)
+
+    rt = Runtime(workspace_root=tmp_path, model=Instant(), extensions=[])
+    rt.tools.add(probe)
+    await rt.start()
+    try:
+        assert not rt.tools.tools["probe"].validator_built
+        async for _ in rt.run("hello"):
+            pass
+        rt.warm_when_idle(delay=0.01)
+        for _ in range(1000):  # the timer fires 10 ms after the run
+            if rt.tools.tools["probe"].validator_built:
+                break
+            await asyncio.sleep(0.01)
+        assert all(t.validator_built for t in rt.tools.tools.values())
+    finally:
+        await rt.close()

@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import re
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -221,6 +222,49 @@ def _detail(exc: BaseException) -> str:
     return str(text)[:300]
 
 
+class LazyTrustContext(ssl.SSLContext):
+    """A TLS client context that loads its trust store at the first handshake.
+
+    It verifies exactly as httpx's default context does (``SSL_CERT_FILE``, else
+    ``SSL_CERT_DIR``, else certifi's bundle; hostname checked, certificate required), but
+    parsing a CA bundle takes 30-100 ms, paid by every new kernel's first request even when
+    the endpoint is a plain-HTTP local server that never shakes hands (issue 17)."""
+
+    _trust_loaded = False
+
+    def _load_trust(self) -> None:
+        if self._trust_loaded:
+            return
+        self._trust_loaded = True
+        if os.environ.get("SSL_CERT_FILE"):
+            self.load_verify_locations(cafile=os.environ["SSL_CERT_FILE"])
+        elif os.environ.get("SSL_CERT_DIR"):
+            self.load_verify_locations(capath=os.environ["SSL_CERT_DIR"])
+        else:
+            import certifi
+
+            self.load_verify_locations(cafile=certifi.where())
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> Any:
+        """As :class:`ssl.SSLContext`, with the trust store loaded first."""
+        self._load_trust()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> Any:
+        """As :class:`ssl.SSLContext` (asyncio and anyio use this), trust store first."""
+        self._load_trust()
+        return super().wrap_bio(*args, **kwargs)
+
+
+def tls_context() -> ssl.SSLContext:
+    """A verifying client context whose trust store loads on first use (see above)."""
+    ctx = LazyTrustContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, hostnames checked
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    if keylog and not sys.flags.ignore_environment:  # as ssl.create_default_context
+        ctx.keylog_filename = keylog
+    return ctx
+
+
 class OpenAIModel:
     """Streaming chat completions from any OpenAI-compatible endpoint (``POST
     {base_url}/chat/completions`` with ``stream: true``; see the module docstring)."""
@@ -250,8 +294,18 @@ class OpenAIModel:
         # Our loop retries with visible status: no silent retries here. Redirects are
         # followed, as the SDK's client does.
         self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout), follow_redirects=True
+            timeout=httpx.Timeout(timeout), follow_redirects=True, verify=tls_context()
         )
+
+    def warm(self) -> None:
+        """Load now what the first request would load (anyio's asyncio backend, ~30-70 ms);
+        call it on the event loop, ahead of need."""
+        try:
+            import anyio
+
+            anyio.Event()  # picks (and imports) the running loop's backend
+        except Exception:  # not on a loop, or no anyio: the first request loads it
+            pass
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

@@ -239,6 +239,11 @@ class Tool:
             self.parameters = schema
 
     @property
+    def validator_built(self) -> bool:
+        """Whether :attr:`model` exists yet (runtimes build it ahead when idle)."""
+        return self._model is not None
+
+    @property
     def model(self) -> Any:
         """The pydantic model that validates arguments (built on first use)."""
         if self._model is None:
