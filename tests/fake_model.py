@@ -114,6 +114,7 @@ class FakeModel:
         self.context_window: int | None = None
         self.reject_stream_options = False
         self.headers: list[dict[str, str]] = []
+        self.connections: set[Any] = set()  # client (host, port) of each chat request
         self.first_token_at: list[float] = []
         self.release = threading.Event()
         self._cond = threading.Condition()
@@ -135,6 +136,7 @@ class FakeModel:
             self.internal_requests.clear()
             self.first_token_at.clear()
             self.headers.clear()
+            self.connections.clear()
         self.context_window = None
         self.reject_stream_options = False
         self.internal = lambda body: Reply(text=f"(fake {body.get('_purpose')} answer)")
@@ -276,6 +278,8 @@ class _Handler(tornado.web.RequestHandler):
         if internal:
             body["_purpose"] = purpose
         self.fm.headers.append(dict(self.request.headers))
+        stream = self.request.connection.stream  # type: ignore[union-attr]
+        self.fm.connections.add(stream.socket.getpeername())
         self.fm.record(body, internal)
         auth = self.request.headers.get("Authorization", "")
         if self.fm.api_key and auth != f"Bearer {self.fm.api_key}":

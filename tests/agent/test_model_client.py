@@ -224,3 +224,15 @@ async def test_tls_trust_store_loads_at_the_first_handshake_and_verifies(
     model.client = httpx.AsyncClient(verify=context)
     await collect(model)
     assert isinstance(context, LazyTrustContext) and not context._trust_loaded
+
+
+async def test_connections_are_reused_between_requests(fake_model: FakeModel) -> None:
+    model = OpenAIModel("k", fake_model.url)
+    try:
+        for text in ("one", "two", "three"):
+            fake_model.reply(text=text)
+            chunks = [c async for c in model.stream(MESSAGES, [], "m")]
+            assert "".join(c.text for c in chunks if c.kind == "text") == text
+        assert len(fake_model.connections) == 1, fake_model.connections
+    finally:
+        await model.aclose()

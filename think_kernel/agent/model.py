@@ -387,7 +387,8 @@ async def _event_batches(response: httpx.Response) -> AsyncIterator[list[dict[st
     buf = b""
     data: list[bytes] = []
     name = b""
-    async for raw in response.aiter_bytes():
+    chunks = response.aiter_bytes()
+    async for raw in chunks:
         buf += raw
         lines = buf.splitlines(keepends=True)  # \n, \r\n and \r, as SSE allows
         buf = b""
@@ -412,6 +413,10 @@ async def _event_batches(response: httpx.Response) -> AsyncIterator[list[dict[st
             if text.startswith(b"[DONE]"):
                 if batch:
                     yield batch
+                # Read to the end of the body: a response read whole goes back to the pool
+                # (one closed early costs the next request a new connection).
+                async for _ in chunks:
+                    pass
                 return
             try:
                 obj = json.loads(text)
