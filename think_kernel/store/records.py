@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from .loopdb import LoopConnection
 
 RUN_FIELDS = {
     "status",
@@ -47,7 +47,7 @@ _EVENT_CHUNK = 5_000
 class RecordsMixin:
     """Batched appends, cursor pages, runs, schedules, approvals and retention."""
 
-    db: aiosqlite.Connection
+    db: LoopConnection
 
     if TYPE_CHECKING:  # provided by Store
 
