@@ -67,6 +67,79 @@ async def _timed_stream(self: Any, model: str, r: Any, prompt: int | None) -> No
 fake._Handler._stream = _timed_stream  # type: ignore[method-assign]
 
 
+def _serve_model(conn: Any) -> None:
+    """In a child process: a TimedModel, scripted and read through ``conn``."""
+    fm = TimedModel().start()
+    conn.send(fm.url)
+    while True:
+        op, arg = conn.recv()
+        if op == "reply":
+            fm.reply(**arg)
+            conn.send(None)
+        elif op == "get":
+            conn.send(list(getattr(fm, arg)))
+        else:
+            fm.stop()
+            conn.send(None)
+            return
+
+
+class ModelProcess:
+    """A TimedModel in a process of its own, with the same attributes (read over a pipe).
+
+    In the process of the clients that measure it, the model's streaming thread and the
+    client's reads compete for one GIL: a client waited up to the 5 ms switch interval for
+    each frame, which no real (remote) model causes.
+    """
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve_model, args=(child,), daemon=True)
+        self.url = ""
+
+    def start(self) -> ModelProcess:
+        """Start the child; returns self once it serves."""
+        self._proc.start()
+        self.url = self._conn.recv()
+        return self
+
+    def _get(self, name: str) -> list[float]:
+        self._conn.send(("get", name))
+        return list(self._conn.recv())
+
+    @property
+    def arrived(self) -> list[float]:
+        """When each main-loop request arrived (``time.time()``)."""
+        return self._get("arrived")
+
+    @property
+    def ended(self) -> list[float]:
+        """When each stream ended."""
+        return self._get("ended")
+
+    @property
+    def first_token_at(self) -> list[float]:
+        """When each stream's first token was sent."""
+        return self._get("first_token_at")
+
+    def reply(self, **kwargs: Any) -> None:
+        """Script the next reply (see tests/fake_model.Reply)."""
+        self._conn.send(("reply", kwargs))
+        self._conn.recv()
+
+    def stop(self) -> None:
+        """Stop the child."""
+        try:
+            self._conn.send(("stop", None))
+            self._conn.recv()
+        except (OSError, EOFError):
+            pass
+        self._proc.join(10)
+
+
 def ensure_bytecode() -> None:
     """Compile our packages' bytecode, as installing a wheel does. A checkout installed in
     development mode, in an environment with ``PYTHONDONTWRITEBYTECODE`` set, otherwise
@@ -151,7 +224,7 @@ def wait_for(cond: Any, timeout: float = 60.0) -> None:
         time.sleep(0.002)
 
 
-def post_to_model(srv: Server, fm: TimedModel, sid: str, text: str) -> float:
+def post_to_model(srv: Server, fm: ModelProcess, sid: str, text: str) -> float:
     """ms from POST to the model request's arrival; waits for the run to end."""
     n = len(fm.arrived)
     t0 = time.time()
@@ -204,7 +277,7 @@ def tree(pid: int) -> list[int]:
     return out
 
 
-async def burst(srv: Server, fm: TimedModel, sid: str, tokens: int) -> dict[str, float]:
+async def burst(srv: Server, fm: ModelProcess, sid: str, tokens: int) -> dict[str, float]:
     """Frames and timings of a ``tokens``-token answer at a WebSocket client."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
@@ -248,7 +321,7 @@ def median(xs: list[float]) -> float:
 
 def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
     """Every measure with ``pool`` spare kernels."""
-    fm = TimedModel().start()
+    fm = ModelProcess().start()
     out: dict[str, Any] = {"pool": pool}
     starts: list[float] = []
     srv = None

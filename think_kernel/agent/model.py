@@ -24,13 +24,15 @@ URL, headers, body and server-sent events), sent with ``httpx`` directly: import
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import re
 import ssl
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -348,11 +350,12 @@ class OpenAIModel:
             try:
                 if response.status_code >= 400:
                     raise _status_error(response.status_code, await response.aread())
-                async for events in _event_batches(response):
-                    for chunk in _merged(_chunks(events)):
-                        if chunk.kind == "finish":
-                            finished = True
-                        yield chunk
+                async with contextlib.aclosing(_gathered(_event_batches(response))) as reads:
+                    async for events in reads:
+                        for chunk in _merged(_chunks(events)):
+                            if chunk.kind == "finish":
+                                finished = True
+                            yield chunk
             finally:
                 await response.aclose()
         except ModelError:
@@ -376,7 +379,9 @@ def _status_error(status: int, raw: bytes) -> StatusError:
     return StatusError(status, body, text)
 
 
-async def _event_batches(response: httpx.Response) -> AsyncIterator[list[dict[str, Any]]]:
+async def _event_batches(
+    response: httpx.Response,
+) -> AsyncGenerator[list[dict[str, Any]], None]:
     """The JSON objects of a server-sent event stream, one list per read from the network,
     up to ``data: [DONE]``. An event that carries an ``error`` (a mid-stream failure) raises
     a ModelError with its message.
@@ -433,6 +438,64 @@ async def _event_batches(response: httpx.Response) -> AsyncIterator[list[dict[st
             batch.append(obj)
         if batch:
             yield batch
+
+
+_END = object()
+HANDOVER = 0.002  # s: the longest a reader keeps what it read while more keeps arriving
+
+
+async def _gathered(
+    batches: AsyncGenerator[list[dict[str, Any]], None],
+) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """Everything read since the consumer last asked, as one list.
+
+    A reader task reads; the consumer takes all it found each time it comes back. Each
+    network read brings what one TCP segment held, often one token, and a read that finds
+    data waiting does not suspend: read and consumed in turn, a fast stream cost the whole
+    stack above (loop, runtime, link) once per token and kept the event loop to itself. Now
+    the consumer's work is per batch, batches grow when the consumer falls behind, and it
+    suspends (letting the link's writer and others run) whenever it has caught up.
+    """
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def read() -> None:
+        loop = asyncio.get_running_loop()
+        handed = -1.0
+        try:
+            async for batch in batches:
+                queue.put_nowait(batch)
+                # Data that keeps arriving would keep the reader going: hand over the first
+                # read at once (the first token is never held back), later ones at least
+                # every HANDOVER seconds.
+                if loop.time() - handed >= HANDOVER:
+                    handed = loop.time()
+                    await asyncio.sleep(0)
+            queue.put_nowait(_END)
+        except Exception as e:  # handed to the consumer, after what came before it
+            queue.put_nowait(e)
+        finally:
+            await batches.aclose()
+
+    reader = asyncio.ensure_future(read())
+    try:
+        while True:
+            item = await queue.get()
+            out: list[dict[str, Any]] = []
+            while True:
+                if item is _END or isinstance(item, Exception):
+                    if out:
+                        yield out
+                    if isinstance(item, Exception):
+                        raise item
+                    return
+                out.extend(item)
+                if queue.empty():
+                    break
+                item = queue.get_nowait()
+            yield out
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
 
 
 def _chunks(events: list[dict[str, Any]]) -> list[Chunk]:
