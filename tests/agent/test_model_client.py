@@ -3,6 +3,7 @@ the event stream, and how each failure is classified (issue 17: no SDK on the fi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 import subprocess
@@ -236,3 +237,23 @@ async def test_connections_are_reused_between_requests(fake_model: FakeModel) ->
         assert len(fake_model.connections) == 1, fake_model.connections
     finally:
         await model.aclose()
+
+
+async def test_what_arrives_while_the_consumer_is_busy_comes_as_one_chunk(
+    fake_model: FakeModel,
+) -> None:
+    words = [f"w{i} " for i in range(100)]
+    fake_model.reply(tokens=words, delay=0.001)  # a token a millisecond
+    model = OpenAIModel("k", fake_model.url)
+    texts: list[str] = []
+    try:
+        async for chunk in model.stream(MESSAGES, [], "m"):
+            if chunk.kind == "text":
+                texts.append(chunk.text)
+                if len(texts) == 1:
+                    await asyncio.sleep(0.05)  # busy: ~50 tokens arrive meanwhile
+    finally:
+        await model.aclose()
+    assert "".join(texts) == "".join(words)
+    assert texts[0] == "w0 "  # the first token is handed over at once, alone
+    assert len(texts[1]) > 10 * len("w1 ")  # what came meanwhile, together
