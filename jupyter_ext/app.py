@@ -22,7 +22,7 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.services.contents.filecheckpoints import FileCheckpoints
 from jupyter_server.services.contents.fileio import FileManagerMixin
-from traitlets import Float, Int, List, Unicode
+from traitlets import Bool, Float, Int, List, Unicode
 
 from think_kernel.store import Store, location, new_id
 
@@ -30,12 +30,16 @@ from .contents import ThinkCheckpoints, ThinkContentsManager
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
+from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
 from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .recovery import Recovery
+from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
 from .scheduler import Scheduler
 from .services import Limits, Services
 from .sessions import ChatSessions, RetryPolicy
+from .subagents import KIND as SUBAGENT_CHECK
+from .subagents import SubagentChecks
 from .websocket import SessionSocket
 
 log = logging.getLogger(__name__)
@@ -140,6 +144,48 @@ class ThinkExtension(ExtensionApp):
         help="Longest sleep of the scheduler between looks at the schedules table, in "
         "seconds. Default: 5.",
     )
+    schedule_lease = Float(
+        30.0,
+        config=True,
+        help="Seconds a claim on a due schedule lasts without renewal (renewed every third of "
+        "it while the work runs); a claim of a server that died is taken over when it ends, "
+        "or at once when its process is gone. Default: 30.",
+    )
+    schedule_max_attempts = Int(
+        5,
+        config=True,
+        help="Attempts at one firing of a schedule (a reminder, a run retry) before it is "
+        "marked failed. Default: 5.",
+    )
+    schedule_backoff = List(
+        Float(),
+        default_value=[2.0, 300.0],
+        config=True,
+        help="Backoff between attempts of a failed firing, in seconds: [first delay, longest "
+        "delay]; each retry waits twice the one before. Default: [2, 300].",
+    )
+
+    mcp_endpoint = Bool(
+        True,
+        config=True,
+        help="Serve Think's tools to other agents (Claude Code, Codex, ...) over MCP at "
+        "/api/think/mcp (streamable HTTP, the server's token or cookie). Default: True.",
+    )
+    mcp_tools = List(
+        Unicode(),
+        default_value=list(DEFAULT_TOOLS),
+        config=True,
+        help="Tools the MCP endpoint serves, among "
+        + ", ".join(SERVABLE)
+        + ". Each call runs in the client's session with the approval policy. Default: all "
+        "but execute_cell (it runs code in the notebook's kernel, outside the sandbox).",
+    )
+    mcp_session_idle_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds an MCP session of the endpoint may stay idle before it is closed (the "
+        "client then starts another; its Think session stays). 0 never closes. Default: 1800.",
+    )
 
     def initialize_settings(self) -> None:
         """Build the collaborators (the store opens when the server's loop runs)."""
@@ -147,6 +193,7 @@ class ThinkExtension(ExtensionApp):
         self.services = Services(Limits(self.max_body_size, self.max_ws_frame, self.history_limit))
         svc = self.services
         svc.hub = Hub()
+        svc.notifier = Notifier()
         svc.pipeline = EventPipeline(None, svc.hub)  # type: ignore[arg-type]
         km = self.serverapp.kernel_manager  # type: ignore[union-attr]
         svc.links = KernelLinks(
@@ -163,8 +210,22 @@ class ThinkExtension(ExtensionApp):
         self._tasks: list[asyncio.Task[Any]] = []
         self._starting: asyncio.Future[None] | None = None
         self.services.starter = self.ensure_started
+        unknown = [t for t in self.mcp_tools if t not in SERVABLE]
+        if unknown:
+            self.log.warning("Think: mcp_tools names tools it cannot serve: %s", unknown)
+        self.mcp: McpEndpoint | None = None
+        if self.mcp_endpoint:
+            self.mcp = McpEndpoint(
+                self.services,
+                list(self.mcp_tools),
+                max_body=self.max_body_size,
+                idle_timeout=self.mcp_session_idle_timeout,
+            )
         self._register_documents()
         self._check_contents_manager()
+        # A kernel stored a schedule (a reminder) in the shared store: look now, not at the
+        # next poll.
+        self.register_rpc("schedules.wake", lambda info, params: wake_rpc(svc, info, params))
         self._early_spare = self._start_early_spare()
 
     def _register_documents(self) -> None:
@@ -185,7 +246,10 @@ class ThinkExtension(ExtensionApp):
         self.handlers.append(
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
+        self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.services.links}))
+        if self.mcp is not None:
+            self.handlers.append((r"/api/think/mcp", McpHandler, {**kw, "endpoint": self.mcp}))
 
     def resolved_store_path(self) -> str:
         """The store file in use (its folder is created, and a legacy ``.think/`` moved in)."""
@@ -316,7 +380,16 @@ class ThinkExtension(ExtensionApp):
             svc.ready.set()
             return
         svc.pipeline.store = svc.store
-        svc.scheduler = Scheduler(svc.store, poll=self.scheduler_poll)
+        base, cap = (list(self.schedule_backoff) + [2.0, 300.0])[:2]
+        svc.scheduler = Scheduler(
+            svc.store,
+            poll=self.scheduler_poll,
+            owner=self.owner,
+            lease=self.schedule_lease,
+            max_attempts=self.schedule_max_attempts,
+            backoff_base=base,
+            backoff_cap=cap,
+        )
         svc.chats = ChatSessions(
             svc.store,
             serverapp.kernel_manager,
@@ -342,7 +415,15 @@ class ThinkExtension(ExtensionApp):
                 with contextlib.suppress(Exception):
                     await serverapp.kernel_manager.shutdown_kernel(early[0], now=True)
         svc.chats.wake_scheduler = svc.scheduler.wake
+        svc.extra["mcp_calls"] = KernelCalls(
+            svc.store, svc.chats, svc.links, start_timeout=self.kernel_start_timeout
+        )
+        if self.mcp is not None:
+            self.mcp.start()
         svc.scheduler.register("run_retry", self._retry)
+        checks = SubagentChecks(svc.store, svc.pipeline, wake=svc.scheduler.wake)
+        svc.scheduler.register(SUBAGENT_CHECK, checks)
+        svc.scheduler.register("reminder", ReminderFiring(svc).fire)
         recovery = Recovery(
             svc.store,
             svc.chats,
@@ -366,6 +447,8 @@ class ThinkExtension(ExtensionApp):
     async def stop_extension(self) -> None:
         """Stop the loops, close links and the store."""
         svc = self.services
+        if self.mcp is not None:
+            await self.mcp.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from think_kernel.agent.attachments import MAX_IMAGE_BYTES, describe_attachment
+from think_kernel.tasks import TaskBoard
 
 from .approvals import (
     AlreadyDecided,
@@ -20,12 +22,16 @@ from .approvals import (
 from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .openapi import OPENAPI
+from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
 from .sessions import SessionNotFound
 
 SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
 ID = r"[A-Za-z0-9_.\-]{1,128}"
-#: Session kinds: the sidebar's chats, think notebooks, ``%%think`` in another kernel.
-KINDS = ("chat", "notebook", "magic")
+#: A side conversation of a session: a subagent's (issue 12).
+FACET = re.compile(r"subagent:[A-Za-z0-9_.\-]{1,200}")
+#: Session kinds: the sidebar's chats, think notebooks, ``%%think`` in another kernel, and
+#: the calls of an agent on the MCP endpoint.
+KINDS = ("chat", "notebook", "magic", "mcp")
 
 
 class SessionsHandler(ThinkHandler):
@@ -94,7 +100,8 @@ class SessionHandler(ThinkHandler):
 
 
 class MessagesHandler(ThinkHandler):
-    """``GET ?before=&limit=`` pages history; ``POST {"content", "context"?, "options"?,
+    """``GET ?before=&limit=&facet=`` pages history (the main conversation, or with
+    ``facet=subagent:<task id>`` a subagent's); ``POST {"content", "context"?, "options"?,
     "attachments"?, "interrupt"?}`` starts a run, or queues it behind the session's active
     run (the message is then stored with status ``queued``); ``"interrupt": true`` ("stop
     and send") cancels the active and queued runs first. ``options`` (``model``,
@@ -110,7 +117,10 @@ class MessagesHandler(ThinkHandler):
         before = self.int_arg("before", None, 0)
         limit = self.int_arg("limit", 50, 1, self.svc.limits.page_limit)
         assert limit is not None
-        rows, cursor = await self.svc.store.page_messages(session_id, before, limit)
+        facet = self.get_query_argument("facet", None) or None
+        if facet is not None and not FACET.fullmatch(facet):
+            raise web.HTTPError(400, "facet must be 'subagent:<task id>'")
+        rows, cursor = await self.svc.store.page_messages(session_id, before, limit, facet)
         self.send({"messages": rows, "next_cursor": cursor})
 
     @authorized
@@ -277,7 +287,8 @@ class TruncateHandler(ThinkHandler):
 
 
 class ActionsHandler(ThinkHandler):
-    """``GET ?tool=&success=&since=&until=&message_id=&limit=``: the action log."""
+    """``GET ?tool=&success=&since=&until=&message_id=&task_id=&limit=``: the action log
+    (``task_id``: the calls of the subagent working on that task)."""
 
     @authorized
     async def get(self, session_id: str) -> None:
@@ -293,18 +304,25 @@ class ActionsHandler(ThinkHandler):
             until=self.float_arg("until"),
             message_id=self.get_query_argument("message_id", None) or None,
             limit=limit,
+            task_id=self.get_query_argument("task_id", None) or None,
         )
         self.send({"actions": rows})
 
 
 class TasksHandler(ThinkHandler):
-    """``GET``: the session's task graph and its runs."""
+    """``GET``: the session's task graph: ``{"tasks": [root tasks, each with "children"
+    recursively], "progress": 0..1}``; ``?flat=1``: ``{"tasks": [every task, oldest
+    first]}`` (task objects: ``think_kernel/tasks/shape.py``)."""
 
     @authorized
     async def get(self, session_id: str) -> None:
-        """Tasks, oldest first."""
+        """The tree (or the flat list)."""
         await self.session_or_404(session_id)
-        self.send({"tasks": await self.svc.store.list_tasks(session_id)})
+        board = TaskBoard(self.svc.store, lambda event: None)  # reads only: emits nothing
+        if self.bool_arg("flat"):
+            self.send({"tasks": await board.session_flat(session_id)})
+        else:
+            self.send(await board.session_tree(session_id))
 
 
 class EventsHandler(ThinkHandler):
@@ -419,6 +437,7 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{base}/openapi.json", OpenAPIHandler),
         (f"{base}/sessions", SessionsHandler),
         (f"{base}/kernels", KernelsHandler),
+        (f"{base}/schedules", AllSchedulesHandler),
         (s, SessionHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),
@@ -435,4 +454,6 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/events", EventsHandler),
         (f"{s}/approvals", ApprovalsHandler),
         (f"{s}/approvals/(?P<approval_id>{ID})", ApprovalHandler),
+        (f"{s}/schedules", SchedulesHandler),
+        (f"{s}/schedules/(?P<schedule_id>{ID})", ScheduleHandler),
     ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from think_kernel.tasks.graph import STATUSES, TYPES
+
 _ERR = {
     "description": "error",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -60,6 +62,7 @@ def _op(
 
 SID = _path_param("session_id")
 _OBJ = {"type": "object", "additionalProperties": True}
+_STATUS = {"type": "string", "enum": ["pending", "running", "done", "failed", "cancelled"]}
 _SESSION_BODY = {
     "type": "object",
     "properties": {"title": {"type": "string"}, "path": {"type": "string"}},
@@ -90,7 +93,7 @@ OPENAPI: dict[str, Any] = {
                     "path": {"type": "string"},
                     "status": {"type": "string"},
                     "options": _OBJ,
-                    "kind": {"type": "string", "enum": ["chat", "notebook", "magic"]},
+                    "kind": {"type": "string", "enum": ["chat", "notebook", "magic", "mcp"]},
                     "created_at": {"type": "number"},
                     "updated_at": {"type": "number"},
                 },
@@ -120,6 +123,49 @@ OPENAPI: dict[str, Any] = {
                         "items": _ref("Attachment"),
                     },
                     "compaction": {"type": "object", "nullable": True},
+                    "facet": {"type": "string", "nullable": True},
+                },
+            },
+            "Task": {
+                "type": "object",
+                "required": ["id", "title", "type", "status", "progress"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "session_id": {"type": "string"},
+                    "parent_id": {"type": "string", "nullable": True},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
+                    "type": {"type": "string", "enum": list(TYPES)},
+                    "status": {"type": "string", "enum": list(STATUSES)},
+                    "dependencies": {"type": "array", "items": {"type": "string"}},
+                    "result": {"type": "string", "nullable": True},
+                    "error": {"type": "string", "nullable": True},
+                    "depth": {"type": "integer", "minimum": 0},
+                    "progress": {"type": "number", "minimum": 0, "maximum": 1},
+                    "subagent": {
+                        "type": "object",
+                        "nullable": True,
+                        "properties": {
+                            "status": {
+                                "type": "string",
+                                "enum": [
+                                    "running",
+                                    "complete",
+                                    "error",
+                                    "interrupted",
+                                    "cancelled",
+                                    "timeout",
+                                ],
+                            },
+                            "model": {"type": "string"},
+                            "started_at": {"type": "number", "nullable": True},
+                            "ended_at": {"type": "number", "nullable": True},
+                        },
+                    },
+                    "message_id": {"type": "string", "nullable": True},
+                    "created_at": {"type": "number"},
+                    "updated_at": {"type": "number"},
+                    "children": {"type": "array", "items": _ref("Task")},
                 },
             },
             "Attachment": {
@@ -203,7 +249,9 @@ OPENAPI: dict[str, Any] = {
                 params=[
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
                     _query("offset", {"type": "integer", "minimum": 0}),
-                    _query("kind", {"type": "string", "enum": ["chat", "notebook", "magic"]}),
+                    _query(
+                        "kind", {"type": "string", "enum": ["chat", "notebook", "magic", "mcp"]}
+                    ),
                 ],
             ),
             "post": _op(
@@ -267,6 +315,8 @@ OPENAPI: dict[str, Any] = {
                     SID,
                     _query("before", {"type": "integer", "minimum": 0}),
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
+                    # A subagent's conversation (the default is the main one, without them).
+                    _query("facet", {"type": "string", "pattern": "^subagent:[A-Za-z0-9_.-]+$"}),
                 ],
             ),
             "post": _op(
@@ -423,15 +473,25 @@ OPENAPI: dict[str, Any] = {
                     _query("since", {"type": "number"}),
                     _query("until", {"type": "number"}),
                     _query("message_id", {"type": "string"}),
+                    _query("task_id", {"type": "string"}),
                     _query("limit", {"type": "integer", "minimum": 1, "maximum": 5000}),
                 ],
             ),
         },
         "/sessions/{session_id}/tasks": {
             "get": _op(
-                "The task graph",
-                _json({"type": "object", "properties": {"tasks": {"type": "array"}}}),
-                params=[SID],
+                "The task graph: each request's root task with its children (recursively) and "
+                "the overall progress; ?flat=1: every task in creation order",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "tasks": {"type": "array", "items": _ref("Task")},
+                            "progress": {"type": "number", "minimum": 0, "maximum": 1},
+                        },
+                    }
+                ),
+                params=[SID, _query("flat", {"type": "boolean"})],
             ),
         },
         "/sessions/{session_id}/events": {
@@ -481,7 +541,93 @@ OPENAPI: dict[str, Any] = {
                 },
             ),
         },
+        "/sessions/{session_id}/schedules": {
+            "get": _op(
+                "The session's schedules (reminders, run retries, subagent checks), soonest "
+                "first, and its recent firings (each with its idempotency key, late flag and "
+                "outcome); a reminder row has a readable `reminder` view",
+                _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "schedules": {"type": "array", "items": _OBJ},
+                            "firings": {"type": "array", "items": _OBJ},
+                        },
+                    }
+                ),
+                params=[SID, _query("kind", {"type": "string"}), _query("status", _STATUS)],
+            ),
+        },
+        "/sessions/{session_id}/schedules/{schedule_id}": {
+            "delete": _op(
+                "Cancel one of the session's reminders (409 when it already fired or was "
+                "cancelled)",
+                _json(_OBJ),
+                params=[SID, _path_param("schedule_id")],
+            ),
+        },
+        "/schedules": {
+            "get": _op(
+                "The schedules of every session, soonest first",
+                _json({"type": "object", "properties": {"schedules": {"type": "array"}}}),
+                params=[_query("kind", {"type": "string"}), _query("status", _STATUS)],
+            ),
+        },
     },
+}
+_RPC_ERR = {
+    "description": "a JSON-RPC error object (id null when the request could not be read)",
+    "content": {"application/json": {"schema": _OBJ}},
+}
+_RPC = {
+    "description": "a JSON-RPC response, or a stream of them (Server-Sent Events)",
+    "content": {"application/json": {"schema": _OBJ}, "text/event-stream": {}},
+}
+_MCP_HEADERS = [
+    {"name": "Mcp-Session-Id", "in": "header", "required": False, "schema": {"type": "string"}},
+    {"name": "MCP-Protocol-Version", "in": "header", "required": False,
+     "schema": {"type": "string"}},
+]  # fmt: skip
+
+
+def _mcp(summary: str, body: bool = False) -> dict[str, Any]:
+    op = {
+        "summary": summary,
+        "parameters": _MCP_HEADERS,
+        "responses": {
+            "200": _RPC,
+            "202": {"description": "a notification or response was accepted"},
+            **{code: _RPC_ERR for code in ("400", "403", "404", "405", "406", "413", "415")},
+        },
+    }
+    if body:
+        op["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "jsonrpc": {"type": "string", "enum": ["2.0"]},
+                            "id": {"type": ["string", "integer"]},
+                            "method": {"type": "string"},
+                            "params": _OBJ,
+                        },
+                    }
+                }
+            },
+        }
+    return op
+
+
+# Issue 15: Think's tools for other agents, the MCP streamable-HTTP transport (the server's
+# token as "Authorization: token|Bearer ..."; tools/list, tools/call).
+OPENAPI["paths"]["/mcp"] = {
+    "post": _mcp(
+        "MCP: one JSON-RPC message of a client (initialize, tools/list, tools/call)", True
+    ),
+    "get": _mcp("MCP: the server's event stream of a session (Mcp-Session-Id)"),
+    "delete": _mcp("MCP: end a session (Mcp-Session-Id)"),
 }
 for _path in OPENAPI["paths"].values():
     for _method, _operation in _path.items():

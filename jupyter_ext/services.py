@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .hub import Hub
     from .link import KernelLinks
     from .pipeline import EventPipeline
+    from .reminders import Notifier
     from .scheduler import Scheduler
     from .sessions import ChatSessions
 
@@ -38,6 +39,7 @@ class Services:
     links: KernelLinks = None  # type: ignore[assignment]
     chats: ChatSessions = None  # type: ignore[assignment]
     scheduler: Scheduler = None  # type: ignore[assignment]
+    notifier: Notifier | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     error: BaseException | None = None
     starter: Callable[[], Awaitable[None]] | None = None

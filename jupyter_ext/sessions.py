@@ -25,10 +25,12 @@ from the stored history: every completed step is already in ``messages``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ from think_kernel.store import new_id
 
 from .approvals import reject_pending
 from .chatkernels import ChatKernels
+from .subagents import end_request_tasks
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -128,6 +131,7 @@ class ChatSessions:
         self.start_timeout = start_timeout
         self.cancel_timeout = cancel_timeout
         self.runs: dict[str, _Run] = {}  # every unfinished run this server drives
+        self.holds: Counter[str] = Counter()  # sessions whose kernel serves an MCP call
         self._send_locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._next_ping = 1
@@ -155,8 +159,24 @@ class ChatSessions:
         return [r for r in self.runs.values() if r.session_id == session_id and r.state == "queued"]
 
     def busy(self, session_id: str) -> bool:
-        """Whether the session has a run that is not finished (active or queued)."""
-        return any(r.session_id == session_id for r in self.runs.values())
+        """Whether the session has a run that is not finished (active or queued), or its
+        kernel serves a call (an MCP client's)."""
+        return self.holds[session_id] > 0 or any(
+            r.session_id == session_id for r in self.runs.values()
+        )
+
+    @contextlib.contextmanager
+    def hold(self, session_id: str) -> Iterator[None]:
+        """The session's kernel is in use outside a run (an MCP call): it is not culled, and
+        its idle time starts again when the last hold ends."""
+        self.holds[session_id] += 1
+        try:
+            yield
+        finally:
+            self.holds[session_id] -= 1
+            if self.holds[session_id] <= 0:
+                del self.holds[session_id]
+            self.pool.touch(session_id)
 
     async def send(
         self,
@@ -166,11 +186,14 @@ class ChatSessions:
         attachments: list[dict[str, Any]] | None = None,
         *,
         interrupt: bool = False,
+        message_id: str | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Store the user message (with its attachments) and its run; start it, or queue it
         behind the active run.
 
-        ``interrupt=True`` ("stop and send") cancels the session's runs first.
+        ``interrupt=True`` ("stop and send") cancels the session's runs first. With a
+        ``message_id`` the send is idempotent (a reminder's firing, issue 15): a message of
+        that id that already has a run is returned as it is, one without a run gets one.
         """
         if await self.store.get_session(session_id) is None:
             raise SessionNotFound(session_id)
@@ -178,13 +201,26 @@ class ChatSessions:
             await self.cancel(session_id)
         lock = self._send_locks.setdefault(session_id, asyncio.Lock())
         async with lock:
+            existing = await self.store.get_message(message_id) if message_id else None
+            if existing is not None:
+                done = await self.store.run_of_message(existing["id"])
+                if done is not None:
+                    return existing, done
             # A run another (dead) server left behind also counts until recovery ends it.
             waits = self.busy(session_id) or await self.store.active_run(session_id) is not None
             status = "queued" if waits else "complete"
-            extra = {"attachments": attachments} if attachments else {}
-            message = await self.store.add_message(
-                session_id, "user", content, status=status, **extra
-            )
+            if existing is not None:
+                message = existing  # posted by an attempt that died before its run was stored
+                if message.get("status") != status:
+                    await self.store.update_message(message["id"], status=status)
+                    message = {**message, "status": status}
+            else:
+                extra: dict[str, Any] = {"attachments": attachments} if attachments else {}
+                if message_id:
+                    extra["id"] = message_id
+                message = await self.store.add_message(
+                    session_id, "user", content, status=status, **extra
+                )
             row = await self.store.create_run(new_id("r_"), session_id, message["id"], self.owner)
             ctx = json.dumps(context, indent=1, default=str) if context else ""
             run = _Run(row["id"], session_id, message["id"], content, ctx, queued_message=waits)
@@ -299,7 +335,8 @@ class ChatSessions:
         if row["status"] == "running":
             await self.interrupt(row["id"], "the server stopped mid-run")
         elif row["status"] == "retrying":
-            # Its schedule may have been claimed by the dead server (claims are at most once).
+            # Its schedule's claim by the dead server is taken over by the scheduler too
+            # (at least once); retry() runs a retrying run once, whichever comes first.
             await self.retry(row["id"])
         elif row["status"] == "queued" and row["id"] not in self.runs:
             message = await self.store.get_message(row["message_id"])
@@ -513,6 +550,10 @@ class ChatSessions:
                 parent_id=run.message_id,
             )
             await self.pipeline.emit(run.session_id, {"type": "message", "message": note})
+        # Its kernel ended its tasks, unless it died first (issue 12).
+        await end_request_tasks(
+            self.store, self.pipeline, run.session_id, run.message_id, final, error
+        )
         kind = "complete" if final == "complete" else "failed"
         detail = final if final != "failed" else error
         await self._task_event(run, kind, detail, run.attempt)

@@ -14,6 +14,9 @@ from .fake_model import FakeModel
 # thousands of temporary workspaces; keep their stores out of the real data directory. Kernels
 # the tests start inherit this. (pytest-jupyter's server fixtures patch it again per test.)
 os.environ["JUPYTER_DATA_DIR"] = tempfile.mkdtemp(prefix="think-test-data-")
+# And the config directory: a developer's own mcp.json (issue 15) or think_kernel_config.py
+# must not reach the tests (tests that need one write it into a directory of their own).
+os.environ["JUPYTER_CONFIG_DIR"] = tempfile.mkdtemp(prefix="think-test-config-")
 
 
 @pytest.fixture

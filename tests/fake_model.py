@@ -24,6 +24,12 @@ tokens with OpenAI's context-length error. Internal calls of the agent (the
 ``X-Think-Purpose`` header says ``compaction``, ``tool_summary`` or ``title``) do not take
 scripted replies: ``internal(body)`` answers them (default: a short canned text) and they are
 recorded in ``internal_requests``, so scripts of the main loop stay as they were.
+
+Concurrent conversations (subagents, issue 12) arrive in no fixed order: a conversation gets
+its own script with ``reply_for(key, ...)``, served to the requests whose first user message
+contains ``key`` (the main script serves the rest). ``barrier="name", parties=2`` holds a
+reply until that many requests reached the barrier (a 503 after ``barrier_timeout`` s: the
+requests did not overlap). ``spans`` records each step request's key, start and end.
 """
 
 from __future__ import annotations
@@ -63,6 +69,8 @@ class Reply:
     tokens: list[str] | None = None
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    barrier: str = ""  # wait for ``parties`` requests at this barrier before answering
+    parties: int = 2
 
 
 IMAGE_TOKENS = 765
@@ -116,6 +124,10 @@ class FakeModel:
         self.headers: list[dict[str, str]] = []
         self.connections: set[Any] = set()  # client (host, port) of each chat request
         self.first_token_at: list[float] = []
+        self.conversations: dict[str, list[Reply]] = {}
+        self.spans: list[dict[str, Any]] = []
+        self.barrier_timeout = 20.0
+        self._barriers: dict[str, int] = {}
         self.release = threading.Event()
         self._cond = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -137,6 +149,9 @@ class FakeModel:
             self.first_token_at.clear()
             self.headers.clear()
             self.connections.clear()
+            self.conversations.clear()
+            self.spans.clear()
+            self._barriers.clear()
         self.context_window = None
         self.reject_stream_options = False
         self.internal = lambda body: Reply(text=f"(fake {body.get('_purpose')} answer)")
@@ -147,10 +162,41 @@ class FakeModel:
             self.script.append(Reply(**kwargs))
         return self
 
-    def next_reply(self) -> Reply:
-        """Pop the next scripted reply (or the default)."""
+    def reply_for(self, key: str, **kwargs: Any) -> FakeModel:
+        """Append a reply to the script of the conversation whose first user message
+        contains ``key``."""
         with self._cond:
-            return self.script.pop(0) if self.script else self.default
+            self.conversations.setdefault(key, []).append(Reply(**kwargs))
+        return self
+
+    def conversation_of(self, body: dict[str, Any] | None) -> str:
+        """The scripted conversation a request belongs to ("" for the main script)."""
+        if not body or not self.conversations:
+            return ""
+        first = next((m for m in body.get("messages") or [] if m.get("role") == "user"), None)
+        content = (first or {}).get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text") or "") for p in content)
+        text = str(content or "")
+        return next((k for k in self.conversations if k in text), "")
+
+    def next_reply(self, body: dict[str, Any] | None = None) -> Reply:
+        """Pop the next scripted reply of the request's conversation (or the default)."""
+        key = self.conversation_of(body)
+        with self._cond:
+            script = self.conversations[key] if key else self.script
+            return script.pop(0) if script else self.default
+
+    async def at_barrier(self, name: str, parties: int) -> bool:
+        """Count this request at a barrier and wait for the others (False: timed out)."""
+        with self._cond:
+            self._barriers[name] = self._barriers.get(name, 0) + 1
+        deadline = time.monotonic() + self.barrier_timeout
+        while self._barriers.get(name, 0) < parties:
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.005)
+        return True
 
     def record(self, body: dict[str, Any], internal: bool = False) -> None:
         """Remember a request and wake waiters."""
@@ -301,7 +347,12 @@ class _Handler(tornado.web.RequestHandler):
                 "messages.",
                 "context_length_exceeded",
             )
-        r = self.fm.internal(body) if internal else self.fm.next_reply()
+        r = self.fm.internal(body) if internal else self.fm.next_reply(body)
+        span = {"key": self.fm.conversation_of(body), "start": time.time(), "end": None}
+        if not internal:
+            self.fm.spans.append(span)
+        if r.barrier and not await self.fm.at_barrier(r.barrier, r.parties):
+            return self._error(503, f"barrier {r.barrier!r}: the others never came", "barrier")
         if r.first_delay:
             await asyncio.sleep(r.first_delay)
         if r.error:
@@ -316,6 +367,8 @@ class _Handler(tornado.web.RequestHandler):
             await self._stream(model, r, prompt if usage else None)
         except tornado.iostream.StreamClosedError:
             return
+        finally:
+            span["end"] = time.time()
 
     async def _send(self, data: bytes, r: Reply, first: list[bool]) -> None:
         if first[0]:

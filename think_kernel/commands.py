@@ -187,6 +187,16 @@ async def _approvals(rt: Any) -> str:
         return f"**invalid**: {e}"
 
 
+def _mcp_summary(rt: Any) -> str:
+    """One line on the MCP servers (``%think_mcp`` has the details)."""
+    mcp = getattr(rt, "mcp", None)
+    rows = mcp.status() if mcp is not None else []
+    if not rows:
+        return "none configured"
+    states = ", ".join(f"{r['name']} ({r['state']})" for r in rows)
+    return f"{states}; `%think_mcp` shows their tools"
+
+
 async def think_status(rt: Any, arg: str) -> CommandReply:
     """Models, endpoint (never the key), session, workspace, sandbox tier and limits, web
     tools, usage."""
@@ -222,6 +232,7 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
         ("approvals", await _approvals(rt)),
+        ("MCP servers", _mcp_summary(rt)),
     ]
     web = getattr(rt, "extras", {}).get("web")
     if web is not None:  # search provider, browser, network allowlist, cache
@@ -388,6 +399,40 @@ async def whole_output_markdown(rt: Any, result_id: str, call_id: str) -> str | 
     return f"<details><summary>{title}</summary>\n\n{body}\n\n</details>\n"
 
 
+async def think_mcp(rt: Any, arg: str) -> CommandReply:
+    """The configured MCP servers, their state and tools; ``refresh`` restarts them and lists
+    their tools again."""
+    action = arg.strip()
+    if action not in ("", "refresh"):
+        raise CommandError(
+            "usage: `%think_mcp` lists MCP servers, `%think_mcp refresh` restarts them"
+        )
+    if action == "refresh":
+        await rt.mcp.restart()
+    rows = rt.mcp.status()
+    if not rows:
+        return CommandReply(
+            "No MCP servers configured. Add them to `mcp.json` in your Jupyter config directory "
+            '(`jupyter --config-dir`) as `{"mcpServers": {NAME: {"command", "args", '
+            '"env"} | {"url", "headers"}}}`, or set `c.ThinkConfig.mcp_servers`.'
+        )
+    lines = ["| server | state | tools | calls | from |", "|---|---|---|--:|---|"]
+    for row in rows:
+        state = row["state"]
+        if row["error"]:
+            state = f"{state}: {row['error']}"
+        target = f"<br>{code_span(row['target'])}" if row["target"] else ""
+        tools = ", ".join(code_span(t) + (f" ({m})" if m else "") for t, m in row["tools"]) or "—"
+        cells = [f"**{row['name']}**{target}", state, tools, str(row["calls"]), row["source"]]
+        cells = [c.replace("|", "\\|").replace("\n", " ") for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    note = (
+        "\n\nServers start on first use and stop with the kernel; they run unsandboxed, as you. "
+        "`%think_mcp refresh` restarts them."
+    )
+    return CommandReply("\n".join(lines) + note)
+
+
 async def think_doctor(rt: Any, arg: str) -> CommandReply:
     """Try the sandbox's containment for real (network, files, secrets, store, other sessions,
     launcher, limits) on this machine; ``all`` probes every tier it can run."""
@@ -409,6 +454,30 @@ async def think_doctor(rt: Any, arg: str) -> CommandReply:
     return CommandReply("\n\n".join(parts))
 
 
+async def think_tasks(rt: Any, arg: str) -> CommandReply:
+    """The task tree of this session's last planned request with progress (``all``: every
+    request's)."""
+    from .tasks.shape import markdown
+
+    if rt.store is None:
+        await rt.start()
+    await rt.recover_subagents()  # a subagent a dead kernel left is shown as it is
+    board = rt.subagents.board
+    tasks = await board.session_flat(rt.session_id)
+    if arg.strip() != "all":
+        planned = [t["parent_id"] for t in tasks if t["depth"] == 1]
+        last = (
+            planned[-1]
+            if planned
+            else next((t["id"] for t in reversed(tasks) if not t["parent_id"]), None)
+        )
+        tasks = await board.request_tasks(last) if last else []
+    if not tasks:
+        return CommandReply("No tasks in this session yet: a request the agent plans has some.")
+    text = markdown(tasks)
+    return CommandReply(text, value=text)
+
+
 HELP = """\
 **Think**: type a request in a cell and the agent answers, calling tools as it goes.
 
@@ -420,11 +489,13 @@ HELP = """\
 | `%think_model [NAME\\|ROLE=NAME]` | this session's models (`fast=`, `summarizer=`, `vision=`) |
 | `%think_attach [PATH\\|-]` | attach a file or image to the next request (`-` clears) |
 | `%think_output [CALL_ID]` | the whole output of a tool call (the last one by default) |
+| `%think_tasks [all]` | the task tree of the last planned request (or all), with progress |
 | `%think_instructions [TEXT\\|-]` | extra instructions for this session |
 | `%think_config [key=value]` | show or change settings |
 | `%think_approve [MODE\\|RULE\\|reset]` | which tool calls wait for your approval |
 | `%think_status` | models, context window, endpoint, sandbox limits, tokens and cost per role |
 | `%think_doctor [all]` | try the sandbox's containment here (`jupyter think doctor`) |
+| `%think_mcp [refresh]` | MCP servers, their state and tools (`refresh` restarts them) |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -444,7 +515,9 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_approve": think_approve,
     "think_attach": think_attach,
     "think_output": think_output,
+    "think_tasks": think_tasks,
     "think_doctor": think_doctor,
+    "think_mcp": think_mcp,
     "think_help": think_help,
 }
 

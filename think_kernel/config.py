@@ -185,6 +185,25 @@ class ThinkConfig(Configurable):
         help="run_in_kernel (%%think in an IPython kernel runs code in your namespace): 'ask' "
         "for approval under the default policy, or 'auto' to allow it. Default: 'ask'.",
     )
+    mcp_servers = Dict(
+        {},
+        config=True,
+        help="MCP servers whose tools the agent may call, as in mcp.json: {NAME: {'command', "
+        "'args', 'env', 'cwd'} | {'url', 'headers'}} (or {'mcpServers': {...}}); merged over "
+        "mcp.json in the Jupyter config directories, server by server. ${VAR} and "
+        "${VAR:-default} expand from the kernel's environment. They run unsandboxed, as you. "
+        "Default: {}.",
+    )
+    mcp_start_timeout = Float(
+        30.0,
+        config=True,
+        help="Seconds an MCP server may take to start and list its tools. Default: 30.",
+    )
+    mcp_call_timeout = Float(
+        300.0,
+        config=True,
+        help="Seconds an MCP tool call may take (a server's 'timeout' overrides it). Default: 300.",
+    )
     display_interval = Float(
         0.05,
         config=True,

@@ -26,6 +26,7 @@ import re
 import signal
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,16 @@ from traitlets import Type
 from . import __version__
 from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
 from .cellcode import run_cell_code
-from .collab.linked import linked_access
+from .collab.linked import linked_setup
 from .commands import COMMANDS, CommandError, run_command, whole_output_markdown
 from .config import ThinkConfig
 from .link import start_link
 from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
+from .schedules.notebook import KernelReminders
 from .store.location import store_dir
+from .tasks.display import TaskDisplay
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +168,7 @@ class ThinkKernel(IPythonKernel):
         self._background: set[asyncio.Future[Any]] = set()
         self.think_link: Any = None
         self._prepared: Runtime | None = None  # a chat kernel's runtime before its session
+        self.reminders: KernelReminders | None = None
 
     @property
     def banner(self) -> str:  # type: ignore[override]
@@ -246,6 +250,7 @@ class ThinkKernel(IPythonKernel):
                 config = ThinkConfig(parent=self)
                 linked = await self._linked_setup(root, config)
                 runtime = self.runtime_class(config, root, workspace=linked.get("workspace"))
+                runtime.linked = bool(linked.get("server"))  # it watches our subagents
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.open_store()
@@ -262,20 +267,7 @@ class ThinkKernel(IPythonKernel):
 
     async def _linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
         """With a server: its store, and edits through its collaboration rooms."""
-        link = self.think_link
-        if link is None:
-            return {}
-        try:
-            await asyncio.wait_for(link.connected.wait(), LINK_WAIT)
-        except TimeoutError:
-            log.warning("no link to the server after %s s; working on local files", LINK_WAIT)
-            return {}
-        if link.store_path and not config.store_path:
-            config.store_path = link.store_path
-        access = linked_access(root, link)
-        if access is None:
-            return {}
-        return {"workspace": access[0], "notebooks": access[1]}
+        return await linked_setup(self.think_link, root, config, LINK_WAIT)
 
     async def ensure_runtime(self) -> Runtime:
         """Create and start the runtime on first use, resuming the remembered session."""
@@ -288,6 +280,7 @@ class ThinkKernel(IPythonKernel):
                 runtime.kind = "chat"  # only chat kernels prepare ahead
                 await runtime.start()
                 self.runtime = runtime
+                await self._start_reminders(runtime)
             if self.runtime is None:
                 root = Path.cwd()
                 config = ThinkConfig(parent=self)
@@ -310,6 +303,7 @@ class ThinkKernel(IPythonKernel):
                     kind="chat" if chat else "notebook",
                     session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
                 )
+                runtime.linked = bool(linked.get("server"))
                 if "notebooks" in linked:
                     runtime.extras["notebooks"] = linked["notebooks"]
                 await runtime.start()
@@ -317,7 +311,30 @@ class ThinkKernel(IPythonKernel):
                 if not chat:
                     remember_session(runtime.store_dir, self._session_key, runtime.session_id)
                 self.runtime = runtime
+                await self._start_reminders(runtime)
             return self.runtime
+
+    async def _start_reminders(self, runtime: Runtime) -> None:
+        """Reminders (issue 15): the server fires them when there is one; else this kernel."""
+        self.reminders = KernelReminders(runtime, self.think_link)
+        try:
+            await self.reminders.start()
+        except Exception:  # reminders are a side feature: the kernel works without them
+            log.exception("reminders not started")
+
+    async def _show_reminders(self, parent: dict[str, Any]) -> None:
+        """Reminders of this session that fired since the last cell, in this cell's output."""
+        try:
+            await self.ensure_runtime()  # (a failure here is the cell's to report)
+            if self.reminders is None:
+                return
+            note = await self.reminders.take_note()
+        except Exception:
+            log.exception("could not read fired reminders")
+            return
+        if note:
+            data = {"text/markdown": note, "text/plain": note}
+            self.send_iopub("display_data", {"data": data, "metadata": {}}, parent)
 
     # -- interrupt ------------------------------------------------------------------------------
 
@@ -401,6 +418,8 @@ class ThinkKernel(IPythonKernel):
         text = code.strip()
         if not text:
             return {"status": "ok"}
+        if not silent:
+            await self._show_reminders(parent)
         first, _, body = text.partition("\n")
         if first.startswith("%%"):
             name = first.split()[0]
@@ -491,12 +510,25 @@ class ThinkKernel(IPythonKernel):
             out.send = lambda msg_type, content: None  # type: ignore[method-assign]
         out.begin()
         failed: ErrorEvent | None = None
+        tasks = TaskDisplay(out.send, out.interval)  # the request's task tree, live (issue 12)
+        cards: ApprovalCards | None = None
+
+        def aside(event: Event) -> None:
+            # What happens beside the run's own events: its task tree, and the approvals its
+            # subagents ask for (their buttons work in this cell too).
+            tasks.feed(event)
+            if cards is not None:
+                cards.feed_subagent(event)
+
+        runtime: Runtime | None = None
         try:
             runtime = await self.ensure_runtime()
-            out.interval = float(runtime.config.display_interval)
+            out.interval = tasks.interval = float(runtime.config.display_interval)
             out.metadata = {"session_id": runtime.session_id}
             cards = ApprovalCards(self, parent, runtime) if not silent else None
-            async for event in runtime.run(request):
+            runtime.add_sink(aside)
+            # One run at a time: a reminder this kernel fires (no server) waits for the cell.
+            async for event in _one_at_a_time(runtime.run_lock, runtime.run(request)):
                 if isinstance(event, ErrorEvent):
                     failed = event
                 if cards is not None:
@@ -518,6 +550,10 @@ class ThinkKernel(IPythonKernel):
             failed = ErrorEvent(f"internal error: {type(e).__name__}: {e}", code="internal")
             out.feed(failed)
             out.feed(StatusEvent("idle"))
+        finally:
+            if runtime is not None:
+                runtime.remove_sink(aside)
+                tasks.flush(final=True)
         out.flush(final=True)
         if failed is not None:
             return _error_reply("ThinkError", failed.message)
@@ -584,6 +620,11 @@ class ThinkKernel(IPythonKernel):
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         """Close the runtime (store, sandbox) before the process exits."""
+        if self.reminders is not None:
+            try:
+                await self.reminders.close()
+            except Exception:
+                log.exception("closing reminders failed")
         for runtime in (self.runtime, self._prepared):
             if runtime is not None:
                 try:
@@ -601,6 +642,17 @@ class ApprovalCards:
         self.kernel, self.parent, self.runtime = kernel, parent, runtime
         self.cards: dict[str, Any] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._subagent_asks: set[str] = set()
+
+    def feed_subagent(self, event: Event) -> None:
+        """A subagent's approval events (they reach the runtime's sinks, not the run)."""
+        from .agent.events import ApprovalRequested, ApprovalResolved
+
+        if isinstance(event, ApprovalRequested) and event.task_id:
+            self._subagent_asks.add(event.id)
+            self.feed(event)
+        elif isinstance(event, ApprovalResolved) and event.id in self._subagent_asks:
+            self.feed(event)
 
     def feed(self, event: Event) -> None:
         """Show a card for ``approval_requested``; settle it on ``approval_resolved``."""
@@ -627,6 +679,13 @@ class ApprovalCards:
             self.kernel.send_iopub("display_data", content, self.parent)
         elif isinstance(event, ApprovalResolved) and event.id in self.cards:
             self.cards[event.id].resolved(event.to_dict())
+
+
+async def _one_at_a_time(lock: asyncio.Lock, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """The events of a run, taken under the runtime's run lock."""
+    async with lock:
+        async for event in events:
+            yield event
 
 
 def _error_reply(ename: str, evalue: str) -> dict[str, Any]:

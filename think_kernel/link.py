@@ -14,7 +14,9 @@ Every runtime event goes into an outbox with an increasing number; the server ac
 what it stored, the rest is resent after a reconnect (the server drops duplicates). Server
 frames: ``chat`` (run one attempt of a request: a resend of the same attempt is dropped, a
 higher attempt replaces it), ``cancel``, ``approval``, ``ping`` (answered by a ``pong`` listing
-the attempts this process owns). The generic RPC:
+the attempts this process owns), ``tool`` (one call of an MCP client of Think's endpoint, run
+as a model's call would be; answered by a ``tool_result`` item, a resend is dropped) and
+``tool_cancel``. The generic RPC:
 
     result = await link.request("doc.read", {"path": "a.py"})
 """
@@ -32,7 +34,7 @@ import os
 import secrets
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -156,6 +158,10 @@ class KernelLink:
         self._attempts: dict[str, int] = {}
         self._run_lock = asyncio.Lock()
         self._current_run: str | None = None
+        # MCP calls (call id -> task), and the ids already taken (a resend is dropped).
+        self._tools: dict[str, asyncio.Task[None]] = {}
+        self._tool_ids: OrderedDict[str, None] = OrderedDict()
+        self._busy = 0
         self._sunk: set[int] = set()
         self._runtime: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -373,6 +379,12 @@ class KernelLink:
                 task.cancel()
         elif kind == "approval":
             self._spawn(self._approval(frame))
+        elif kind == "tool":
+            self._tool(frame)
+        elif kind == "tool_cancel":
+            call = self._tools.get(str(frame.get("call_id") or ""))
+            if call is not None:
+                call.cancel()
         elif kind == "ping":
             # Items first (a run_end must not arrive after a pong that no longer lists it).
             self._write_unsent()
@@ -455,11 +467,57 @@ class KernelLink:
                 self.push({"kind": "run_end", **ids, **end})
 
     def _run_state(self, busy: bool) -> None:
-        if self.on_run is not None:
+        # Counted: chat runs and MCP calls overlap; the kernel is idle when the last ends.
+        self._busy += 1 if busy else -1
+        if self.on_run is not None and self._busy == (1 if busy else 0):
             try:
                 self.on_run(busy)
             except Exception:
                 log.debug("run state callback failed", exc_info=True)
+
+    def _tool(self, frame: dict[str, Any]) -> None:
+        call_id = str(frame.get("call_id") or "")
+        if not call_id or call_id in self._tool_ids:
+            return  # a resend: the call runs, or its result waits in the outbox
+        self._tool_ids[call_id] = None
+        while len(self._tool_ids) > 4096:
+            self._tool_ids.popitem(last=False)
+        if not self.session_id and frame.get("session_id"):
+            self.session_id = str(frame["session_id"])  # a pool kernel learns its session
+        task = asyncio.ensure_future(self._run_tool(frame, call_id))
+        self._tools[call_id] = task
+        task.add_done_callback(lambda t: self._tools.pop(call_id, None))
+
+    async def _run_tool(self, frame: dict[str, Any], call_id: str) -> None:
+        from .mcp.served import serve_call
+
+        session_id = str(frame.get("session_id") or "")
+        output: dict[str, Any] = {}
+        self._run_state(True)
+        try:
+            rt = await self.runtime()
+            if session_id and rt.session_id != session_id:
+                await rt.switch_session(session_id)
+            output = await serve_call(
+                rt,
+                str(frame.get("name") or ""),
+                frame.get("arguments"),
+                call_id,
+                str(frame.get("client") or ""),
+            )
+        except asyncio.CancelledError:
+            output = {"text": "Error: the call was cancelled", "ok": False, "error": "cancelled"}
+            raise
+        except Exception as e:
+            log.exception("MCP call %s failed", call_id)
+            msg = f"{type(e).__name__}: {e}"
+            output = {"text": f"Error: {msg}", "ok": False, "error": msg}
+        finally:
+            self._run_state(False)
+            self.push(
+                {"kind": "tool_result", "call_id": call_id, "session_id": session_id,
+                 "output": output}
+            )  # fmt: skip
 
     async def _approval(self, frame: dict[str, Any]) -> None:
         rt = await self.runtime()

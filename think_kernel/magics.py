@@ -35,6 +35,7 @@ from .kernelexec import KernelExec, execute, make_run_in_kernel
 
 _DONE = object()
 INTERRUPT_GRACE = 5.0
+LINK_WAIT = 5.0  # seconds to wait for the server link before working on local files
 KERNEL_PROMPT = """You are running inside the user's own notebook (an IPython kernel, through
 %%think). Two ways to run code, pick on purpose:
 - run_in_kernel(code) runs in the user's kernel: their variables (listed in <context>),
@@ -64,6 +65,7 @@ class ThinkMagics(Magics):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runtime: Any = None
+        self._link: Any = None  # the link to the Jupyter server that started this kernel
         self._runtime_future: concurrent.futures.Future[Any] | None = None
         self._cell_sink: Any = None  # where run_in_kernel requests go while a cell runs
         # In a kernel with an asyncio loop, %think cells are awaited (see _AsyncThink), so
@@ -96,30 +98,56 @@ class ThinkMagics(Magics):
         return self._loop
 
     async def _make_runtime(self) -> Any:
+        from .collab.linked import linked_setup
         from .config import ThinkConfig
-        from .resume import notebook_key, remember_session, remembered_session
+        from .link import start_link
+        from .resume import notebook_key, own_notebook, remember_session, remembered_session
         from .runtime import Runtime
         from .store.location import store_dir
 
         root = Path(os.getcwd())
         key = notebook_key()
         config = ThinkConfig(parent=self.shell)
+        # With a Jupyter server (the kernel was started by one), the agent edits through its
+        # collaboration rooms, like a think kernel: the notebook this cell runs in changes
+        # live in the open tab, never behind its back on disk (issue 11). Approvals decided
+        # in the sidebar reach this kernel over the same link.
+        self._link = start_link(lambda: self._runtime)
+        linked = await linked_setup(self._link, root, config, LINK_WAIT)
         sid = remembered_session(store_dir(root, config.store_path), key)
+        notebook = own_notebook(root, getattr(self._link, "root_dir", None))
+        here = (
+            f"\nThis notebook is `{notebook}`: read_notebook, insert_cell and edit_cell "
+            "with that path change it live, in the user's open tab."
+            if notebook
+            else ""
+        )
 
         class KernelRuntime(Runtime):
-            instructions = KERNEL_PROMPT  # which tool reaches the user's variables
+            instructions = KERNEL_PROMPT + here  # which tool reaches the user's variables
 
         runtime = KernelRuntime(
             config,
             root,
             session_id=sid,
+            workspace=linked.get("workspace"),
             kind="magic",
             session_path=os.environ.get("JPY_SESSION_NAME", "").strip(),
         )
+        runtime.linked = bool(linked.get("server"))  # the server watches its subagents
+        if "notebooks" in linked:
+            runtime.extras["notebooks"] = linked["notebooks"]
         runtime.tools.add(make_run_in_kernel(self._submit))
         await runtime.start()
         remember_session(runtime.store_dir, key, runtime.session_id)
         self._runtime = runtime
+        if self._link is not None:
+            await self._link.runtime()  # its events reach the server (the sidebar) from now
+            # A reminder set here wakes the server's scheduler at once (issue 15); without a
+            # server, %%think reminders wait for one (no run can start in this kernel alone).
+            from .schedules.notebook import KernelReminders
+
+            KernelReminders(runtime, self._link)
         return runtime
 
     def runtime(self) -> Any:
@@ -134,6 +162,11 @@ class ThinkMagics(Magics):
             with contextlib.suppress(Exception):
                 fut.result(10)
             self._runtime = None
+        if self._link is not None:
+            fut = asyncio.run_coroutine_threadsafe(self._link.close(), self.loop)
+            with contextlib.suppress(Exception):
+                fut.result(5)
+            self._link = None
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
 
@@ -246,6 +279,16 @@ class ThinkMagics(Magics):
     def think_output(self, line: str) -> None:
         """``%think_output [CALL_ID]``: the whole output of a tool call."""
         self._command("think_output", line)
+
+    @line_magic
+    def think_tasks(self, line: str) -> None:
+        """``%think_tasks [all]``: the task tree of the last planned request, with progress."""
+        self._command("think_tasks", line)
+
+    @line_magic
+    def think_mcp(self, line: str) -> None:
+        """``%think_mcp [refresh]``: MCP servers, their state and tools."""
+        self._command("think_mcp", line)
 
 
 class _Stopped(Exception):

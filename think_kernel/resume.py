@@ -61,3 +61,24 @@ def remember_session(store_dir: Path, key: str, session_id: str) -> None:
         SafeRoot(store_dir).write_bytes(
             POINTER_FILE, json.dumps(data, indent=1, sort_keys=True).encode("utf-8")
         )
+
+
+def own_notebook(root: Path, server_root: str | None = None) -> str:
+    """The notebook this kernel serves, relative to ``root`` (the agent's workspace), or ""
+    when it is unknown or outside the workspace. jupyter_server gives it in
+    ``JPY_SESSION_NAME``: an absolute path, or an API path relative to the server root."""
+    name = os.environ.get("JPY_SESSION_NAME", "").strip()
+    if not name:
+        return ""
+    path = Path(name)
+    if not path.is_absolute():
+        if server_root:
+            path = Path(server_root) / path
+        elif (Path(root) / path.name).is_file():
+            path = Path(root) / path.name  # the kernel starts in the notebook's folder
+        else:
+            return ""
+    try:
+        return path.resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return ""

@@ -24,6 +24,7 @@ import dataclasses
 import inspect
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from importlib.metadata import distributions
 from pathlib import Path
@@ -42,8 +43,16 @@ from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import SETTING, Endpoint, resolve
+from .mcp import McpServers
 from .sandbox import Sandbox, SandboxConfig, SandboxError
+from .schedules.config import ScheduleConfig
+from .schedules.tools import SCHEDULE_TOOLS
 from .store import Store, location, new_id
+from .subagents import Subagents
+from .subagents.facet import WORKING_ON
+from .subagents.tools import SUBAGENT_TOOLS
+from .tasks import TaskBoard, TasksConfig
+from .tasks.tools import TASK_TOOLS
 from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
 from .tools.code import CODE_TOOLS
 from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -159,10 +168,17 @@ class Runtime:
             "fetch_config": FetchConfig(config=self.config.config),
             "fetch_log": FetchLog(),
             "web": WebServices(WebConfig(config=self.config.config), vision=self._vision()),
+            # Reminders (issue 15): the kernel points wake_scheduler at the server's scheduler
+            # (over the link) or at its own when it runs without a server.
+            "schedule_config": ScheduleConfig(config=self.config.config),
+            "wake_scheduler": lambda: None,
         }
         if self._notebooks is not None:
             self.extras["notebooks"] = self._notebooks
         self.tools = self._build_tools()
+        # MCP servers' tools (issue 15): from the cache now; servers start on first use.
+        self.mcp = McpServers.from_config(self.config, self.store_dir, root)
+        self.mcp.attach(self.tools)
         # Shared by every run of this runtime: what the endpoint taught us about token counts
         # and context windows, and the attachments waiting for the next request.
         self.calibration = Calibration()
@@ -172,6 +188,14 @@ class Runtime:
         self._idle_warm: asyncio.TimerHandle | None = None  # see warm_when_idle
         self._runs = 0
         self.gate: ApprovalGate | None = None  # made with the store (start)
+        # Tasks and subagents (issue 12), made with the store; ``linked``: a server watches
+        # this kernel's subagents through durable schedules (the kernel sets it).
+        self.tasks_config = TasksConfig(config=self.config.config)
+        self.subagents: Subagents | None = None
+        self.linked = False
+        self._recovered: set[str] = set()
+        # One run at a time: a reminder fired by a standalone kernel waits for the cell's run.
+        self.run_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -201,6 +225,16 @@ class Runtime:
             except Exception:  # an odd annotation: its first call reports it
                 log.debug("validator of %s not built ahead", tool.name, exc_info=True)
 
+    @contextlib.asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """Counts active runs; once none is, the validators are built when idle."""
+        self._runs += 1
+        try:
+            yield
+        finally:
+            self._runs -= 1
+            self.warm_when_idle()
+
     def warm_when_idle(self, delay: float = 1.0) -> None:
         """Build the validators once no run has been active for ``delay`` s (a person is
         typing): ahead of the first tool call, without slowing a run down."""
@@ -227,12 +261,17 @@ class Runtime:
         await self._ensure_session()
         await self.refresh_endpoint()
         self._make_gate()
+        await self._start_tasks()
 
     async def _ensure_session(self) -> dict[str, Any]:
         assert self.store is not None
-        return await self.store.ensure_session(
+        before = time.time()
+        session = await self.store.ensure_session(
             self.session_id, path=self.session_path or str(self.workspace.root), kind=self.kind
         )
+        if float(session.get("created_at") or 0) >= before:
+            self._recovered.add(self.session_id)  # made just now: no dead kernel left anything
+        return session
 
     async def refresh_endpoint(self) -> Endpoint:
         """Re-read the endpoint saved from the setup card (cheap: one indexed row)."""
@@ -245,15 +284,48 @@ class Runtime:
         self.endpoint = resolve(self.config, saved)
         return self.endpoint
 
+    def ensure_gate(self) -> ApprovalGate:
+        """The approval gate (made with the store; ``start`` first)."""
+        if self.gate is None:
+            self._make_gate()
+        assert self.gate is not None
+        return self.gate
+
     def _make_gate(self) -> None:
         assert self.store is not None
         self.gate = ApprovalGate(
             self.store,
             policy=self.policy,
             known=self.known_tools,
+            destructive=self.destructive_tools,
             timeout=lambda: float(self.config.approval_timeout),
             on_always=self.always_allow,
         )
+
+    async def _start_tasks(self) -> None:
+        """The task board and subagents (made with the store)."""
+        assert self.store is not None
+        if self.subagents is None:
+            board = TaskBoard(self.store, self.emit, self.tasks_config.limits)
+            self.subagents = Subagents(
+                self, board, self.tasks_config, emit=self.emit, durable=lambda: self.linked
+            )
+            self.extras["subagents"] = self.subagents
+
+    async def recover_subagents(self) -> None:
+        """Once per session: end what a dead kernel left running in it (reported to the
+        model and to the watchers; done at the first request, not at start, when the
+        watchers (the server link's sink) are listening)."""
+        if self.subagents is None:
+            await self._start_tasks()
+        assert self.subagents is not None
+        if self.session_id in self._recovered:
+            return
+        self._recovered.add(self.session_id)
+        try:
+            await self.subagents.recover(self.session_id)
+        except Exception:  # best effort: the server's durable checks find them too
+            log.exception("recovering subagents failed")
 
     # -- approvals (issue 11) ----------------------------------------------------------------
 
@@ -269,10 +341,13 @@ class Runtime:
     def known_tools(self) -> set[str]:
         """Tools that never ask by default mode: core ones and those marked read-only."""
         known = set(self.tools.core)
-        for name, tool in self.tools.tools.items():
-            if getattr(tool.func, "read_only", False):
-                known.add(name)
+        known.update(name for name, tool in self.tools.tools.items() if tool.read_only)
         return known
+
+    def destructive_tools(self) -> set[str]:
+        """Tools their source marks destructive (MCP ``destructiveHint``): they ask under the
+        default policy even when "always allowed" in the session."""
+        return {name for name, tool in self.tools.tools.items() if tool.destructive}
 
     async def always_allow(self, tool: str) -> None:
         """ "Always allow this tool for this session" (stored with the session)."""
@@ -304,6 +379,8 @@ class Runtime:
         """Close what this runtime opened."""
         if self._idle_warm is not None:
             self._idle_warm.cancel()
+        if self.subagents is not None:
+            await self.subagents.close()  # before the sandbox: their workers close first
         for task in list(self._titles):  # a title is a nicety: never wait on it to close
             task.cancel()
         await asyncio.gather(*self._titles, return_exceptions=True)
@@ -314,6 +391,7 @@ class Runtime:
             await self.sandbox.close()
             self.sandbox = None
         await self.extras["web"].aclose()  # browser, its driver and the egress proxy
+        await self.mcp.close()  # no MCP server outlives its kernel
         self.files.close()
         if self._notebooks is not None:
             await self._notebooks.aclose()
@@ -374,8 +452,16 @@ class Runtime:
             with contextlib.suppress(Exception):
                 await rooms.flush_rooms(0)
         assert self.store is not None
+        # Code a subagent runs calls back on its behalf (its worker's context says which).
         await record_action(
-            self.store, self.session_id, tool, outcome, args, self.current_message_id, "loopback"
+            self.store,
+            self.session_id,
+            tool,
+            outcome,
+            args,
+            self.current_message_id,
+            "loopback",
+            WORKING_ON.get() or None,
         )
         return outcome.output
 
@@ -383,10 +469,24 @@ class Runtime:
         """Call ``sink(event)`` for every event of every run (sync or async callables)."""
         self.sinks.append(sink)
 
+    def remove_sink(self, sink: Sink) -> None:
+        """Stop calling a sink added with :meth:`add_sink`."""
+        if sink in self.sinks:
+            self.sinks.remove(sink)
+
     # -- layers ------------------------------------------------------------------------------
 
     def _build_tools(self) -> ToolRegistry:
-        core = [*FILE_TOOLS, *NOTEBOOK_TOOLS, *CODE_TOOLS, *FETCH_TOOLS, *WEB_TOOLS]
+        core = [
+            *FILE_TOOLS,
+            *NOTEBOOK_TOOLS,
+            *CODE_TOOLS,
+            *FETCH_TOOLS,
+            *WEB_TOOLS,
+            *TASK_TOOLS,
+            *SUBAGENT_TOOLS,
+            *SCHEDULE_TOOLS,
+        ]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
             registry.add(func)
@@ -488,7 +588,10 @@ class Runtime:
             raise KeyError(f"no session {session_id!r}; %think_sessions lists them")
         self.session_id = session_id or new_id("s_")
         self.read_paths = set()
-        return await self._ensure_session()
+        session = await self._ensure_session()
+        if self.subagents is not None:
+            await self.recover_subagents()  # what a dead kernel left running in it
+        return session
 
     # -- running -----------------------------------------------------------------------------
 
@@ -569,6 +672,7 @@ class Runtime:
         assert self.store is not None
         if self.gate is None:
             self._make_gate()
+        await self.recover_subagents()
         props = await self.props()
         await self.refresh_endpoint()
         try:
@@ -581,39 +685,34 @@ class Runtime:
                 await self.emit(ev)
                 yield ev
             return
-        agent = Agent(
-            model,
-            self.tools,
-            self.store,
-            system=self.system_prompt(props),
-            model_name=self.model_name(props),
-            max_steps=int(props.get("max_steps") or self.config.max_steps),
-            retry_delays=self.config.retry_delays,
-            models=self.role_models(props),
-            windows=lambda name: window_for(
-                name, self.config.context_windows, self.config.context_window
-            ),
-            prices=self.config.prices,
-            calibration=self.calibration,
-            learned_windows=self.learned_windows,
-            compact_at=self.config.compact_at,
-            compact_keep=self.config.compact_keep,
-            summarize_outputs=self.config.summarize_outputs,
-            gate=self.gate,
-        )
+        unlisted = [c.spec.name for c in self.mcp.unlisted() if c.state == "stopped"]
+        if unlisted:
+            # MCP servers never listed start now, so the model knows their tools (once).
+            starting = StatusEvent("thinking", f"starting MCP servers: {', '.join(unlisted)}")
+            await self.emit(starting)
+            yield starting
+            await self.mcp.discover()
+        agent = self.make_agent(props, model=model)
         text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
         answered = False
-        self._runs += 1
-        try:
+        # The request's id is known before it is stored: its root task refers to it.
+        message_id = user_message_id or new_id("m_")
+        assert self.subagents is not None
+        fresh = user_message_id is None  # a new message: no root task to look for
+        async with (
+            self._running(),
+            self.subagents.request(self.session_id, request, message_id, fresh) as tracker,
+        ):
             async for event in agent.run(
                 self.session_id,
                 text,
                 self.make_context,
-                user_message_id=user_message_id,
+                user_message_id=message_id,
                 attachments=attachments or None,
             ):
+                tracker.see(event)  # its tasks end as it ends, its subagents stop with it
                 if isinstance(event, ToolCall):
                     self.current_message_id = event.message_id
                 elif isinstance(event, ErrorEvent) and self.kind == "chat":
@@ -624,11 +723,34 @@ class Runtime:
                 answered = answered or isinstance(event, Chat)
                 await self.emit(event)
                 yield event
-        finally:
-            self._runs -= 1
-            self.warm_when_idle()
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
+
+    def make_agent(self, props: dict[str, Any], **overrides: Any) -> Agent:
+        """The agent loop of this session (its model, tools, store, prompt, limits); a
+        subagent replaces some of them (``store``, ``tools``, ``system``, ``step_role``...)."""
+        model = overrides.pop("model", None) or self._model_client(props)
+        tools = overrides.pop("tools", self.tools)
+        store = overrides.pop("store", self.store)
+        assert store is not None
+        settings: dict[str, Any] = {
+            "system": self.system_prompt(props),
+            "model_name": self.model_name(props),
+            "max_steps": int(props.get("max_steps") or self.config.max_steps),
+            "retry_delays": self.config.retry_delays,
+            "models": self.role_models(props),
+            "windows": lambda name: window_for(
+                name, self.config.context_windows, self.config.context_window
+            ),
+            "prices": self.config.prices,
+            "calibration": self.calibration,
+            "learned_windows": self.learned_windows,
+            "compact_at": self.config.compact_at,
+            "compact_keep": self.config.compact_keep,
+            "summarize_outputs": self.config.summarize_outputs,
+            "gate": self.gate,
+        }
+        return Agent(model, tools, store, **{**settings, **overrides})
 
     async def _restate_error(self, original: str, said: str) -> None:
         """The failed reply keeps the chat's wording too (its history outlives the event)."""

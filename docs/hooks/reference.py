@@ -276,6 +276,17 @@ def websocket_page() -> str:
             for f in fields:
                 out.append(f"| `{f.name}` | `{_code(_hint(hints.get(f.name, f.type)))}` |")
             out.append("")
+    from jupyter_ext import reminders
+
+    out += [
+        "## Notifications of every session",
+        "",
+        "`GET /api/think/notifications?since=EPOCH` upgrades to a user-level WebSocket (same",
+        "authentication). " + (inspect.getdoc(reminders.reminder_frame) or ""),
+        "",
+        textwrap.dedent(inspect.getdoc(reminders) or "").split("\n", 1)[1].strip(),
+        "",
+    ]
     return "\n".join(out)
 
 

@@ -13,6 +13,7 @@ import type {
   IEndpointTest,
   IMessageContext,
   ISession,
+  ITaskTree,
   IUsageReport,
   IWireMessage
 } from './tokens';
@@ -81,11 +82,13 @@ export class ThinkApi {
     await this.request(`sessions/${enc(id)}`, 'DELETE');
   }
 
-  /** A page of messages older than `before`. */
+  /** A page of messages older than `before`; `facet`: a side conversation's instead
+   * of the chat's (a subagent's: `subagent:<task id>`). */
   listMessages(
     id: string,
     before?: string | number | null,
-    limit = 100
+    limit = 100,
+    facet?: string
   ): Promise<{
     messages: IWireMessage[];
     next_cursor: string | number | null;
@@ -94,7 +97,15 @@ export class ThinkApi {
     if (before !== undefined && before !== null) {
       q.before = String(before);
     }
+    if (facet) {
+      q.facet = facet;
+    }
     return this.request(`sessions/${enc(id)}/messages${query(q)}`);
+  }
+
+  /** The session's task tree (issue 12): roots with their `children`, and the progress. */
+  listTasks(id: string): Promise<ITaskTree> {
+    return this.request<ITaskTree>(`sessions/${enc(id)}/tasks`);
   }
 
   /** Send a user message; the server starts a run. */

@@ -27,6 +27,9 @@ import { DebugEvents } from './debugEvents';
 import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
 import { SetupCard } from './setupCard';
+import { SubagentView } from './subagentView';
+import { TaskPanel } from './taskPanel';
+import { TasksModel } from './tasksModel';
 import {
   defaultSession,
   kindOf,
@@ -88,6 +91,9 @@ function ChatApp(
   const api = store.api;
   const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
   const [approvals] = useState(() => new ApprovalsModel(store));
+  const [tasks] = useState(() => new TasksModel(store));
+  // Only the drilled-in task id: subagent frames re-render the tasks area, not the chat.
+  const drill = useSyncExternalStore(tasks.subscribe, tasks.getDrill);
   const [sessions, setSessions] = useState<ISession[]>([]);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attach, setAttach] = useState(props.settings().attachContext);
@@ -154,9 +160,13 @@ function ChatApp(
     });
   }, []);
 
-  // The session title may change on the server (rename in another tab).
+  // The session title may change on the server (rename in another tab); a session opened
+  // from elsewhere (a reminder's notification) may be newer than the list.
   useEffect(() => {
     const s = state.session;
+    if (s && !sessions.some(x => x.id === s.id)) {
+      void refreshSessions();
+    }
     if (s && sessions.some(x => x.id === s.id && x.title !== s.title)) {
       setSessions(sessions.map(x => (x.id === s.id ? { ...x, ...s } : x)));
     }
@@ -185,6 +195,8 @@ function ChatApp(
     pending: IPendingAttachment[] = [],
     interrupt = false
   ): Promise<void> => {
+    // What is sent goes to the chat: show it there, not behind a subagent's stream.
+    tasks.close();
     let id = store.sessionId;
     // A sidebar message never goes into a notebook's or a %%think session: a new chat.
     if (!id || kindOf(store.state.session) !== 'chat') {
@@ -367,6 +379,7 @@ function ChatApp(
           Cannot reach the Think server extension: {loadError}
         </div>
       ) : null}
+      {showSetup ? null : <TaskPanel model={tasks} />}
       {showSetup ? (
         <div className="jp-ThinkSetupHost">
           <SetupCard
@@ -383,6 +396,15 @@ function ChatApp(
         </div>
       ) : showDebug && settings.debugEvents ? (
         <DebugEvents events={store.debugEvents} />
+      ) : drill ? (
+        <SubagentView
+          key={drill}
+          model={tasks}
+          taskId={drill}
+          rendermime={rendermime}
+          onOpenPath={openPath}
+          loadWhole={loadWhole}
+        />
       ) : (
         <MessageList
           state={state}
@@ -400,33 +422,49 @@ function ChatApp(
       {showSetup ? null : <ApprovalCards model={approvals} />}
       {showSetup ? null : chatKind !== 'chat' && state.session ? (
         <div className="jp-ThinkForeign" role="note">
-          {chatKind === 'magic' ? (
+          {chatKind === 'mcp' ? (
             <>
-              This session belongs to <code>%%think</code> cells
-            </>
-          ) : (
-            'This session belongs to a Think notebook'
-          )}
-          {notebook ? (
-            <>
-              {' '}
-              in{' '}
+              This session logs the calls of <b>{state.session.title}</b>, an
+              agent using Think over MCP (its approvals wait here). You can{' '}
               <button
                 className="jp-ThinkLinkButton"
-                onClick={() => openPath(notebook)}
+                onClick={() => void onCreate()}
               >
-                {notebook}
+                start a new chat
               </button>
+              .
             </>
-          ) : null}
-          : continue it there, or{' '}
-          <button
-            className="jp-ThinkLinkButton"
-            onClick={() => void onCreate()}
-          >
-            start a new chat
-          </button>
-          .
+          ) : (
+            <>
+              {chatKind === 'magic' ? (
+                <>
+                  This session belongs to <code>%%think</code> cells
+                </>
+              ) : (
+                'This session belongs to a Think notebook'
+              )}
+              {notebook ? (
+                <>
+                  {' '}
+                  in{' '}
+                  <button
+                    className="jp-ThinkLinkButton"
+                    onClick={() => openPath(notebook)}
+                  >
+                    {notebook}
+                  </button>
+                </>
+              ) : null}
+              : continue it there, or{' '}
+              <button
+                className="jp-ThinkLinkButton"
+                onClick={() => void onCreate()}
+              >
+                start a new chat
+              </button>
+              .
+            </>
+          )}
         </div>
       ) : (
         <Composer

@@ -29,6 +29,7 @@ import type { IThinkSettings } from './tokens';
 export const CommandIDs = {
   openChat: 'think:open-chat',
   openActionLog: 'think:open-action-log',
+  openSession: 'think:open-session',
   newNotebook: 'think:new-notebook'
 };
 
@@ -124,6 +125,17 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
       caption: 'Open the Think chat sidebar',
       icon: args => (args.isPalette ? undefined : panel.title.icon),
       execute: () => app.shell.activateById(panel.id)
+    });
+
+    // A reminder's notification opens its session here (issue 15, reminders.ts).
+    app.commands.addCommand(CommandIDs.openSession, {
+      label: 'Open a Think session',
+      caption: 'Open a session (args: id) in the Think sidebar',
+      execute: async args => {
+        const session = await api.getSession(String(args.id ?? ''));
+        store.open(session);
+        app.shell.activateById(panel.id);
+      }
     });
 
     app.commands.addCommand(CommandIDs.openActionLog, {

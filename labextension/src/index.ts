@@ -6,7 +6,12 @@ import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 
 import { chatPlugin } from './chatPlugin';
 import { launcherPlugin } from './launcherPlugin';
+import { remindersPlugin } from './reminders';
 
-const plugins: JupyterFrontEndPlugin<void>[] = [chatPlugin, launcherPlugin];
+const plugins: JupyterFrontEndPlugin<void>[] = [
+  chatPlugin,
+  launcherPlugin,
+  remindersPlugin
+];
 
 export default plugins;

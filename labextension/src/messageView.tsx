@@ -14,6 +14,7 @@ import { ErrorNote } from './errorNote';
 import { displayItems } from './longSession';
 import { Markdown } from './markdown';
 import { Reasoning } from './reasoning';
+import { ReminderNote, shownAttachments } from './reminderNote';
 import {
   isRunning,
   type IChatMessage,
@@ -126,8 +127,9 @@ export const MessageItem = React.memo(
             </div>
           ) : (
             <>
+              <ReminderNote items={m.attachments} />
               <UserText content={m.content} />
-              <SentAttachments items={m.attachments} />
+              <SentAttachments items={shownAttachments(m.attachments)} />
               {editable && onEdit ? (
                 <button
                   className="jp-ThinkLabelButton jp-ThinkMessage-edit"

@@ -1,6 +1,7 @@
 /**
  * The session picker: switch, create, rename and delete sessions. Sessions are grouped by
- * kind (the sidebar's chats, think notebooks, `%%think` cells) with their notebook path.
+ * kind (the sidebar's chats, think notebooks, `%%think` cells, agents calling Think over MCP)
+ * with their notebook path.
  */
 
 import { addIcon, deleteIcon, editIcon } from '@jupyterlab/ui-components';
@@ -12,18 +13,25 @@ import type { ISession, SessionKind } from './tokens';
 export const GROUPS: { kind: SessionKind; label: string }[] = [
   { kind: 'chat', label: 'Chats' },
   { kind: 'notebook', label: 'Think notebooks' },
-  { kind: 'magic', label: '%%think in notebooks' }
+  { kind: 'magic', label: '%%think in notebooks' },
+  { kind: 'mcp', label: 'Agents over MCP' }
 ];
 
 /** A session's kind (sessions from before kinds existed are chats). */
 export function kindOf(s: ISession | null | undefined): SessionKind {
-  return s?.kind === 'notebook' || s?.kind === 'magic' ? s.kind : 'chat';
+  const kind = s?.kind;
+  return kind === 'notebook' || kind === 'magic' || kind === 'mcp'
+    ? kind
+    : 'chat';
 }
 
 /** The notebook a session belongs to (none for chats or when the kernel did not know). */
 export function notebookOf(s: ISession): string {
   const path = s.path ?? '';
-  return kindOf(s) !== 'chat' && path && !path.startsWith('/') ? path : '';
+  const kind = kindOf(s);
+  return kind !== 'chat' && kind !== 'mcp' && path && !path.startsWith('/')
+    ? path
+    : '';
 }
 
 /** The label of a session in the picker: its title, and its notebook. */

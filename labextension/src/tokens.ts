@@ -7,7 +7,7 @@
 
 /** A chat session as the server returns it. */
 /** Where a session was started: the sidebar, a think notebook, `%%think` in a notebook. */
-export type SessionKind = 'chat' | 'notebook' | 'magic';
+export type SessionKind = 'chat' | 'notebook' | 'magic' | 'mcp';
 
 /** The model endpoint in force on the server, as the browser may see it (no key). */
 export interface IEndpoint {
@@ -249,6 +249,110 @@ export interface IFileChangedFrame extends IFrameBase {
   action: string;
 }
 
+/** Kinds of task the model may create (issue 12). */
+export type TaskType = 'explore' | 'code' | 'test' | 'review' | 'plan' | 'fix';
+
+/** Statuses of a task of the task graph (not of a run: see `ITaskFrame`). */
+export type TaskStatus =
+  'pending' | 'in_progress' | 'blocked' | 'complete' | 'failed' | 'cancelled';
+
+/** What became of a task's subagent. */
+export type SubagentStatus =
+  'running' | 'complete' | 'error' | 'interrupted' | 'cancelled' | 'timeout';
+
+/** The subagent working on a task (`started_at`, `ended_at`: seconds since the epoch). */
+export interface ISubagentInfo {
+  status: SubagentStatus;
+  model: string;
+  started_at?: number | null;
+  ended_at?: number | null;
+}
+
+/** A task of the task graph, whole (every `task_updated` carries all of it). */
+export interface ITask {
+  id: string;
+  session_id?: string | null;
+  parent_id: string | null;
+  title: string;
+  description?: string;
+  type: TaskType | string;
+  status: TaskStatus;
+  dependencies: string[];
+  result?: string | null;
+  error?: string | null;
+  depth?: number;
+  /** Progress of the task's subtree, 0..1. */
+  progress: number;
+  subagent: ISubagentInfo | null;
+  message_id?: string | null;
+  created_at?: number | string | null;
+  updated_at?: number | string | null;
+}
+
+/** `GET .../tasks`: root tasks with their `children`, recursively. */
+export interface ITaskNode extends ITask {
+  children?: ITaskNode[];
+}
+
+/** `GET .../tasks`. */
+export interface ITaskTree {
+  tasks: ITaskNode[];
+  progress?: number;
+}
+
+/** A task was created or changed (the whole object each time). */
+export interface ITaskChangeFrame extends IFrameBase {
+  type: 'task_created' | 'task_updated';
+  task: ITask;
+}
+export interface ISubagentSpawnedFrame extends IFrameBase {
+  type: 'subagent_spawned';
+  task_id: string;
+  title?: string;
+  model?: string;
+}
+export interface ISubagentTextDeltaFrame extends IFrameBase {
+  type: 'subagent_text_delta';
+  task_id: string;
+  delta: string;
+}
+export interface ISubagentToolCallFrame extends IFrameBase {
+  type: 'subagent_tool_call';
+  task_id: string;
+  id: string;
+  name: string;
+  input: unknown;
+}
+export interface ISubagentToolResultFrame extends IFrameBase {
+  type: 'subagent_tool_result';
+  task_id: string;
+  call_id: string;
+  name: string;
+  output: string;
+  ok: boolean;
+  duration_ms?: number;
+}
+export interface ISubagentCompleteFrame extends IFrameBase {
+  type: 'subagent_complete';
+  task_id: string;
+  result: string;
+}
+export interface ISubagentErrorFrame extends IFrameBase {
+  type: 'subagent_error';
+  task_id: string;
+  message: string;
+  code?: string;
+}
+
+/** Frames of a subagent's own stream (shown in its drill-in, never in the chat). */
+export type SubagentFrame =
+  | ISubagentSpawnedFrame
+  | ISubagentTextDeltaFrame
+  | ISubagentToolCallFrame
+  | ISubagentToolResultFrame
+  | ISubagentCompleteFrame
+  | ISubagentErrorFrame;
+
 /** The run in flight, as `sync` reports it. */
 export interface IRunInfo {
   id?: string;
@@ -292,7 +396,9 @@ export type AgentEventFrame =
   | ITaskFrame
   | IFileChangedFrame
   | IUsageFrame
-  | ICompactionFrame;
+  | ICompactionFrame
+  | ITaskChangeFrame
+  | SubagentFrame;
 
 export type ServerFrame =
   AgentEventFrame | ISyncFrame | IHistoryFrame | IPartialFrame | IMessageFrame;

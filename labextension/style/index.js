@@ -1,1 +1,4 @@
 import './base.css';
+import './approvals.css';
+import './tasks.css';
+import './reminders.css';

@@ -36,7 +36,8 @@ const SESSIONS: ISession[] = [
   { id: 'mg', title: 'A %%think cell', kind: 'magic', path: 'work/a.ipynb' },
   { id: 'nb', title: 'Notebook', kind: 'notebook', path: 'b.ipynb' },
   { id: 'c2', title: 'Newest chat', kind: 'chat' },
-  { id: 'c1', title: 'Older chat' }
+  { id: 'c1', title: 'Older chat' },
+  { id: 'ag', title: 'claude-code', kind: 'mcp', path: '' }
 ];
 
 describe('sessions', () => {
@@ -46,6 +47,8 @@ describe('sessions', () => {
     expect(defaultSession(SESSIONS, null)?.id).toBe('c2');
     expect(defaultSession(SESSIONS.slice(0, 2), null)).toBeNull();
     expect(kindOf(SESSIONS[3])).toBe('chat');
+    expect(kindOf(SESSIONS[4])).toBe('mcp');
+    expect(defaultSession(SESSIONS.slice(4), null)).toBeNull();
   });
 
   it('groups the picker by kind with each notebook path, full titles on hover', () => {
@@ -66,7 +69,8 @@ describe('sessions', () => {
     expect(groups).toEqual([
       ['Chats', ['Newest chat', 'Older chat']],
       ['Think notebooks', ['Notebook · b.ipynb']],
-      ['%%think in notebooks', ['A %%think cell · work/a.ipynb']]
+      ['%%think in notebooks', ['A %%think cell · work/a.ipynb']],
+      ['Agents over MCP', ['claude-code']]
     ]);
     const select = m.container.querySelector('select')!;
     expect(select.title).toBe('A %%think cell · work/a.ipynb');

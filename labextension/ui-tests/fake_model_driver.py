@@ -2,8 +2,10 @@
 
 Prints one JSON line ``{"model_url": ..., "control_url": ...}`` and serves until stdin
 closes. ``POST {control_url}/script`` with ``[{reply kwargs}, ...]`` appends replies
-(``tool_calls`` as ``[[name, args], ...]``); ``GET {control_url}/requests`` returns what the
-model was sent. Used by harness.mjs when THINK_E2E_BACKEND=real.
+(``tool_calls`` as ``[[name, args], ...]``; ``"conversation": key`` puts a reply in the script
+of the conversation whose first user message contains ``key``, as a subagent's);
+``GET {control_url}/requests`` returns what the model was sent. Used by harness.mjs when
+THINK_E2E_BACKEND=real.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ class Control(BaseHTTPRequestHandler):
         body: list[dict[str, Any]] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         for kw in body:
             kw["tool_calls"] = [tuple(tc) for tc in kw.get("tool_calls", [])]
-            fm.reply(**kw)
+            key = kw.pop("conversation", "")
+            if key:
+                fm.reply_for(key, **kw)
+            else:
+                fm.reply(**kw)
         self._answer({"queued": len(fm.script)})
 
     def do_GET(self) -> None:  # noqa: N802

@@ -34,6 +34,7 @@ async def odd(
     mode: Literal[1, 2] = 1,
     tags: list[int] | None = None,
     flag: bool = False,
+    ids: tuple[str, ...] = (),
 ) -> str:
     """A tool with every supported kind of annotation.
 
@@ -52,6 +53,7 @@ async def exotic(ctx: ToolContext, when: tuple[int, int] = (1, 2)) -> str:
 def test_core_tool_schemas_are_pydantics_byte_for_byte(tmp_path: Any) -> None:
     rt = Runtime(workspace_root=tmp_path, extensions=[])
     tools = [*rt.tools.tools.values(), Tool(make_run_in_kernel(lambda r: True)), Tool(odd)]
+    assert {"create_subtask", "wait_for_subagents", "read_file"} <= {t.name for t in tools}
     for tool in tools:
         assert json.dumps(tool.parameters) == json.dumps(pydantic_schema(tool)), tool.name
 
@@ -67,7 +69,7 @@ def test_arguments_are_still_validated_by_pydantic() -> None:
     tool = Tool(odd)
     assert tool.parse({"names": ["a"], "flag": "true"}) == {
         "names": ["a"], "weights": None, "anything": None, "mode": 1, "tags": None,
-        "flag": True,
+        "flag": True, "ids": (),
     }  # fmt: skip
     with pytest.raises(ToolError) as info:
         tool.parse({"names": "a", "extra": 1})

@@ -59,6 +59,14 @@ def jp_server_config(jp_root_dir, jp_data_dir, cleanup_delay):  # noqa: F811
 
 
 @pytest.fixture
+def model_env(fake_model, monkeypatch):
+    """Kernels started by the server talk to the scripted model."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_model.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    return fake_model
+
+
+@pytest.fixture
 def service(jp_serverapp, jp_data_dir) -> DocumentService:
     """The document service, as register_document_rpcs builds it, in the server process."""
     enable_room_nodelay(jp_serverapp.web_app)

@@ -61,10 +61,11 @@ class WsChannel:
 class Peer:
     """One collaborator: ``await peer.connect()``, edit ``peer.doc``, ``await peer.close()``."""
 
-    def __init__(self, base_url: str, path: str, name: str = "human") -> None:
+    def __init__(self, base_url: str, path: str, name: str = "human", token: str = "") -> None:
         self.base_url = base_url
         self.path = path
         self.name = name
+        self.token = token  # the server's token, when it has one
         self.notebook = path.endswith(".ipynb")
         self.doc: Any = YNotebook() if self.notebook else YUnicode()
         self.changed = asyncio.Event()
@@ -82,7 +83,8 @@ class Peer:
     async def connect(self) -> None:
         """PUT the collaboration session, then join the room websocket and sync."""
         fmt, kind = ("json", "notebook") if self.notebook else ("text", "file")
-        async with httpx.AsyncClient() as http:
+        auth = {"Authorization": f"token {self.token}"} if self.token else {}
+        async with httpx.AsyncClient(headers=auth) as http:
             r = await http.put(
                 f"{self.base_url}api/collaboration/session/{self.path}",
                 json={"format": fmt, "type": kind},
@@ -92,6 +94,8 @@ class Peer:
         self.room = f"{data['format']}:{data['type']}:{data['fileId']}"
         url = self.base_url.replace("http://", "ws://")
         url = f"{url}api/collaboration/room/{self.room}?sessionId={data['sessionId']}"
+        if self.token:
+            url += f"&token={self.token}"
         self._ws = await connect(url, max_size=None)
         self._provider = Provider(self.doc.ydoc, WsChannel(self._ws, self.room, self.awareness))
         self._task = asyncio.create_task(self._provider.start())

@@ -29,14 +29,6 @@ def jp_server_config(jp_server_config, jp_data_dir):  # noqa: F811
     return cfg
 
 
-@pytest.fixture
-def model_env(fake_model, monkeypatch):
-    """Kernels started by the server talk to the scripted model."""
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_model.url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    return fake_model
-
-
 async def post(jp_fetch, path: str, body: dict[str, Any]) -> dict[str, Any]:
     resp = await jp_fetch("api", "think", *path.split("/"), method="POST", body=json.dumps(body))
     return json.loads(resp.body)

@@ -41,14 +41,6 @@ def jp_server_config(jp_server_config, jp_data_dir):  # noqa: F811
 
 
 @pytest.fixture
-def model_env(fake_model, monkeypatch):
-    """Kernels started by the server talk to the scripted model."""
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_model.url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    return fake_model
-
-
-@pytest.fixture
 async def chat(jp_serverapp, jp_fetch, jp_ws_fetch, model_env):
     """``sid, tab = await chat.session()``; ``await chat.send(sid, text)``."""
     ext = jp_serverapp.extension_manager.extension_points["jupyter_ext"].app

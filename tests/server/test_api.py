@@ -90,7 +90,7 @@ async def test_actions_filters_tasks_events(api, think):
     assert await tools(since="15", until="25") == [("read_file", 20.0)]
     assert await tools(message_id="m1") == [("bash", 10.0)]
     code, body = await api("GET", f"sessions/{s['id']}/tasks")
-    assert code == 200 and body == {"tasks": []}
+    assert code == 200 and body == {"tasks": [], "progress": 0.0}
     seq = await think.services.pipeline.emit(s["id"], {"type": "status", "status": "idle"})
     code, body = await api("GET", f"sessions/{s['id']}/events", after=seq - 1)
     assert code == 200 and [e["seq"] for e in body["events"]] == [seq]

@@ -163,8 +163,10 @@ async def test_no_input_causes_a_5xx(api, think, jp_http_port, jp_base_url):
         except urllib.error.HTTPError as e:
             code = e.code
             if code in (400, 409, 413):  # our handlers' rejections carry a JSON message
-                detail = e.read().decode("utf-8", "replace")
-                assert json.loads(detail).get("message"), (method, url, detail)
+                detail = json.loads(e.read().decode("utf-8", "replace"))
+                # (the MCP endpoint's are JSON-RPC error objects)
+                message = detail.get("message") or (detail.get("error") or {}).get("message")
+                assert message, (method, url, detail)
         seen.append(code)
         assert code < 500, (method, url, body, code)
 
@@ -335,3 +337,105 @@ async def test_link_frames_never_break_it(api, think, jp_http_port, jp_base_url)
         assert answered.count("rpc_result") >= 20 and "rpc_error" in answered
     finally:
         await km.shutdown_kernel(kid, now=True)
+
+
+# -- the MCP endpoint (issue 15) ------------------------------------------------------------
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+rpc_message = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "1.0", None])},
+    optional={
+        "id": st.one_of(st.integers(), weird_text, st.none(), json_value),
+        "method": st.one_of(
+            st.sampled_from(
+                ["initialize", "tools/list", "tools/call", "ping", "notifications/initialized",
+                 "notifications/cancelled", "server/discover", "resources/list", "x/y"]
+            ),
+            weird_text,
+        ),
+        "params": st.one_of(
+            json_value,
+            st.fixed_dictionaries(
+                {"name": st.one_of(st.sampled_from(["read_file", "nope", "bash"]), weird_text)},
+                optional={"arguments": json_value},
+            ),
+        ),
+        "result": json_value,
+        "error": json_value,
+    },
+)  # fmt: skip
+mcp_body = st.one_of(
+    rpc_message.map(json.dumps),
+    st.lists(rpc_message, max_size=3).map(json.dumps),
+    json_value.map(json.dumps),
+    weird_text,
+    st.binary(max_size=80),
+    deep_json,
+)
+
+
+async def test_mcp_messages_never_cause_a_5xx(api, think, jp_http_port, jp_base_url):
+    """JSON-RPC of any shape, in a session or not: a JSON-RPC error or a result, never a 5xx,
+    and the endpoint still serves a client afterwards."""
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}api/think/mcp"
+    auth = {"Authorization": f"token {TOKEN}"}
+
+    def post(body: bytes, headers: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
+        request = urllib.request.Request(url, data=body, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                return resp.status, resp.read(), dict(resp.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), dict(e.headers)
+
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "fuzzer", "version": "1"},
+        },
+    }
+    code, _, headers = await asyncio.to_thread(
+        post, json.dumps(init).encode(), {**MCP_HEADERS, **auth}
+    )
+    assert code == 200
+    sid = headers.get("mcp-session-id") or headers.get("Mcp-Session-Id")
+    assert sid
+    seen: list[int] = []
+
+    @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        mcp_body,
+        st.sampled_from(["none", "session", "bad-session"]),
+        st.sampled_from([None, "2025-06-18", "2026-07-28", "1999-01-01", "\u00e9"]),
+        st.booleans(),
+    )
+    @example('{"jsonrpc": "2.0", "id": 7, "method": "ping"}', "session", "2025-06-18", True)
+    @example('{"jsonrpc": "2.0", "id": 8, "method": "tools/list"}', "session", None, True)
+    @example('{"jsonrpc": "2.0", "method": "notifications/initialized"}', "session", None, True)
+    def check(body: str | bytes, session: str, version: str | None, typed: bool) -> None:
+        data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+        headers = {**auth, **(MCP_HEADERS if typed else {"Content-Type": "text/plain"})}
+        if session != "none":
+            headers["Mcp-Session-Id"] = sid if session == "session" else "s-" + sid[:8]
+        if version is not None:
+            headers["MCP-Protocol-Version"] = version
+        try:
+            code, raw, _ = post(data, {k: v.encode().decode("latin-1") for k, v in headers.items()})
+        except UnicodeEncodeError:
+            return
+        seen.append(code)
+        assert code < 500, (body, headers, code, raw[:300])
+        if code >= 400:
+            error = json.loads(raw)
+            assert error["error"]["message"], (body, raw)
+
+    await asyncio.to_thread(check)
+    assert {200, 202, 400} <= set(seen), sorted(set(seen))
+    code, raw, _ = await asyncio.to_thread(
+        post, json.dumps({**init, "id": 2}).encode(), {**MCP_HEADERS, **auth}
+    )
+    assert code == 200 and b"think-jupyter" in raw

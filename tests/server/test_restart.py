@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import websocket
 
 from .conftest import write_kernelspec
 
@@ -263,3 +264,76 @@ def test_sigint_without_a_terminal_stops_the_server_and_its_kernels(tmp_path, fa
     finally:
         if server.proc.poll() is None:
             server.kill()
+
+
+def test_a_reminder_due_while_the_server_was_down_fires_once_late(tmp_path, fake_model):
+    """Issue 15: the model sets a reminder; the server is killed (SIGKILL) before it is due;
+    its time passes while nothing runs; the next server fires it once at start, marked late,
+    and its run is answered; a tab that connects then is shown it."""
+    env = _setup(tmp_path, fake_model)
+    fake_model.reply(
+        tool_calls=[("schedule_reminder", {"when": "in 15 seconds", "message": "check the oven"})]
+    )
+    fake_model.reply(text="Set.")
+    fake_model.reply(text="Oven checked.")
+    t0 = time.time()
+    first = Server(tmp_path, env)
+    try:
+        first.wait_up()
+        sid = first.call("POST", "sessions", {"title": "oven"})["id"]
+        first.call("POST", f"sessions/{sid}/messages", {"content": "remind me about the oven"})
+
+        def set_and_answered():
+            rows = first.call("GET", f"sessions/{sid}/schedules?kind=reminder")["schedules"]
+            idle = first.call("GET", f"sessions/{sid}")["run"] is None
+            return idle and rows
+
+        [row] = until(set_and_answered, 90, "the reminder set")
+        assert row["status"] == "pending"
+        due = row["due_at"]
+        assert time.time() < due - 1, "too slow to kill the server before the reminder was due"
+    finally:
+        first.kill()
+    until(lambda: time.time() > due + 1, 30, "the reminder's time to pass while no server runs")
+    second = Server(tmp_path, env)
+    try:
+        second.wait_up()
+
+        def answered():
+            page = second.call("GET", f"sessions/{sid}/messages")["messages"]
+            run = second.call("GET", f"sessions/{sid}")["run"]
+            return run is None and page[-1]["content"] == "Oven checked." and page
+
+        page = until(answered, 90, "the late reminder's run answered")
+        reminders = [
+            m
+            for m in page
+            if m["role"] == "user" and any(a["kind"] == "reminder" for a in m["attachments"] or [])
+        ]
+        assert len(reminders) == 1, [(m["role"], m["content"][:60]) for m in page]
+        [mark] = reminders[0]["attachments"]
+        assert mark["late"] is True and mark["due_at"] == due
+        assert "late" in reminders[0]["content"] and reminders[0]["content"].endswith(
+            ": check the oven"
+        )
+        view = second.call("GET", f"sessions/{sid}/schedules?kind=reminder")
+        [row] = view["schedules"]
+        assert row["status"] == "done" and row["fired_count"] == 1
+        [firing] = view["firings"]
+        assert firing["late"] is True and firing["status"] == "done" and firing["attempts"] == 1
+        assert firing["outcome"]["message_id"] == reminders[0]["id"]
+        # A JupyterLab tab that connects now is notified of it (marked late).
+        ws = websocket.create_connection(
+            second.url.replace("http", "ws", 1) + f"api/think/notifications?since={t0}",
+            header=[f"Authorization: token {TOKEN}"],
+            timeout=10,
+        )
+        try:
+            frames = [json.loads(ws.recv()) for _ in range(2)]
+        finally:
+            ws.close()
+        assert [f["type"] for f in frames] == ["hello", "reminder"]
+        assert frames[1]["late"] is True and frames[1]["session_id"] == sid
+        assert frames[1]["message"] == "check the oven"
+    finally:
+        second.kill()

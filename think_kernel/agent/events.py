@@ -8,6 +8,8 @@ Additions to DESIGN.md: ``tool_progress`` carries live output of a running tool 
 ``bash`` / ``execute_code``, outputs of ``execute_cell``), so users see long tools as they run;
 ``usage`` reports the tokens and cost of each model call, with its role and model (issue 14);
 ``compaction`` says older messages were summarised to fit the context window (issue 14).
+Task-graph events are ``task_created`` / ``task_updated`` (issue 12): ``task_queued`` and
+the other :class:`TaskEvent` names are the durable *run* lifecycle.
 """
 
 from __future__ import annotations
@@ -213,6 +215,7 @@ class ApprovalRequested(Event):
     call_id: str = ""
     message_id: str = ""
     expires_at: float | None = None
+    task_id: str = ""  # a subagent's call: the task it works on (issue 12)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +231,87 @@ class ApprovalResolved(Event):
     source: str = ""
     user: str = ""
     tool: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCreated(Event):
+    """A task of the task graph was created (issue 12); ``task`` is the whole task object
+    (not to be confused with ``task_queued`` ... of the run lifecycle, :class:`TaskEvent`)."""
+
+    type: ClassVar[str] = "task_created"
+    task: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskUpdated(Event):
+    """A task changed (status, result, progress of its subtree, its subagent); the whole
+    object each time, so a client never has to merge."""
+
+    type: ClassVar[str] = "task_updated"
+    task: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentSpawned(Event):
+    """A subagent started working on a task."""
+
+    type: ClassVar[str] = "subagent_spawned"
+    task_id: str
+    title: str
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentTextDelta(Event):
+    """Text a subagent streams (coalesced: at most ~20 frames a second per subagent)."""
+
+    type: ClassVar[str] = "subagent_text_delta"
+    task_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentToolCall(Event):
+    """A subagent called a tool (through the parent: logged and approved there)."""
+
+    type: ClassVar[str] = "subagent_tool_call"
+    task_id: str
+    id: str
+    name: str
+    input: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentToolResult(Event):
+    """A subagent's tool call finished; ``output`` is its summary."""
+
+    type: ClassVar[str] = "subagent_tool_result"
+    task_id: str
+    call_id: str
+    name: str
+    output: str
+    ok: bool
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentComplete(Event):
+    """A subagent finished; ``result`` is its final answer (the task's result)."""
+
+    type: ClassVar[str] = "subagent_complete"
+    task_id: str
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentError(Event):
+    """A subagent ended without a result: ``code`` is timeout, interrupted, cancelled or
+    error."""
+
+    type: ClassVar[str] = "subagent_error"
+    task_id: str
+    message: str
+    code: str = "error"
 
 
 AgentEvent = (
@@ -246,6 +330,14 @@ AgentEvent = (
     | Compaction
     | ApprovalRequested
     | ApprovalResolved
+    | TaskCreated
+    | TaskUpdated
+    | SubagentSpawned
+    | SubagentTextDelta
+    | SubagentToolCall
+    | SubagentToolResult
+    | SubagentComplete
+    | SubagentError
 )
 
 _BY_TYPE: dict[str, type[Event]] = {
@@ -265,6 +357,14 @@ _BY_TYPE: dict[str, type[Event]] = {
         Compaction,
         ApprovalRequested,
         ApprovalResolved,
+        TaskCreated,
+        TaskUpdated,
+        SubagentSpawned,
+        SubagentTextDelta,
+        SubagentToolCall,
+        SubagentToolResult,
+        SubagentComplete,
+        SubagentError,
     )
 }
 
@@ -272,7 +372,7 @@ _BY_TYPE: dict[str, type[Event]] = {
 def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event from its JSON frame (the inverse of ``to_dict``)."""
     kind = data.get("type", "")
-    if kind.startswith("task_"):
+    if kind.startswith("task_") and kind not in _BY_TYPE:
         fields = {k: v for k, v in data.items() if k not in ("type", "kind")}
         return TaskEvent(kind=kind[5:], **fields)
     cls = _BY_TYPE.get(kind)

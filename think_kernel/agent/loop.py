@@ -100,6 +100,7 @@ class Agent:
         compact_keep: float = 0.4,
         summarize_outputs: bool = True,
         gate: ApprovalGate | None = None,
+        step_role: str = "primary",
     ) -> None:
         self.model = model
         self.tools = tools
@@ -118,6 +119,8 @@ class Agent:
         self.compact_keep = compact_keep
         self.summarize_outputs = summarize_outputs
         self.gate = gate
+        # The role of the model that runs the steps: ``fast`` for a subagent (issue 12).
+        self.step_role = step_role
 
     def caller(self, session_id: str) -> ModelCaller:
         """The model caller of a session (roles, usage records, calibration)."""
@@ -163,7 +166,9 @@ class Agent:
         # else: a retry of a stored request; rows hold it and the steps it completed, in order
         caller = self.caller(session_id)
         # A small window gets shortened tool descriptions (the schemas stay whole).
-        specs = fit_specs(self.tools.specs(), caller.window("primary"))
+        specs = fit_specs(
+            self.tools.specs(), caller.window(self.step_role), optional=self.tools.optional
+        )
         # A step whose calls wait on approvals (the process that asked died or restarted):
         # run those calls now instead of asking the model again (issue 11).
         unfinished = await self._unfinished_step(session_id, rows, user["id"])
@@ -182,7 +187,7 @@ class Agent:
         ctx = ModelContext.from_rows(self.system, rows, loaded, estimate_tools(specs))
         for step_no in range(1, self.max_steps + 1):
             yield StatusEvent("thinking", f"step {step_no}")
-            role = "vision" if ctx.has_images else "primary"
+            role = "vision" if ctx.has_images else self.step_role
             async for event in compact_if_needed(
                 ctx,
                 caller,
@@ -194,7 +199,7 @@ class Agent:
                 keep=self.compact_keep,
             ):
                 yield event
-            role = "vision" if ctx.has_images else "primary"
+            role = "vision" if ctx.has_images else self.step_role
             reply = await self.store.add_message(
                 session_id,
                 "assistant",
@@ -324,7 +329,7 @@ class Agent:
                     ratio = caller.calibration.ratio(caller.model(role))
                     caller.learn_window(role, e.limit, int(ctx.tokens() * ratio))
                     # The learned window may be small enough that the tool specs must shrink.
-                    specs[:] = fit_specs(specs, caller.window(role))
+                    specs[:] = fit_specs(specs, caller.window(role), optional=self.tools.optional)
                     ctx.tools_tokens = estimate_tools(specs)
                     yield StatusEvent("thinking", "the context was too long: compacting")
                     async for event in compact_if_needed(
@@ -519,8 +524,10 @@ async def record_action(
     raw_args: Any,
     message_id: str,
     via: str = "",
+    task_id: str | None = None,
 ) -> str:
-    """Write one action-log row for a tool call (summaries only, never whole content)."""
+    """Write one action-log row for a tool call (summaries only, never whole content);
+    ``task_id``: a subagent's call, made for that task."""
     out = outcome.output
     action = out.summary.split(":")[0] if out.summary else tool
     return await store.log_action(
@@ -533,6 +540,7 @@ async def record_action(
         success=out.ok,
         error=out.error or None,
         message_id=message_id or None,
+        **({"task_id": task_id} if task_id else {}),
     )
 
 

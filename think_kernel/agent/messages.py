@@ -18,6 +18,13 @@ from typing import Any
 
 INTERRUPTED = "(no result: the run was interrupted before this tool finished)"
 MODEL_ROLES = ("user", "assistant", "tool")
+#: System rows the model must see: what happened to a subagent while nobody waited for it
+#: (its kernel died, issue 12). They reach the model as a user turn saying so.
+REPORTS = ("subagent_report",)
+
+
+def _is_report(row: dict[str, Any]) -> bool:
+    return row.get("role") == "system" and row.get("name") in REPORTS
 
 
 def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -27,7 +34,7 @@ def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         role = row.get("role")
         status = row.get("status", "complete")
-        if role not in MODEL_ROLES:
+        if role not in MODEL_ROLES and not _is_report(row):
             continue  # compaction summaries and other records the model never sees as such
         if role == "assistant" and status in ("error", "pending", "streaming"):
             continue  # a failed or unfinished attempt: the retry or the next step replaces it
@@ -88,6 +95,8 @@ def to_model_messages(
                     "content": row.get("content") or "",
                 }
             )
+        elif _is_report(row):
+            out.append({"role": "user", "content": f"[Think] {row.get('content') or ''}"})
     return out
 
 

@@ -17,6 +17,7 @@ later estimates for that model, so the error shrinks to what one message adds.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -137,7 +138,14 @@ def estimate_tools(specs: list[dict[str, Any]]) -> int:
     """Tokens the tool specifications take in a request (their JSON, estimated)."""
     if not specs:
         return 0
-    return estimate_text(json.dumps(specs, separators=(",", ":")))
+    return _estimate_json(json.dumps(specs, separators=(",", ":")))
+
+
+@functools.lru_cache(maxsize=32)
+def _estimate_json(text: str) -> int:
+    # The same specs go with every request (twice: fitting them, sizing the context); the
+    # estimate walks every character, so a session's few spec sets are estimated once each.
+    return estimate_text(text)
 
 
 class Calibration:

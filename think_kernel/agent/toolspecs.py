@@ -6,13 +6,16 @@ Every tool's JSON schema is sent with every request. With a few dozen tools that
 of tokens: on a small window (a local 4K or 8K model) the specs alone would leave no room for
 the conversation. When the full specs take more than ``share`` of the window, each description
 is cut to its first sentence and parameter descriptions are dropped (names, types and required
-fields stay, so every call stays valid). Pure functions over plain data.
+fields stay, so every call stays valid). If even that is too much, the ``optional`` tools
+(planning aids such as the task and subagent tools, issue 12) are left out of the request.
+Pure functions over plain data.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Collection
 from typing import Any
 
 from .tokens import estimate_tools
@@ -42,10 +45,16 @@ def compact_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def fit_specs(
-    specs: list[dict[str, Any]], window: int, share: float = SPEC_SHARE
+    specs: list[dict[str, Any]],
+    window: int,
+    share: float = SPEC_SHARE,
+    optional: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """``specs`` as they are, or shortened when they would take more than ``share`` of
-    ``window`` tokens."""
+    ``window`` tokens (and without the ``optional`` tools if still too long)."""
     if window <= 0 or estimate_tools(specs) <= window * share:
         return specs
-    return [compact_spec(s) for s in specs]
+    short = [compact_spec(s) for s in specs]
+    if optional and estimate_tools(short) > window * share:
+        short = [s for s in short if (s.get("function") or {}).get("name") not in optional]
+    return short

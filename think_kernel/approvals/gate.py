@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -71,14 +72,24 @@ class ApprovalGate:
         timeout: Callable[[], float],
         on_always: Callable[[str], Awaitable[Any]],
         poll: float = 1.0,
+        destructive: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self.store = store
         self.policy = policy
         self.known = known
+        self.destructive = destructive
         self.timeout = timeout
         self.on_always = on_always
         self.poll = poll
         self._wakers: dict[str, asyncio.Event] = {}
+        self.task_id: str | None = None
+
+    def for_task(self, task_id: str) -> ApprovalGate:
+        """This gate (same policy, same waiting calls, same decisions) for the calls of a
+        subagent working on a task: its approvals carry the task's id (issue 12)."""
+        tagged = copy.copy(self)  # shares _wakers: a decision wakes the subagent's call too
+        tagged.task_id = task_id
+        return tagged
 
     # -- deciding from this process ---------------------------------------------------------
 
@@ -112,14 +123,20 @@ class ApprovalGate:
         raw_args: Any,
         workspace: Any,
         emit: Emit,
+        *,
+        task_id: str | None = None,
     ) -> Decision | None:
-        """None when the call may run now; otherwise the decision, after waiting for it."""
+        """None when the call may run now; otherwise the decision, after waiting for it.
+        ``task_id``: the call is a subagent's, working on that task (the row says so)."""
+        task_id = task_id or self.task_id
         row = await self.store.approval_for_call(session_id, call_id)
         if row is None:
             args = _parsed(raw_args)
             if args is None:
                 return None  # invalid arguments: the tool refuses them, nothing runs
-            reason = (await self.policy()).check(tool, args, known=self.known())
+            reason = (await self.policy()).check(
+                tool, args, known=self.known(), destructive=self.destructive()
+            )
             if reason is None:
                 return None
             summary, diff = await describe_call(tool, args, workspace)
@@ -132,6 +149,7 @@ class ApprovalGate:
                 summary=summary,
                 diff=diff,
                 expires_at=time.time() + max(0.0, float(self.timeout())),
+                task_id=task_id,
             )
             row["reason"] = reason
         if row["status"] == "pending":
@@ -220,6 +238,7 @@ def _requested(row: dict[str, Any]) -> ApprovalRequested:
         call_id=row.get("call_id") or "",
         message_id=row.get("message_id") or "",
         expires_at=row.get("expires_at"),
+        task_id=row.get("task_id") or "",
     )
 
 

@@ -7,6 +7,8 @@
 Modes: ``auto`` never asks, ``default`` asks for deletions, reverts, code in the user's kernel,
 non-GET ``fetch`` and tools that are neither core nor marked read-only (MCP, extensions),
 ``strict`` also asks before every write and every execution. Reads never ask by mode.
+A tool its MCP server marks destructive (``destructiveHint``) asks under ``default`` and
+``strict`` even when the session "always" allows it; only a rule naming it exactly allows it.
 Rules come first, session rules before configured ones, the first that matches decides:
 
     {"tool": "bash", "arg": "command", "regex": "rm\\\\s"}            ask when it matches
@@ -201,12 +203,25 @@ class Policy:
             kernel_exec=str(session.get("kernel_exec") or kernel_exec or "ask"),
         )
 
-    def check(self, tool: str, args: Mapping[str, Any], *, known: Iterable[str] = ()) -> str | None:
+    def check(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        known: Iterable[str] = (),
+        destructive: Iterable[str] = (),
+    ) -> str | None:
         """None when the call may run; otherwise why it needs approval.
 
         ``known`` names tools that are core or marked read-only: other tools (MCP servers,
-        extensions) ask in ``default`` mode.
+        extensions) ask in ``default`` mode. ``destructive`` names tools whose server says
+        they may destroy data: they ask unless the mode is ``auto`` or a rule names them.
         """
+        if tool in set(destructive) and self.mode != "auto":
+            for rule in self.rules:
+                if rule.tool == tool and not rule.arg and rule.action == "allow":
+                    return None
+            return f"{tool} is marked destructive by its MCP server"
         if tool in self.always:
             return None
         for rule in self.rules:

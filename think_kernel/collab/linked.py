@@ -9,11 +9,15 @@ tools keep workspace-relative paths and still cannot reach outside the workspace
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
 from .access import Link, LinkNotebookAccess
 from .workspace import CollabWorkspace
+
+log = logging.getLogger(__name__)
 
 
 class PrefixedLink:
@@ -44,3 +48,24 @@ def linked_access(root: Path, link: Any) -> tuple[CollabWorkspace, LinkNotebookA
     prefix = root.relative_to(base).as_posix()
     routed = PrefixedLink(link, "" if prefix == "." else prefix)
     return CollabWorkspace(root, routed), LinkNotebookAccess(routed)
+
+
+async def linked_setup(link: Any, root: Path, config: Any, wait: float) -> dict[str, Any]:
+    """With a server link: its store (set on ``config`` unless one is configured) and edits
+    through its collaboration rooms: ``{"server": True, "workspace": ..., "notebooks": ...}``
+    (``server`` alone when ``root`` lies outside the server's root: the caller works on local
+    files, the server still watches its subagents); ``{}`` when there is no link or it does
+    not come up within ``wait`` seconds."""
+    if link is None:
+        return {}
+    try:
+        await asyncio.wait_for(link.connected.wait(), wait)
+    except TimeoutError:
+        log.warning("no link to the server after %s s; working on local files", wait)
+        return {}
+    if link.store_path and not config.store_path:
+        config.store_path = link.store_path
+    access = linked_access(root, link)
+    if access is None:
+        return {"server": True}
+    return {"server": True, "workspace": access[0], "notebooks": access[1]}

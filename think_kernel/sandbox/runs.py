@@ -35,6 +35,7 @@ class Run:
     spawned: asyncio.Event = field(default_factory=asyncio.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     warnings: list[str] = field(default_factory=list)
+    worker: str = ""  # whose processes these are ("" the session's; a subagent's key)
 
 
 def open_pipes(run: Run, names: tuple[str, ...] = ("stdout", "stderr")) -> list[int]:

@@ -1,5 +1,9 @@
-"""The per-session sandbox: one launcher (zygote), one warm worker, any number of fresh runs,
-and the session's share of the machine (its uid, its cgroup, the per-run write budget)."""
+"""The per-session sandbox: one launcher (zygote), warm workers, any number of fresh runs,
+and the session's share of the machine (its uid, its cgroup, the per-run write budget).
+
+The session has one warm Python worker by default; a ``worker`` key gives another its own
+(each subagent has one, issue 12: their variables never collide). ``interrupt(worker=...)``
+and ``close_worker`` stop only that worker's processes."""
 
 from __future__ import annotations
 
@@ -58,8 +62,8 @@ class Sandbox:
         self._runs: dict[int, Run] = {}
         self._active: set[Run] = set()
         self._tasks: set[asyncio.Task] = set()
-        self._warm: Run | None = None
-        self._warm_lock = asyncio.Lock()
+        self._warms: dict[str, Run] = {}  # worker key -> its warm Python worker
+        self._warm_locks: dict[str, asyncio.Lock] = {}
         self._launcher_lock = asyncio.Lock()
         self._launcher: Launcher | None = None
         self._closed = False
@@ -128,7 +132,7 @@ class Sandbox:
                 return self._launcher
             if self._launcher is not None:
                 await self._launcher.stop(graceful=False, kill_session=self._kill_session)
-            self._warm = None
+            self._warms.clear()
             await self._start_launcher()
             assert self._launcher is not None
             return self._launcher
@@ -140,7 +144,7 @@ class Sandbox:
             if self._launcher is not wedged:
                 return  # someone replaced it already
             self.launcher_restarts += 1
-            self._warm = None
+            self._warms.clear()
             await wedged.stop(graceful=False, kill_session=self._kill_session)
             if not self._closed:
                 await self._start_launcher()
@@ -197,8 +201,8 @@ class Sandbox:
             run.exit = msg
             run.spawned.set()
             run.queue.put_nowait(("exit", msg, b""))
-            if run is self._warm:
-                self._warm = None
+            if self._warms.get(run.worker) is run:
+                del self._warms[run.worker]
 
     # ------------------------------------------------------------------ public API
 
@@ -215,12 +219,14 @@ class Sandbox:
         timeout: float | None = None,  # noqa: ASYNC109
         fresh: bool = False,
         on_output: OutputCallback | None = None,
+        worker: str = "",
     ) -> ExecResult:
-        """Run Python in the warm worker (state persists) or, with ``fresh``, in a new process."""
+        """Run Python in the warm worker (state persists) or, with ``fresh``, in a new process.
+        ``worker`` names whose warm worker (and whose processes) it is: "" the session's."""
         if fresh:
-            return await self._run_child("python", {"code": code}, timeout, on_output)
-        async with self._warm_lock:
-            return await self._run_warm(code, timeout, on_output)
+            return await self._run_child("python", {"code": code}, timeout, on_output, worker)
+        async with self._warm_locks.setdefault(worker, asyncio.Lock()):
+            return await self._run_warm(code, timeout, on_output, worker)
 
     async def run_bash(
         self,
@@ -228,13 +234,15 @@ class Sandbox:
         *,
         timeout: float | None = None,  # noqa: ASYNC109 (see run_python)
         on_output: OutputCallback | None = None,
+        worker: str = "",
     ) -> ExecResult:
-        """Run a bash command line in a fresh sandboxed process."""
-        return await self._run_child("bash", {"command": command}, timeout, on_output)
+        """Run a bash command line in a fresh sandboxed process (``worker``: see run_python)."""
+        return await self._run_child("bash", {"command": command}, timeout, on_output, worker)
 
-    async def interrupt(self) -> None:
-        """Kill every running cell's process group and wait until they are gone."""
-        runs = [r for r in self._active if r.exit is None]
+    async def interrupt(self, worker: str | None = None) -> None:
+        """Kill every running cell's process group (or only ``worker``'s) and wait until
+        they are gone."""
+        runs = [r for r in self._active if r.exit is None and worker in (None, r.worker)]
         for run in runs:
             await self._kill(run, "interrupted")
         for launcher in {r.launcher for r in runs if r.launcher is not None}:
@@ -252,13 +260,27 @@ class Sandbox:
         async with self._launcher_lock:
             if self._launcher is not None:
                 await self._launcher.stop(graceful=True, kill_session=self._kill_session)
-            self._warm = None
+            self._warms.clear()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
         await asyncio.to_thread(shutil.rmtree, self.scratch, True)
         await asyncio.to_thread(self.resources.release)
+
+    async def close_worker(self, worker: str) -> None:
+        """Stop a worker's running processes and its warm Python worker (its state is gone)."""
+        if not worker:
+            raise ValueError("the session's own worker is closed with the sandbox")
+        await self.interrupt(worker)
+        warm = self._warms.pop(worker, None)
+        if warm is not None and warm.exit is None:
+            await self._kill(warm, "closed")
+        self._warm_locks.pop(worker, None)
+
+    def workers(self) -> list[str]:
+        """Keys of the warm workers alive now ("" is the session's)."""
+        return [k for k, r in self._warms.items() if r.exit is None]
 
     async def __aenter__(self) -> Sandbox:
         return self
@@ -337,11 +359,17 @@ class Sandbox:
         raise SandboxError(f"the sandbox launcher does not answer; {self._diag()}")
 
     async def _run_child(
-        self, kind: str, payload: dict, limit: float | None, on_output: OutputCallback | None
+        self,
+        kind: str,
+        payload: dict,
+        limit: float | None,
+        on_output: OutputCallback | None,
+        worker: str = "",
     ) -> ExecResult:
         start = time.perf_counter()
         seconds = self._timeout(limit)
         run = await self._spawn(kind, payload, seconds)
+        run.worker = worker
         self._active.add(run)
         try:
             res = await self._collect(run, seconds, on_output, need_exit=True)
@@ -354,18 +382,19 @@ class Sandbox:
         return self._finish(res, run, start)
 
     async def _run_warm(
-        self, code: str, limit: float | None, on_output: OutputCallback | None
+        self, code: str, limit: float | None, on_output: OutputCallback | None, worker: str = ""
     ) -> ExecResult:
         start = time.perf_counter()
         seconds = self._timeout(limit)
-        warm = self._warm
+        warm = self._warms.get(worker)
         notes: list[str] = []
         if warm is None or warm.exit is not None or warm.chan is None or warm.chan_closed:
             if warm is not None and warm.exit is None:
                 await self._kill(warm, "stale")
             warm = await self._spawn("warm", {}, seconds)
+            warm.worker = worker
             notes, warm.warnings = warm.warnings, []
-            self._warm = warm
+            self._warms[worker] = warm
         cell = warm
         cell.queue = asyncio.Queue()
         cell.done = asyncio.Event()
@@ -383,8 +412,8 @@ class Sandbox:
         try:
             res = await self._collect(cell, seconds, on_output, need_exit=False)
         except asyncio.CancelledError:
-            if self._warm is cell:
-                self._warm = None  # the next cell gets a fresh worker
+            if self._warms.get(worker) is cell:
+                del self._warms[worker]  # the next cell gets a fresh worker
             await asyncio.shield(self._kill_cancelled(cell))
             raise
         finally:
@@ -393,7 +422,7 @@ class Sandbox:
         if cell.exit is not None or cell.kill_reason or cell.chan_closed:
             if cell.exit is None:
                 await self._kill(cell, "stale")
-            self._warm = None
+            self._warms.pop(worker, None)
             res.warnings.append("the warm Python worker was restarted: earlier variables are gone")
         return self._finish(res, cell, start)
 

@@ -72,14 +72,21 @@ class Cursor:
 class _Result:
     """``await db.execute(...)`` or ``async with db.execute(...) as cur``."""
 
-    def __init__(self, db: LoopConnection, sql: str, params: Sequence[Any]) -> None:
-        self._db, self._sql, self._params = db, sql, params
+    def __init__(
+        self, db: LoopConnection, sql: str, params: Sequence[Any], many: bool = False
+    ) -> None:
+        self._db, self._sql, self._params, self._many = db, sql, params, many
+
+    def _run(self) -> Any:
+        if self._many:
+            return self._db._execute_many(self._sql, self._params)
+        return self._db._execute(self._sql, self._params)
 
     def __await__(self) -> Any:
-        return self._db._execute(self._sql, self._params).__await__()
+        return self._run().__await__()
 
     async def __aenter__(self) -> Cursor:
-        return await self._db._execute(self._sql, self._params)
+        return await self._run()
 
     async def __aexit__(
         self,
@@ -126,10 +133,14 @@ class LoopConnection:
         """Run one statement: await it, or use it as ``async with ... as cursor``."""
         return _Result(self, sql, parameters)  # type: ignore[arg-type]
 
-    async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Cursor:
-        """Run one statement for each parameter set."""
-        rows = list(parameters)
-        return await self._retry(lambda: self._run(lambda c: c.executemany(sql, rows), False))
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> _Result:
+        """Run one statement for each parameter set (await it, or ``async with``)."""
+        return _Result(self, sql, list(parameters), many=True)
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether an explicit transaction (BEGIN ...) is open."""
+        return self._conn.in_transaction
 
     async def close(self) -> None:
         """Wait for a running checkpoint, then close (safe to call twice)."""
@@ -141,6 +152,9 @@ class LoopConnection:
         self._conn.close()
 
     # -- internals ---------------------------------------------------------------------------
+
+    async def _execute_many(self, sql: str, rows: Sequence[Any]) -> Cursor:
+        return await self._retry(lambda: self._run(lambda c: c.executemany(sql, rows), False))
 
     async def _execute(self, sql: str, params: Sequence[Any]) -> Cursor:
         timeout = _BUSY_PRAGMA.match(sql)

@@ -240,6 +240,88 @@ migration(
 )
 
 
+# Issue 12: the task graph (each request's root and the model's subtasks), the subagent that
+# works on a task (its own row fields: status, model, owning process, heartbeat, deadline),
+# and the task a subagent's tool call and approval belong to.
+migration(
+    "m009_tasks",
+    """
+    ALTER TABLE tasks ADD COLUMN root_id TEXT;
+    ALTER TABLE tasks ADD COLUMN description TEXT NOT NULL DEFAULT '';
+    ALTER TABLE tasks ADD COLUMN error TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_status TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_model TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_owner TEXT;
+    ALTER TABLE tasks ADD COLUMN subagent_started_at REAL;
+    ALTER TABLE tasks ADD COLUMN subagent_ended_at REAL;
+    ALTER TABLE tasks ADD COLUMN subagent_heartbeat_at REAL;
+    ALTER TABLE tasks ADD COLUMN subagent_deadline REAL;
+    CREATE INDEX tasks_root ON tasks(root_id);
+    CREATE INDEX tasks_message ON tasks(message_id);
+    CREATE INDEX tasks_subagent ON tasks(subagent_status);
+    ALTER TABLE action_log ADD COLUMN task_id TEXT;
+    ALTER TABLE approvals ADD COLUMN task_id TEXT;
+    CREATE INDEX messages_facet ON messages(session_id, facet, seq);
+    """,
+)
+
+
+# Issue 15: one scheduler for every kind of deferred work, at least once. A claim holds a
+# lease (renewed while the handler runs) and names its owner and pid, so a row left
+# ``running`` by a dead process is claimed again; ``occurrence_at`` is the due time of the
+# current firing (``due_at`` moves on for a backoff retry) and ``firing_key`` its
+# idempotency key; ``cron``/``tz`` make a row recurring. ``firings`` records each firing by
+# that key: what it did (``outcome``), whether it was late, and when a think notebook showed it.
+migration(
+    "m010_schedules",
+    """
+    ALTER TABLE schedules ADD COLUMN occurrence_at REAL;
+    ALTER TABLE schedules ADD COLUMN firing_key TEXT;
+    ALTER TABLE schedules ADD COLUMN owner TEXT;
+    ALTER TABLE schedules ADD COLUMN owner_pid INTEGER;
+    ALTER TABLE schedules ADD COLUMN lease_until REAL;
+    ALTER TABLE schedules ADD COLUMN cron TEXT;
+    ALTER TABLE schedules ADD COLUMN tz TEXT;
+    ALTER TABLE schedules ADD COLUMN fired_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE schedules ADD COLUMN last_fired_at REAL;
+    CREATE INDEX schedules_session ON schedules(session_id, kind, status);
+    CREATE TABLE firings (
+        key TEXT PRIMARY KEY,
+        schedule_id TEXT NOT NULL,
+        session_id TEXT,
+        kind TEXT NOT NULL,
+        occurrence_at REAL NOT NULL,
+        started_at REAL NOT NULL,
+        fired_at REAL,
+        status TEXT NOT NULL DEFAULT 'running',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        late INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        outcome TEXT,
+        shown_at REAL
+    );
+    CREATE INDEX firings_schedule ON firings(schedule_id, occurrence_at);
+    CREATE INDEX firings_session ON firings(session_id, kind, fired_at);
+    CREATE INDEX firings_fired ON firings(fired_at);
+    """,
+)
+
+
+# Issue 15: agents that call Think's tools over MCP (/api/think/mcp) each get a session named
+# after them (their clientInfo.name); this maps the name to that session across connections.
+migration(
+    "m011_mcp",
+    """
+    CREATE TABLE mcp_clients (
+        name TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        first_seen REAL NOT NULL,
+        last_seen REAL NOT NULL
+    );
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

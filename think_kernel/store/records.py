@@ -1,4 +1,4 @@
-"""Store methods the server extension leans on: batches, cursors, runs, schedules, retention.
+"""Store methods the server extension leans on: batches, cursors, runs, approvals, retention.
 
 Mixed into :class:`~think_kernel.store.Store`; every method commits before it returns.
 Batches are single statements (multi-row ``INSERT ... RETURNING``) or one transaction, so a
@@ -7,7 +7,9 @@ burst of events or action-log rows costs one round trip to the SQLite thread, no
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,13 +41,14 @@ ACTION_COLUMNS = (
     "success",
     "error",
     "message_id",
+    "task_id",
 )
 # SQLite allows 32,766 bound parameters per statement; 5 per event row.
 _EVENT_CHUNK = 5_000
 
 
 class RecordsMixin:
-    """Batched appends, cursor pages, runs, schedules, approvals and retention."""
+    """Batched appends, cursor pages, runs, approvals and retention (schedules: schedules.py)."""
 
     db: LoopConnection
 
@@ -54,12 +57,16 @@ class RecordsMixin:
         async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
         async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
         async def _update(self, table: str, key: str, allowed: set[str], **fields: Any) -> None: ...
+        async def _write(
+            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
+        ) -> int: ...
         async def get_messages(
             self,
             session_id: str,
             before: int | None = None,
             limit: int | None = None,
             statuses: Iterable[str] | None = None,
+            facet: str | None = None,
         ) -> list[dict[str, Any]]: ...
 
     # -- batches -----------------------------------------------------------------------------
@@ -113,13 +120,26 @@ class RecordsMixin:
                 "INSERT OR IGNORE INTO events (event_id, session_id, type, data, ts)"
                 f" VALUES {values} RETURNING seq, event_id"
             )
-            async with self.db.execute(sql, params) as cur:
-                returned = await cur.fetchall()
+            returned = await self._returning(sql, params)
             index = {params[5 * i]: start + i for i in range(len(chunk))}
             for r in returned:
                 rec = dict(r) if isinstance(r, dict) else {"seq": r[0], "event_id": r[1]}
                 out[index[rec["event_id"]]] = int(rec["seq"])
         return out
+
+    async def _returning(self, sql: str, params: list[Any]) -> list[Any]:
+        """Rows of an ``INSERT ... RETURNING``, run again if SQLite refused it as "locked"
+        (see ``Store._write``: it had no effect)."""
+        delay = 0.001
+        while True:
+            try:
+                async with self.db.execute(sql, params) as cur:
+                    return list(await cur.fetchall())
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or delay > 2.0 or self.db.in_transaction:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
 
     async def last_event_seq(self, session_id: str) -> int:
         """The newest event seq of a session (0 if none)."""
@@ -131,21 +151,20 @@ class RecordsMixin:
     # -- pages -------------------------------------------------------------------------------
 
     async def page_messages(
-        self, session_id: str, before: int | None = None, limit: int = 50
+        self,
+        session_id: str,
+        before: int | None = None,
+        limit: int = 50,
+        facet: str | None = None,
     ) -> tuple[list[dict[str, Any]], int | None]:
         """The newest ``limit`` messages before the ``before`` seq, oldest first, and the
-        cursor for the page before them (None when this page reaches the start)."""
-        rows = await self.get_messages(session_id, before=before, limit=limit + 1)
+        cursor for the page before them (None when this page reaches the start); the main
+        conversation, or one ``facet`` (a subagent's)."""
+        rows = await self.get_messages(session_id, before=before, limit=limit + 1, facet=facet)
         if len(rows) > limit:
             rows = rows[1:]
             return rows, int(rows[0]["seq"])
         return rows, None
-
-    async def list_tasks(self, session_id: str) -> list[dict[str, Any]]:
-        """Tasks of a session in creation order."""
-        return await self._all(
-            "SELECT * FROM tasks WHERE session_id = ? ORDER BY created_at, id", (session_id,)
-        )
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -214,10 +233,11 @@ class RecordsMixin:
     async def heartbeat_runs(self, run_ids: Sequence[str], checkpoints: dict[str, str]) -> None:
         """Refresh the heartbeat (and checkpoint, when given) of many runs at once."""
         now = time.time()
-        await self.db.executemany(
+        await self._write(
             "UPDATE runs SET heartbeat_at = ?, checkpoint = COALESCE(?, checkpoint),"
             " updated_at = ? WHERE id = ?",
             [(now, checkpoints.get(r), now, r) for r in run_ids],
+            many=True,
         )
 
     async def interrupt_messages(self, session_id: str, after_seq: int, reason: str) -> int:
@@ -228,52 +248,6 @@ class RecordsMixin:
             (reason, time.time(), session_id, after_seq),
         ) as cur:
             return cur.rowcount
-
-    # -- schedules ---------------------------------------------------------------------------
-
-    async def add_schedule(
-        self, kind: str, due_at: float, payload: dict[str, Any], session_id: str | None = None
-    ) -> str:
-        """Record timed work (survives restarts); returns its id."""
-        from .store import new_id
-
-        sid = new_id("sch_")
-        now = time.time()
-        await self.db.execute(
-            "INSERT INTO schedules (id, session_id, kind, due_at, payload, created_at,"
-            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (sid, session_id, kind, due_at, json.dumps(payload), now, now),
-        )
-        return sid
-
-    async def due_schedules(self, now: float, limit: int = 100) -> list[dict[str, Any]]:
-        """Pending schedules due by ``now``, oldest first."""
-        return await self._all(
-            "SELECT * FROM schedules WHERE status = 'pending' AND due_at <= ?"
-            " ORDER BY due_at LIMIT ?",
-            (now, limit),
-        )
-
-    async def next_schedule_due(self) -> float | None:
-        """When the next pending schedule is due, or None."""
-        row = await self._one("SELECT MIN(due_at) AS due FROM schedules WHERE status = 'pending'")
-        return None if row is None or row["due"] is None else float(row["due"])
-
-    async def claim_schedule(self, schedule_id: str) -> bool:
-        """Move a pending schedule to running; False if another process took it first."""
-        async with self.db.execute(
-            "UPDATE schedules SET status = 'running', attempts = attempts + 1, updated_at = ?"
-            " WHERE id = ? AND status = 'pending'",
-            (time.time(), schedule_id),
-        ) as cur:
-            return cur.rowcount > 0
-
-    async def finish_schedule(self, schedule_id: str, status: str, error: str = "") -> None:
-        """Mark a schedule done or failed."""
-        await self.db.execute(
-            "UPDATE schedules SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
-            (status, error or None, time.time(), schedule_id),
-        )
 
     # -- approvals ---------------------------------------------------------------------------
 
@@ -306,15 +280,16 @@ class RecordsMixin:
         summary: str = "",
         diff: str = "",
         expires_at: float | None = None,
+        task_id: str | None = None,
     ) -> dict[str, Any]:
         """Record a pending approval for one tool call; the existing row if that call already
         has one (a resumed run asks once)."""
         from .store import new_id
 
-        await self.db.execute(
+        await self._write(
             "INSERT OR IGNORE INTO approvals (id, session_id, message_id, call_id, tool, input,"
-            " status, created_at, summary, diff, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            " status, created_at, summary, diff, expires_at, task_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
             (
                 new_id("ap_"),
                 session_id,
@@ -326,6 +301,7 @@ class RecordsMixin:
                 summary,
                 diff or None,
                 expires_at,
+                task_id,
             ),
         )
         row = await self.approval_for_call(session_id, call_id)
@@ -340,20 +316,20 @@ class RecordsMixin:
 
     async def claim_approval(self, approval_id: str) -> bool:
         """Mark an approved call as being run; False if some process already ran it."""
-        async with self.db.execute(
+        changed = await self._write(
             "UPDATE approvals SET executed_at = ? WHERE id = ? AND executed_at IS NULL",
             (time.time(), approval_id),
-        ) as cur:
-            return cur.rowcount > 0
+        )
+        return changed > 0
 
     async def resolve_approval(self, approval_id: str, status: str, decision: Any) -> bool:
         """Resolve a pending approval; False if it was not pending."""
-        async with self.db.execute(
+        changed = await self._write(
             "UPDATE approvals SET status = ?, decision = ?, resolved_at = ?"
             " WHERE id = ? AND status = 'pending'",
             (status, json.dumps(decision), time.time(), approval_id),
-        ) as cur:
-            return cur.rowcount > 0
+        )
+        return changed > 0
 
     # -- retention ---------------------------------------------------------------------------
 

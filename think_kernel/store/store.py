@@ -25,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from .loopdb import Cursor, LoopConnection
+from .mcpclients import McpClientsMixin
 from .migrations import migrate
 from .records import RecordsMixin
+from .schedules import SchedulesMixin
 from .settings import SettingsMixin
+from .tasks import TasksMixin
 from .usage import UsageMixin
 
 JSON_COLUMNS = {
@@ -40,6 +43,7 @@ JSON_COLUMNS = {
     "decision",
     "attachments",
     "compaction",
+    "outcome",
 }
 MESSAGE_FIELDS = {
     "content",
@@ -106,7 +110,7 @@ def _row(cur: Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-class Store(RecordsMixin, UsageMixin, SettingsMixin):
+class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin, McpClientsMixin):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -130,10 +134,12 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         # On the loop's thread, not aiosqlite's worker: see loopdb for why (issue 17).
         db = await LoopConnection.connect(path)
         try:
+            # The wait first: a kernel and the server may open a new file at the same moment,
+            # and switching it to WAL while the other migrates was refused at once ("locked").
+            await db.execute("PRAGMA busy_timeout=5000")
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
-            await db.execute("PRAGMA busy_timeout=5000")
             await migrate(db)
         except BaseException:
             await db.close()
@@ -155,6 +161,32 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         async with self.db.execute(sql, tuple(params)) as cur:
             return list(await cur.fetchall())  # type: ignore[arg-type]
 
+    async def _write(
+        self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
+    ) -> int:
+        """Run one write statement; return the rows it changed (or, with ``rowid``, the id of
+        the row it inserted).
+
+        The kernel and the server write the same file, and coroutines share a connection: a
+        write that starts while another coroutine's SELECT is still open on it upgrades that
+        read snapshot, and in WAL mode SQLite refuses the upgrade at once ("database is
+        locked", no busy wait) when another process committed since. The statement had no
+        effect: outside an explicit transaction it is safe to run it again.
+        """
+        delay = 0.001
+        while True:
+            try:
+                if many:
+                    async with self.db.executemany(sql, params) as cur:  # type: ignore[arg-type]
+                        return int(cur.rowcount)
+                async with self.db.execute(sql, tuple(params)) as cur:
+                    return int(cur.lastrowid or 0) if rowid else int(cur.rowcount)
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or delay > 2.0 or self.db.in_transaction:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
+
     async def _update(self, table: str, key: str, allowed: set[str], **fields: Any) -> None:
         bad = set(fields) - allowed
         if bad:
@@ -164,7 +196,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         fields["updated_at"] = time.time()
         sets = ", ".join(f"{k} = ?" for k in fields)
         params = [_encode(k, v) for k, v in fields.items()]
-        await self.db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*params, key))
+        await self._write(f"UPDATE {table} SET {sets} WHERE id = ?", (*params, key))
 
     # -- blobs -------------------------------------------------------------------------------
 
@@ -215,7 +247,8 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         kind: str = "chat",
     ) -> dict[str, Any]:
         """Create a session and return it. ``kind``: chat (the sidebar), notebook (a think
-        notebook's kernel) or magic (``%%think`` in another kernel)."""
+        notebook's kernel), magic (``%%think`` in another kernel) or mcp (an agent calling
+        Think's tools over MCP)."""
         now = time.time()
         sid = id or new_id("s_")
         await self.db.execute(
@@ -244,7 +277,8 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         message counts."""
         where, params = ("WHERE s.kind = ?", [kind]) if kind else ("", [])
         return await self._all(
-            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)"
+            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id"
+            " AND m.facet IS NULL)"
             f" AS message_count FROM sessions s {where} ORDER BY updated_at DESC"
             " LIMIT ? OFFSET ?",
             (*params, limit, offset),
@@ -264,6 +298,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
             "events",
             "tasks",
             "schedules",
+            "firings",
             "approvals",
             "runs",
             "usage",
@@ -330,9 +365,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
                 await asyncio.sleep(delay)
                 delay *= 2
         if role == "user":  # sessions sort by the last request; one round trip less per step
-            await self.db.execute(
-                "UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)
-            )
+            await self._write("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
         full: dict[str, Any] = {c: None for c in _MESSAGE_COLUMNS}
         full.update(content_size=0, reasoning_size=0, status="complete", attempt=0)
         full.update(row, seq=seq)
@@ -366,10 +399,15 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         before: int | None = None,
         limit: int | None = None,
         statuses: Iterable[str] | None = None,
+        facet: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Messages in order; ``before`` is a seq cursor, ``limit`` takes the newest N."""
-        where = ["session_id = ?"]
-        params: list[Any] = [session_id]
+        """Messages in order; ``before`` is a seq cursor, ``limit`` takes the newest N.
+
+        Only the main conversation by default; ``facet`` gives the messages of one side
+        conversation instead (a subagent's: ``subagent:<task id>``).
+        """
+        where = ["session_id = ?", "facet IS ?"]
+        params: list[Any] = [session_id, facet]
         if before is not None:
             where.append("seq < ?")
             params.append(before)
@@ -412,9 +450,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         row["success"] = int(bool(row.get("success", True)))
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        await self.db.execute(
-            f"INSERT INTO action_log ({cols}) VALUES ({marks})", tuple(row.values())
-        )
+        await self._write(f"INSERT INTO action_log ({cols}) VALUES ({marks})", row.values())
         return str(row["id"])
 
     async def list_actions(
@@ -426,8 +462,10 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
         until: float | None = None,
         message_id: str | None = None,
         limit: int = 500,
+        task_id: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Action-log rows for a session, oldest first, filtered."""
+        """Action-log rows for a session, oldest first, filtered (``task_id``: the calls of
+        one subagent)."""
         where = ["session_id = ?"]
         params: list[Any] = [session_id]
         for col, op, value in (
@@ -436,6 +474,7 @@ class Store(RecordsMixin, UsageMixin, SettingsMixin):
             ("ts", ">=", since),
             ("ts", "<=", until),
             ("message_id", "=", message_id),
+            ("task_id", "=", task_id),
         ):
             if value is not None:
                 where.append(f"{col} {op} ?")

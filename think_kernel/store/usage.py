@@ -45,6 +45,9 @@ class UsageMixin:
     if TYPE_CHECKING:  # provided by Store
 
         async def _all(self, sql: str, params: Any = ()) -> list[dict[str, Any]]: ...
+        async def _write(
+            self, sql: str, params: Any = (), many: bool = False, rowid: bool = False
+        ) -> int: ...
 
     async def add_usage(
         self,
@@ -62,7 +65,7 @@ class UsageMixin:
         estimated: bool = False,
     ) -> int:
         """Record one model call; returns the row id."""
-        async with self.db.execute(
+        return await self._write(
             "INSERT INTO usage (session_id, message_id, ts, role, model, purpose, tokens_in,"
             " tokens_out, tokens_cached, tokens_reasoning, cost, estimated)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -80,8 +83,8 @@ class UsageMixin:
                 cost,
                 int(bool(estimated)),
             ),
-        ) as cur:
-            return int(cur.lastrowid or 0)
+            rowid=True,
+        )
 
     async def list_usage(self, session_id: str, limit: int = 1000) -> list[dict[str, Any]]:
         """The newest ``limit`` usage rows of a session, oldest first."""

@@ -11,6 +11,9 @@ pointed at another workspace or sandbox.
 
     registry = ToolRegistry([read_file])
     result = await registry.call("read_file", '{"path": "a.py"}', ctx)
+
+Tools that come with a JSON schema instead of type hints (an MCP server's) are
+:class:`SchemaTool` instances: the schema is given, arguments are checked against it.
 """
 
 from __future__ import annotations
@@ -104,6 +107,13 @@ def read_only(func: ToolFunc) -> ToolFunc:
     return func
 
 
+def optional(func: ToolFunc) -> ToolFunc:
+    """Mark a tool the model can do without (planning aids): on a context window too small
+    for every tool's spec, it is not offered (``agent/toolspecs.py``)."""
+    func.optional = True  # type: ignore[attr-defined]
+    return func
+
+
 def _first_paragraph(doc: str | None) -> str:
     doc = inspect.cleandoc(doc or "")
     return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
@@ -132,7 +142,8 @@ _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", b
 
 def simple_schema(ann: Any) -> dict[str, Any] | None:
     """The JSON schema pydantic gives these annotations (the ones tools use: scalars,
-    ``X | None``, ``Literal``, ``list[X]``, ``dict[str, X]``, ``Any``), or None for anything
+    ``X | None``, ``Literal``, ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``, ``Any``), or
+    None for anything
     else. Building it directly keeps pydantic (and its schema machinery, ~0.2 s) off the
     first request: the schema goes to the model with every request, validation only runs
     when a tool is called (issue 17)."""
@@ -153,7 +164,9 @@ def simple_schema(ann: Any) -> dict[str, Any] | None:
         if any(p is None for p in parts):
             return None
         return {"anyOf": parts}
-    if origin is list and len(args) == 1:
+    if (origin is list and len(args) == 1) or (
+        origin is tuple and len(args) == 2 and args[1] is Ellipsis
+    ):
         item = simple_schema(args[0])
         return None if item is None else {"items": item, "type": "array"}
     if origin is dict and len(args) == 2 and args[0] is str:
@@ -198,6 +211,10 @@ class Tool:
             tool = per_func[name] = cls(func, name)
         return tool
 
+    #: Marked by its source as changing nothing / as destructive (MCP annotations); a
+    #: function tool is read-only when decorated with :func:`read_only`.
+    destructive: bool = False
+
     def __init__(self, func: ToolFunc, name: str | None = None) -> None:
         self.func = func
         self.name = name or func.__name__
@@ -220,7 +237,7 @@ class Tool:
             if default is ...:
                 required.append(p.name)
             else:
-                prop["default"] = default
+                prop["default"] = _jsonable(default)
             if docs.get(p.name) is not None:
                 prop["description"] = docs[p.name]
             properties[p.name] = _sorted_schema(prop)
@@ -259,6 +276,15 @@ class Tool:
                 **fields,
             )
         return self._model
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the tool changes nothing (it never waits for approval by default)."""
+        return bool(getattr(self.func, "read_only", False))
+
+    async def invoke(self, ctx: ToolContext, args: dict[str, Any]) -> str | ToolOutput:
+        """Run the tool with arguments :meth:`parse` returned."""
+        return await self.func(ctx, **args)
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool."""
@@ -302,15 +328,102 @@ class Tool:
         return {k: getattr(validated, k) for k in model.model_fields}
 
 
+def _jsonable(value: Any) -> Any:
+    """A default as pydantic writes it into a schema (tuples as lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
 def _is_json(value: Any) -> bool:
     """Whether a default value is plain JSON (pydantic writes those into the schema as is)."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return True
     if isinstance(value, (list, tuple)):
-        return isinstance(value, list) and all(_is_json(v) for v in value)
+        return all(_is_json(v) for v in value)
     if isinstance(value, dict):
         return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
     return False
+
+
+SchemaFunc = Callable[["ToolContext", dict[str, Any]], Awaitable[str | ToolOutput]]
+
+
+class SchemaTool(Tool):
+    """A tool described by a name, a description and a JSON schema (an MCP server's tool):
+    arguments are checked against the schema and handed to ``func(ctx, args)`` as a dict.
+
+        tool = SchemaTool("files__read", "Read a file.", {"type": "object", ...}, call)
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        schema: dict[str, Any],
+        func: SchemaFunc,
+        *,
+        read_only: bool = False,
+        destructive: bool = False,
+    ) -> None:
+        self.func = func  # type: ignore[assignment]
+        self.name = name
+        self.description = description
+        self.parameters = schema if isinstance(schema, dict) else {"type": "object"}
+        self._read_only = read_only
+        self.destructive = destructive and not read_only
+        self._validator: Any = _validator(self.parameters)
+
+    @property
+    def read_only(self) -> bool:
+        """As its source says (``readOnlyHint``)."""
+        return self._read_only
+
+    async def invoke(self, ctx: ToolContext, args: dict[str, Any]) -> str | ToolOutput:
+        """Hand the checked arguments over as one dict (their names need not be identifiers)."""
+        return await self.func(ctx, args)  # type: ignore[call-arg]
+
+    def parse(self, arguments: str | dict | None) -> dict[str, Any]:
+        """A JSON object that the schema accepts; ToolError says what is wrong otherwise."""
+        if isinstance(arguments, dict):
+            raw = arguments
+        else:
+            try:
+                raw = json.loads((arguments or "").strip() or "{}")
+            except json.JSONDecodeError as e:
+                raise ToolError(
+                    f"arguments are not valid JSON ({e.msg} at char {e.pos}); "
+                    f"send a JSON object matching the schema of {self.name}",
+                    "INVALID_ARGUMENTS",
+                ) from None
+        if not isinstance(raw, dict):
+            raise ToolError("arguments must be a JSON object", "INVALID_ARGUMENTS")
+        if self._validator is not None:
+            problems = [
+                f"{'.'.join(str(x) for x in err.absolute_path) or '(root)'}: {err.message}"
+                for err in sorted(self._validator.iter_errors(raw), key=lambda e: list(e.path))[:5]
+            ]
+            if problems:
+                msg = f"invalid arguments for {self.name}: {'; '.join(problems)}"
+                raise ToolError(msg, "INVALID_ARGUMENTS")
+        return raw
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator for the schema, or None when the schema itself is invalid (the
+    server then checks the arguments; a broken schema must not hide the tool)."""
+    try:
+        import jsonschema
+    except ImportError:  # an optional check: the server validates as well
+        return None
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:  # SchemaError, an unknown $schema: leave the checking to the server
+        return None
 
 
 @dataclass
@@ -328,6 +441,7 @@ class ToolRegistry:
     def __init__(self, funcs: Iterable[ToolFunc | Tool] = (), core: bool = False) -> None:
         self.tools: dict[str, Tool] = {}
         self.core: set[str] = set()
+        self.optional: set[str] = set()  # left out of requests on small windows
         for f in funcs:
             self.add(f, core=core)
 
@@ -339,6 +453,10 @@ class ToolRegistry:
         self.tools[tool.name] = tool
         if core:
             self.core.add(tool.name)
+        if getattr(tool.func, "optional", False):
+            self.optional.add(tool.name)
+        else:
+            self.optional.discard(tool.name)
         return tool
 
     def remove(self, name: str) -> None:
@@ -346,6 +464,7 @@ class ToolRegistry:
         if name in self.core:
             raise ValueError(f"{name} is a core tool and cannot be removed")
         self.tools.pop(name, None)
+        self.optional.discard(name)
 
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI tool specs, in registration order."""
@@ -367,7 +486,7 @@ class ToolRegistry:
                 known = ", ".join(sorted(self.tools))
                 raise ToolError(f"unknown tool {name!r}; available tools: {known}", "UNKNOWN_TOOL")
             args = tool.parse(arguments)
-            result = await tool.func(ctx, **args)
+            result = await tool.invoke(ctx, args)
             out = result if isinstance(result, ToolOutput) else ToolOutput(text=str(result))
         except ToolError as e:
             out = ToolOutput(text=f"Error: {e}", ok=False, error=str(e))
