@@ -9,8 +9,8 @@ Prints medians (and p90) next to the peer figures of shared/PEERS.md (jupyter-ai
     time of a step (from one "thinking" status to the next) is the loop's own cost: building
     the model messages from history, storing the reply, running and logging the tool, storing
     the result (SQLite, committed). Measured with 10 and with 200 messages of history in the
-    session, to show it is flat. The same run over HTTP through the ``openai`` SDK against the
-    scripted server (tests/fake_model.py) is printed too: that figure includes the SDK's
+    session, to show it is flat. The same run over HTTP (``OpenAIModel``) against the
+    scripted server (tests/fake_model.py) is printed too: that figure includes the client's
     request and SSE parsing and the server's own work, so it is an upper bound.
 (b) First token -> first output: a real think kernel (jupyter_client) streams an answer from
     the scripted server; we subtract the time the server sent its first token
@@ -240,7 +240,7 @@ def main() -> None:
             "",
             "",
         ),
-        ("step over HTTP + openai SDK (upper bound)", f"{loop['http_step']:.2f} ms", "", ""),
+        ("step over HTTP (upper bound)", f"{loop['http_step']:.2f} ms", "", ""),
         (
             "first token -> first iopub output (p50)",
             f"{kern['first_token_ms']:.1f} ms",

@@ -144,6 +144,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     trials = 5 if args.quick else 9
+    coldpaths.ensure_bytecode()  # as an installed wheel has it (see there)
     load = os.getloadavg()[0]
     print(f"load average at start: {load:.2f} (2 cores; figures above ~2 mean a busy machine)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -187,6 +188,8 @@ def main() -> None:
         pooled["burst_end_ms"] <= 10)  # fmt: skip
     row("  first token -> client", ms(pooled["first_token_ms"]), "", PEER["first_token_ms"],
         "<= 5 ms", pooled["first_token_ms"] <= 5)  # fmt: skip
+    row("  first token -> client, model at 500 tokens/s", ms(pooled["first_token_paced_ms"]),
+        "", "", "<= 5 ms", pooled["first_token_paced_ms"] <= 5)  # fmt: skip
     row("%load_ext + first %%think, fresh kernel", ms(magic["first"]),
         ms(magic["base_first"]) + " ext", PEER["magic_first"], "<= 300 ms",
         magic["first"] <= 300)  # fmt: skip

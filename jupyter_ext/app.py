@@ -11,6 +11,7 @@ code extends the kernel link with RPC methods:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -225,6 +226,7 @@ class ThinkExtension(ExtensionApp):
         # A kernel stored a schedule (a reminder) in the shared store: look now, not at the
         # next poll.
         self.register_rpc("schedules.wake", lambda info, params: wake_rpc(svc, info, params))
+        self._early_spare = self._start_early_spare()
 
     def _register_documents(self) -> None:
         # The agent's file and notebook edits go through the collaboration rooms, served to
@@ -319,6 +321,29 @@ class ThinkExtension(ExtensionApp):
         chats = self.services.chats
         return chats.session_of(kernel_id) if chats is not None else None
 
+    def _start_early_spare(self) -> tuple[str, dict[str, str]] | None:
+        """Start the pool's first spare kernel now, while the server still loads (issue 17:
+        the first message after a server start waited for a whole kernel start-up; this one
+        runs beside the server's own loading). Only where the server's loop has not started
+        yet (``jupyter server``): a host that loads extensions on a running loop gets its
+        spares from the pool as usual. Returns (kernel id, the environment it got)."""
+        app = self.serverapp
+        if self.kernel_pool_size <= 0 or app is None:
+            return None
+        try:
+            loop: Any = getattr(app.io_loop, "asyncio_loop", None)
+            if loop is None or loop.is_running() or loop.is_closed():
+                return None
+            env = self._kernel_env()
+            km: Any = app.kernel_manager
+            start = km.start_kernel(
+                kernel_name=self.kernel_name, path="", env={**os.environ, **env}
+            )
+            return str(loop.run_until_complete(start)), env
+        except Exception:  # a nicety: the pool starts its spares later anyway
+            self.log.warning("Think: could not start a spare kernel early", exc_info=True)
+            return None
+
     def _kernel_env(self) -> dict[str, str]:
         # Only where to find the server: never a credential, and no session (a kernel of the
         # pool learns its session from its first chat frame). The kernel authenticates with
@@ -381,6 +406,14 @@ class ThinkExtension(ExtensionApp):
             idle_timeout=self.kernel_idle_timeout,
             session_manager=getattr(serverapp, "session_manager", None),
         )
+        early, self._early_spare = self._early_spare, None
+        if early is not None:
+            if early[1] == self._kernel_env():
+                svc.chats.pool.adopt(early[0])
+            else:  # the server's URL changed (port taken): that kernel cannot find us
+                self.log.info("Think: the early spare kernel had another URL; replacing it")
+                with contextlib.suppress(Exception):
+                    await serverapp.kernel_manager.shutdown_kernel(early[0], now=True)
         svc.chats.wake_scheduler = svc.scheduler.wake
         svc.extra["mcp_calls"] = KernelCalls(
             svc.store, svc.chats, svc.links, start_timeout=self.kernel_start_timeout

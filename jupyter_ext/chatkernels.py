@@ -2,6 +2,7 @@
 spares, culled when idle, restarted on demand.
 
     pool = ChatKernels(kernel_manager, "think", kernel_env=lambda: {...}, pool_size=1)
+    pool.adopt(kernel_id)                  # a spare the server started early (optional)
     pool.start()                           # fill the pool in the background
     kernel_id = await pool.ensure(session_id)
     pool.touch(session_id)                 # the session did something (delays culling)
@@ -50,6 +51,7 @@ class ChatKernels:
         title_of: Callable[[str], Awaitable[str]] | None = None,
         linked: Callable[[str], Awaitable[Any]] | None = None,
         busy: Callable[[str], bool] = lambda session_id: False,
+        refill_delay: float = 1.0,
     ) -> None:
         self.kernel_manager = kernel_manager
         self.kernel_name = kernel_name
@@ -61,12 +63,14 @@ class ChatKernels:
         self.title_of = title_of
         self.linked = linked
         self.busy = busy
+        self.refill_delay = refill_delay  # s between a claim and the start of its successor
         self.kernels: dict[str, str] = {}  # session id -> kernel id
         self.last_used: dict[str, float] = {}  # session id -> time.monotonic()
         self.culled = 0  # kernels shut down for idleness (shown in the API)
         #: Kernels that said their runtime, store, sandbox and model client are ready.
         self.prepared: set[str] = set()
         self._jupyter_sessions: dict[str, str] = {}  # session id -> jupyter_server session id
+        self._naming: set[str] = set()  # sessions whose name is being written
         self._spares: list[asyncio.Task[str]] = []  # starting or ready, oldest first
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -130,15 +134,18 @@ class ChatKernels:
             kid = self.kernels.get(session_id)
             if kid is not None and await self.alive(kid):
                 self.touch(session_id)
-                await self._name(session_id, kid)
+                self._spawn(self._name(session_id, kid))
                 return kid
             if kid is not None:
                 await self._shutdown(session_id)
             kid = await self._claim()
             self.kernels[session_id] = kid
             self.touch(session_id)
-            self.refill()
-            await self._name(session_id, kid)
+            # The next spare starts a moment later: a kernel start takes a core for most of
+            # a second, which the claimed kernel's first run needs now (issue 17).
+            self._spawn(self._refill_after(self.refill_delay))
+            # Off the run's path: the name is a nicety (jupyter_server's session store).
+            self._spawn(self._name(session_id, kid))
             return kid
 
     async def alive(self, kernel_id: str) -> bool:
@@ -175,6 +182,26 @@ class ChatKernels:
         return culled
 
     # -- the pool ----------------------------------------------------------------------------
+
+    def adopt(self, kernel_id: str) -> None:
+        """Take a think kernel started outside the pool (the server's early spare) as a
+        spare: ready once it answers and links, shut down if it does not in time."""
+
+        async def ready() -> str:
+            try:
+                await asyncio.wait_for(self._ready(kernel_id), self.start_timeout)
+            except BaseException:
+                await self._shutdown_kernel(kernel_id)
+                raise
+            return kernel_id
+
+        task = asyncio.ensure_future(ready())
+        task.add_done_callback(self._spare_done)
+        self._spares.insert(0, task)
+
+    async def _refill_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self.refill()
 
     def refill(self) -> None:
         """Start spares until ``pool_size`` are ready or starting."""
@@ -273,8 +300,15 @@ class ChatKernels:
     async def _name(self, session_id: str, kid: str) -> None:
         """Keep a jupyter_server session named after the chat on its kernel."""
         sm = self.session_manager
-        if sm is None:
-            return
+        if sm is None or session_id in self._naming:
+            return  # one at a time per session (two would both create a session)
+        self._naming.add(session_id)
+        try:
+            await self._name_now(sm, session_id, kid)
+        finally:
+            self._naming.discard(session_id)
+
+    async def _name_now(self, sm: Any, session_id: str, kid: str) -> None:
         title = ""
         if self.title_of is not None:
             with contextlib.suppress(Exception):

@@ -327,6 +327,10 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
     def open(self, *args: Any, **kwargs: Any) -> None:
         """Send the challenge; a link without a valid hello in time is closed."""
         super().open(*args, **kwargs)
+        # Frames are small and latency-bound: Nagle's algorithm would hold one back until
+        # the peer's (delayed, up to 40 ms) ACK of the previous one. Tornado turns it back
+        # on after the upgrade response.
+        self.set_nodelay(True)
         loop = asyncio.get_running_loop()
         self._hello_timer = loop.call_later(self.links.hello_timeout, self._no_hello)
         self.send_frame({"type": "challenge", "nonce": self.nonce})

@@ -74,6 +74,9 @@ class SessionSocket(  # type: ignore[misc]
     async def open(self, session_id: str) -> None:  # type: ignore[override]
         """Subscribe, then send sync, history and partial, then what was held back."""
         super().open()
+        # Small live frames: no Nagle delay behind the tab's delayed ACKs (tornado turns
+        # Nagle back on after the upgrade response).
+        self.set_nodelay(True)
         svc = self.svc
         svc.hub.subscribe(session_id, self)
         session = await svc.store.get_session(session_id)

@@ -11,7 +11,8 @@ async or sync tests can all use it.
     fm.requests[0]["messages"]  # what the model was sent
     fm.stop()
 
-A reply can also be an HTTP error (``error=429``), a stream cut mid-way (``cut=True``), a slow
+A reply can also be an HTTP error (``error=429``), a stream cut mid-way (``cut=True``), an
+error event after the text (``stream_error="overloaded"``, as vLLM sends one), a slow
 stream (``delay`` seconds between chunks), a slow first byte (``first_delay``) or one that
 hangs until released (``hang=True``).
 When the script is empty the ``default`` reply is used.
@@ -58,6 +59,9 @@ class Reply:
     error: int = 0
     error_message: str = ""
     cut: bool = False
+    stream_error: str = ""  # an SSE error object after the text, then the end of the stream
+    newline: str = "\n"  # SSE line ending: "\r\n" and "\r" are allowed too
+    together: bool = False  # all events in one write (a burst that arrives in one read)
     delay: float = 0.0
     hang: bool = False
     first_delay: float = 0.0  # seconds before the response starts (a slow first byte)
@@ -118,6 +122,7 @@ class FakeModel:
         self.context_window: int | None = None
         self.reject_stream_options = False
         self.headers: list[dict[str, str]] = []
+        self.connections: set[Any] = set()  # client (host, port) of each chat request
         self.first_token_at: list[float] = []
         self.conversations: dict[str, list[Reply]] = {}
         self.spans: list[dict[str, Any]] = []
@@ -132,7 +137,8 @@ class FakeModel:
     @property
     def url(self) -> str:
         """Base URL to give the openai client (``.../v1``)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        scheme = "https" if getattr(self, "tls", False) else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
 
     def reset(self) -> None:
         """Forget the script, the recorded requests and every setting (shared fakes)."""
@@ -142,6 +148,7 @@ class FakeModel:
             self.internal_requests.clear()
             self.first_token_at.clear()
             self.headers.clear()
+            self.connections.clear()
             self.conversations.clear()
             self.spans.clear()
             self._barriers.clear()
@@ -205,8 +212,10 @@ class FakeModel:
                 raise TimeoutError(f"expected {n} model requests, got {len(self.requests)}")
             return list(self.requests)
 
-    def start(self) -> FakeModel:
-        """Start serving on a free loopback port (returns self)."""
+    def start(self, ssl_context: Any = None) -> FakeModel:
+        """Start serving on a free loopback port (returns self); over TLS with an
+        ``ssl.SSLContext`` (the URL then starts ``https://``)."""
+        self.tls = ssl_context is not None
         sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
         self.port = sockets[0].getsockname()[1]
         ready = threading.Event()
@@ -221,7 +230,7 @@ class FakeModel:
                     (r"/v1/models", _Models, {"fm": self}),
                 ]
             )
-            server = tornado.httpserver.HTTPServer(app)
+            server = tornado.httpserver.HTTPServer(app, ssl_options=ssl_context)
             server.add_sockets(sockets)
             loop.call_soon(ready.set)
             loop.run_forever()
@@ -315,6 +324,8 @@ class _Handler(tornado.web.RequestHandler):
         if internal:
             body["_purpose"] = purpose
         self.fm.headers.append(dict(self.request.headers))
+        stream = self.request.connection.stream  # type: ignore[union-attr]
+        self.fm.connections.add(stream.socket.getpeername())
         self.fm.record(body, internal)
         auth = self.request.headers.get("Authorization", "")
         if self.fm.api_key and auth != f"Bearer {self.fm.api_key}":
@@ -363,8 +374,11 @@ class _Handler(tornado.web.RequestHandler):
         if first[0]:
             first[0] = False
             self.fm.first_token_at.append(time.time())
+        if r.newline != "\n":
+            data = data.replace(b"\n", r.newline.encode())
         self.write(data)
-        await self.flush()
+        if not r.together:
+            await self.flush()
         if r.delay:
             await asyncio.sleep(r.delay)
 
@@ -380,6 +394,11 @@ class _Handler(tornado.web.RequestHandler):
                 # Drop the connection mid-stream, as a crashed proxy would.
                 self.request.connection.stream.close()  # type: ignore[union-attr]
                 return
+        if r.stream_error:
+            err = {"error": {"message": r.stream_error, "type": "server_error", "code": None}}
+            self.write(b"data: " + json.dumps(err).encode() + b"\n\n")
+            self.finish()
+            return
         if r.hang:
             await asyncio.to_thread(self.fm.release.wait)
         for index, (name, args) in enumerate(r.tool_calls):
@@ -404,5 +423,5 @@ class _Handler(tornado.web.RequestHandler):
             out = count_text(r.text) + count_text(r.reasoning)
             out += sum(count_text(n) + count_text(json.dumps(a)) for n, a in r.tool_calls)
             await self._send(_usage(model, prompt, out + r.reasoning_tokens, r), r, first)
-        self.write(b"data: [DONE]\n\n")
+        self.write(b"data: [DONE]\n\n".replace(b"\n", r.newline.encode()))
         self.finish()

@@ -172,10 +172,13 @@ class ThinkKernel(IPythonKernel):
 
     @property
     def banner(self) -> str:  # type: ignore[override]
-        """Shown by consoles on connect, with the sandbox tier code will run in."""
-        from .sandbox import TIER3_WARNING, Tier, detect_tier
+        """Shown by consoles on connect, with the sandbox tier code will run in (once the
+        background probe that :meth:`start` begins has finished)."""
+        from .sandbox.tiers import TIER3_WARNING, Tier, probed_tier
 
-        tier = detect_tier()
+        tier = probed_tier()
+        if tier is None:
+            return f"{BANNER}\nSandbox: being checked (%think_status shows it)"
         warning = f"\n{TIER3_WARNING}" if tier == Tier.RLIMITS else ""
         return f"{BANNER}\nSandbox: {tier.description}{warning}"
 
@@ -205,6 +208,13 @@ class ThinkKernel(IPythonKernel):
 
     def _start_link(self) -> None:
         self._main_loop = asyncio.get_running_loop()
+        # The sandbox probes (for the banner; the sandbox repeats them from the cache) run
+        # beside the kernel's start, not in a kernel_info reply (issue 17).
+        from .sandbox.tiers import detect_tier
+
+        probe = self._main_loop.run_in_executor(None, detect_tier)
+        self._background.add(probe)
+        probe.add_done_callback(self._background.discard)
         try:
             # ipykernel ignores SIGINT between cells; a chat run (no cell) must still stop
             # on a kernel interrupt, so SIGINT cancels runs at any time.
@@ -249,6 +259,8 @@ class ThinkKernel(IPythonKernel):
                 runtime.prewarm_model()
                 self._prepared = runtime
             await runtime.wait_sandbox()
+            # Not under the lock: a chat that came meanwhile must not wait for them.
+            runtime.prewarm_tools()
             self.think_link.push({"kind": "prepared"})
         except Exception:  # the first chat then builds it the ordinary way
             log.warning("preparing the chat runtime failed", exc_info=True)

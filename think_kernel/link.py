@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import secrets
+import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
@@ -45,6 +46,8 @@ MAX_ITEMS_PER_FRAME = 500
 # Text deltas are sent at most this often (s): a 200-token burst is ~15 frames, not 200;
 # the first token of a quiet stream still goes at once.
 COALESCE_INTERVAL = 0.02
+# An item enqueued this long (s) after the last one written at once is written at once too.
+WRITE_AT_ONCE_AFTER = 0.002
 RuntimeSource = Any  # a Runtime, or an async callable returning one
 
 
@@ -144,6 +147,7 @@ class KernelLink:
         self._outbox: deque[dict[str, Any]] = deque()
         self._n = 0
         self._sent = 0
+        self._last_write = float("-inf")  # time.monotonic() of the last write at once
         self._wake = asyncio.Event()
         self._ws: Any = None
         self._ids = itertools.count(1)
@@ -229,7 +233,15 @@ class KernelLink:
         self._n += 1
         item["n"] = self._n
         self._outbox.append(item)
-        self._wake.set()
+        now = time.monotonic()
+        if self._ws is not None and now - self._last_write >= WRITE_AT_ONCE_AFTER:
+            # The first item after a quiet spell goes now: the writer task would only run
+            # when the task producing items next waits, which a fast model stream may not do
+            # for a while. Items that follow closely are batched by the writer.
+            self._last_write = now
+            self._write_unsent()
+        else:
+            self._wake.set()
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call a server RPC method; raises LinkError. Bound it with ``asyncio.timeout``."""
@@ -272,6 +284,9 @@ class KernelLink:
         from tornado.websocket import websocket_connect
 
         ws = await websocket_connect(self.url, max_message_size=64 * 1024 * 1024)
+        # Small, latency-bound frames both ways: never wait for the server's delayed ACK.
+        if ws.protocol is not None:
+            ws.protocol.set_nodelay(True)
         try:
             challenge = json.loads(await ws.read_message() or "{}")
             nonce, cnonce = str(challenge.get("nonce", "")), secrets.token_hex(16)

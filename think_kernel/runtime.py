@@ -26,7 +26,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable
-from importlib.metadata import entry_points
+from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -79,10 +79,28 @@ class AgentExtension:
     models: ClassVar[dict[str, str]] = {}
 
 
+def _published() -> list[Any]:
+    """The entry points of our group. ``entry_points(group=...)`` parses the entry points of
+    every installed distribution (~30-40 ms with a JupyterLab's worth of packages, on every
+    new runtime's path to its first request); reading each file and parsing only those that
+    name our group gives the same list in a quarter of the time (issue 17)."""
+    header = f"[{ENTRY_POINT_GROUP}]"
+    found, seen = [], set()
+    for dist in distributions():
+        text = dist.read_text("entry_points.txt")
+        if not text or header not in text:
+            continue
+        for ep in dist.entry_points.select(group=ENTRY_POINT_GROUP):
+            if (ep.name, ep.value) not in seen:  # a distribution seen twice on sys.path
+                seen.add((ep.name, ep.value))
+                found.append(ep)
+    return found
+
+
 def load_extensions() -> list[type[AgentExtension] | AgentExtension]:
     """Load every AgentExtension published under the entry-point group (bad ones are logged)."""
     found: list[type[AgentExtension] | AgentExtension] = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _published():
         try:
             found.append(ep.load())
         except Exception:  # a broken third-party extension must not stop the kernel
@@ -167,6 +185,8 @@ class Runtime:
         self.learned_windows: dict[str, int] = {}
         self.pending_attachments: list[dict[str, Any]] = []
         self._titles: set[asyncio.Future[None]] = set()
+        self._idle_warm: asyncio.TimerHandle | None = None  # see warm_when_idle
+        self._runs = 0
         self.gate: ApprovalGate | None = None  # made with the store (start)
         # Tasks and subagents (issue 12), made with the store; ``linked``: a server watches
         # this kernel's subagents through durable schedules (the kernel sets it).
@@ -186,11 +206,54 @@ class Runtime:
             self.store = await Store.open(path)
 
     def prewarm_model(self) -> None:
-        """Build the default model client now (its SDK import is the slow part)."""
+        """Build the default model client now, and load what its first request needs (call
+        it on the event loop)."""
         try:
-            self._model_client({})
+            model = self._model_client({})
+            warm = getattr(model, "warm", None)
+            if warm is not None:
+                warm()
         except Exception:  # no key yet: the first run says so
             log.debug("model client not built ahead", exc_info=True)
+
+    def prewarm_tools(self) -> None:
+        """Build every tool's argument validator now (pydantic: ~0.1-0.3 s on a cold process,
+        otherwise paid by the first tool call)."""
+        for tool in list(self.tools.tools.values()):
+            try:
+                tool.model  # noqa: B018 (built on first access)
+            except Exception:  # an odd annotation: its first call reports it
+                log.debug("validator of %s not built ahead", tool.name, exc_info=True)
+
+    @contextlib.asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """Counts active runs; once none is, the validators are built when idle."""
+        self._runs += 1
+        try:
+            yield
+        finally:
+            self._runs -= 1
+            self.warm_when_idle()
+
+    def warm_when_idle(self, delay: float = 1.0) -> None:
+        """Build the validators once no run has been active for ``delay`` s (a person is
+        typing): ahead of the first tool call, without slowing a run down."""
+        if self._idle_warm is not None:
+            self._idle_warm.cancel()
+        if all(t.validator_built for t in self.tools.tools.values()):
+            return
+
+        def fire() -> None:
+            self._idle_warm = None
+            if self._runs:
+                self.warm_when_idle(delay)
+            else:
+                self.prewarm_tools()
+
+        try:
+            self._idle_warm = asyncio.get_running_loop().call_later(delay, fire)
+        except RuntimeError:  # a run generator closed outside the loop (garbage collection)
+            self._idle_warm = None
 
     async def start(self) -> None:
         """Open the store, make sure the session exists, read the saved endpoint."""
@@ -314,6 +377,8 @@ class Runtime:
 
     async def close(self) -> None:
         """Close what this runtime opened."""
+        if self._idle_warm is not None:
+            self._idle_warm.cancel()
         if self.subagents is not None:
             await self.subagents.close()  # before the sandbox: their workers close first
         for task in list(self._titles):  # a title is a nicety: never wait on it to close
@@ -545,7 +610,7 @@ class Runtime:
             # The saved key goes only to the URL it was saved with.
             key = ep.api_key if ep.base_url == url else self.config.api_key
             base = url
-        # Local servers accept any key; the SDK insists on one.
+        # Local servers accept any key; send one anyway (some proxies insist).
         wanted = (key or "not-needed", base)
         if self._model is not None and self._model_key == wanted:
             return self._model
@@ -636,7 +701,10 @@ class Runtime:
         message_id = user_message_id or new_id("m_")
         assert self.subagents is not None
         fresh = user_message_id is None  # a new message: no root task to look for
-        async with self.subagents.request(self.session_id, request, message_id, fresh) as tracker:
+        async with (
+            self._running(),
+            self.subagents.request(self.session_id, request, message_id, fresh) as tracker,
+        ):
             async for event in agent.run(
                 self.session_id,
                 text,

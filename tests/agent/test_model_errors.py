@@ -1,4 +1,4 @@
-"""Error classification: raw transport errors that escape the SDK mid-stream are transient."""
+"""Error classification: raw transport errors that escape mid-stream are transient."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import json
 import statistics
 from pathlib import Path
 
+import pytest
 import tiktoken
 
 from think_kernel.agent.catalog import cost_of, normalize, window_for
@@ -100,3 +101,21 @@ def test_catalog_windows_and_prices() -> None:
     assert cost_of("gpt-4o-mini", 1000, 200, 1000, {}) == (1000 * 0.075 + 200 * 0.6) / 1e6
     assert cost_of("llama3.1", 1000, 10, 0, {}) is None
     assert cost_of("llama3.1", 1_000_000, 1_000_000, 0, {"llama3": [1, 2]}) == 3.0
+
+
+def test_estimates_of_texts_seen_before_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from think_kernel.agent import tokens
+
+    text = "def handler(request):\n    return compute(request.body) * 3  # " + "x" * 100
+    first = tokens.estimate_text(text)
+    calls: list[str] = []
+
+    def counted(t: str, n: int) -> int:
+        calls.append(t)
+        return 0
+
+    monkeypatch.setattr(tokens, "_estimate", counted)
+    assert tokens.estimate_text("".join(list(text))) == first  # an equal, new str object
+    assert calls == []
+    assert tokens.estimate_text(text + " more") == 0 and len(calls) == 1
+    assert tokens.estimate_text("short") == 0 and len(calls) == 2  # short: never cached

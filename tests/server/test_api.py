@@ -264,3 +264,18 @@ async def test_ws_auth_and_unknown_session(
         raise AssertionError("connected to an unknown session")
     except HTTPClientError as e:
         assert e.code == 404
+
+
+async def test_session_socket_sends_without_delay(api, ws, think):
+    """Issue 17: a tab's socket has Nagle off on the server end (tornado turns it back on
+    after the upgrade response), so small live frames never wait for the tab's delayed ACK."""
+    import socket
+
+    _, s = await api("POST", "sessions", {"title": "nodelay"})
+    tab = await ws(s["id"])
+    await until(lambda: tab.of("history"), what="history")
+    handlers = list(think.services.hub._clients[s["id"]])
+    assert handlers
+    for handler in handlers:
+        sock = handler.ws_connection.stream.socket
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)

@@ -90,9 +90,14 @@ async def test_spare_is_claimed_named_refilled_culled_and_restarted(
     mine = [k for k in pool["kernels"] if k["session_id"] == sid]
     assert [k["id"] for k in mine] == [spare]  # the session took the spare
 
-    # Named after the chat in jupyter_server's sessions (JupyterLab's Running panel).
-    sessions = await _jupyter(jp_fetch, "sessions")
-    named = [s for s in sessions if s["kernel"]["id"] == spare]
+    # Named after the chat in jupyter_server's sessions (JupyterLab's Running panel), off the
+    # run's path (so it may follow the answer by a moment).
+    for _ in range(200):
+        sessions = await _jupyter(jp_fetch, "sessions")
+        named = [s for s in sessions if s["kernel"]["id"] == spare]
+        if named:
+            break
+        await asyncio.sleep(0.05)
     assert len(named) == 1 and named[0]["name"] == "Think: Sales report"
     assert named[0]["type"] == "think-chat"
 

@@ -179,3 +179,31 @@ def test_find_server_uses_env_then_runtime_file(tmp_path, monkeypatch):
     cf.write_text(json.dumps({"key": "k3y"}))
     assert kernel_identity(str(cf)) == ("abc-123", b"k3y")
     assert kernel_identity(str(tmp_path / "other.json")) is None
+
+
+async def test_link_frames_leave_at_once(think, identity, server_url, api):
+    """Issue 17: no Nagle delay on either end of the link (tornado turns it back on after
+    the upgrade), and an item after a quiet spell is written when it is pushed, not when a
+    writer task next gets the loop (a fast model stream may keep it for a while)."""
+    import socket
+
+    _, s = await api("POST", "sessions", {})
+    rt = Recorder(s["id"])
+    kid = identity[0]
+    link = KernelLink(rt, server_url, *kernel_identity(identity[1]))
+    link.start()
+    try:
+        await asyncio.wait_for(link.connected.wait(), 10)
+        await until(lambda: kid in think.services.links.conns, 10, "server side of the link")
+        server_sock = think.services.links.conns[kid].ws_connection.stream.socket
+        client_sock = link._ws.protocol.stream.socket
+        for sock in (server_sock, client_sock):
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        await until(lambda: link.pending == 0, 10, "nothing in flight")
+        await asyncio.sleep(0.01)  # a quiet spell
+        rt.emit({"type": "status", "status": "thinking"})
+        assert link.pending == 1  # queued for the server's ack...
+        assert link._sent == link._n  # ...and already written, without yielding the loop
+        await until(lambda: link.pending == 0, 10, "ack")
+    finally:
+        await link.close()

@@ -67,11 +67,31 @@ def _estimate_exact(text: str) -> float:
     return total
 
 
+# Estimates of texts seen before, by (hash, length): every run estimates its whole history
+# again (and the system prompt and tool specs), which was most of a warm run's own time and
+# grew with the session (issue 17). No text is kept; a collision would only shift an estimate.
+_SEEN: dict[tuple[int, int], int] = {}
+_SEEN_MAX = 50_000
+_SEEN_MIN_CHARS = 64  # shorter texts are estimated faster than they are looked up
+
+
 def estimate_text(text: str) -> int:
     """Estimated tokens of a text (cl100k_base-like), in O(min(len, 64 K)) time."""
     if not text:
         return 0
     n = len(text)
+    if n < _SEEN_MIN_CHARS:
+        return _estimate(text, n)
+    key = (hash(text), n)
+    found = _SEEN.get(key)
+    if found is None:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        found = _SEEN[key] = _estimate(text, n)
+    return found
+
+
+def _estimate(text: str, n: int) -> int:
     if n <= SAMPLE_OVER:
         return round(_estimate_exact(text))
     # A megabyte of output costs as much as 32 KB: sample evenly and scale.

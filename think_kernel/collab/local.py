@@ -28,15 +28,19 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-from jupyter_ydoc import YNotebook, YUnicode
-from pycrdt import Doc, Text, merge_updates
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..tools.base import ToolError
 from ..tools.workspace import LocalWorkspace, PathError, os_error
-from . import ydocs
 from .ystore import YStore
+
+if TYPE_CHECKING:
+    from jupyter_ydoc import YNotebook, YUnicode
+    from pycrdt import Doc
+
+# jupyter-ydoc and pycrdt (and .ydocs, built on them) are imported where documents are made:
+# a runtime builds this store at start, long before (if ever) a file is edited, and their
+# import is a third of a runtime's (issue 17: the first %%think).
 
 T = TypeVar("T")
 Stat = tuple[int, int, int]
@@ -81,6 +85,8 @@ def set_notebook(ynb: YNotebook, nb: dict[str, Any]) -> None:
 
 def serialise(doc: YNotebook | YUnicode) -> str:
     """The file text of a document; a notebook must validate or ToolError is raised."""
+    from jupyter_ydoc import YUnicode
+
     if isinstance(doc, YUnicode):
         return doc.get()
     import nbformat  # lazy: its import (jsonschema) is slow; only notebooks need it
@@ -95,6 +101,8 @@ def serialise(doc: YNotebook | YUnicode) -> str:
 
 def content_of(doc: YNotebook | YUnicode) -> str:
     """A document's content as text (notebooks as JSON) for versions and file reads."""
+    from jupyter_ydoc import YUnicode
+
     if isinstance(doc, YUnicode):
         return doc.get()
     return json.dumps(doc.get(), indent=1)
@@ -151,6 +159,8 @@ class LocalDocuments:
     # ------------------------------------------------------------------ loading
 
     def _new_entry(self, rel: str) -> _Entry:
+        from jupyter_ydoc import YNotebook, YUnicode
+
         doc: YNotebook | YUnicode = YNotebook() if is_notebook(rel) else YUnicode()
         entry = _Entry(rel, self.workspace.resolve(rel), doc)
 
@@ -232,6 +242,11 @@ class LocalDocuments:
 
     def _merge_disk(self, entry: _Entry, target: Any) -> None:
         """Apply the change from the state last on disk to ``target`` onto the live document."""
+        from jupyter_ydoc import YNotebook, YUnicode
+        from pycrdt import Doc, Text
+
+        from . import ydocs
+
         if entry.disk_version < 0:
             base: Doc[Any] = Doc()
             if entry.version >= 0:
@@ -254,6 +269,10 @@ class LocalDocuments:
 
     async def _record(self, entry: _Entry) -> int:
         """Append the pending updates to the log as one version."""
+        from pycrdt import merge_updates
+
+        from . import ydocs
+
         if not entry.pending:
             return entry.version
         data = entry.pending[0] if len(entry.pending) == 1 else merge_updates(*entry.pending)
@@ -308,6 +327,8 @@ class LocalDocuments:
         With ``commit=False`` the change stays pending (merged into the next version of the same
         action; used for streamed cell outputs).
         """
+        from . import ydocs
+
         async with self.lock(path):
             entry = await self.sync(path, create=create)
             origin = ydocs.origin_for(action_id)
@@ -324,6 +345,10 @@ class LocalDocuments:
             return result, version
 
     def _init_new(self, entry: _Entry) -> None:
+        from jupyter_ydoc import YNotebook
+
+        from . import ydocs
+
         if isinstance(entry.doc, YNotebook):
             set_notebook(entry.doc, ydocs.new_notebook_json())
         else:
@@ -346,6 +371,9 @@ class LocalDocuments:
 
     def replay(self, path: str, version: int) -> YNotebook | YUnicode:
         """A detached document as it was at ``version`` (KeyError if there is none)."""
+        from jupyter_ydoc import YNotebook, YUnicode
+        from pycrdt import Doc
+
         rel = self.rel(path)
         doc: Doc[Any] = Doc()
         doc.apply_update(self.store.state(rel, version))
@@ -357,6 +385,11 @@ class LocalDocuments:
 
     async def revert(self, path: str, version: int, action_id: str = "") -> dict[str, Any]:
         """Bring ``path`` back to ``version`` as a new attributed version."""
+        from jupyter_ydoc import YNotebook
+        from pycrdt import Text
+
+        from . import ydocs
+
         try:
             old = await asyncio.to_thread(self.replay, path, version)
         except KeyError as e:
@@ -376,6 +409,10 @@ class LocalDocuments:
 
     async def delete(self, path: str, action_id: str = "") -> int:
         """Delete the file; its last state stays in the log so the deletion can be reverted."""
+        from jupyter_ydoc import YNotebook
+
+        from . import ydocs
+
         async with self.lock(path):
             entry = await self.sync(path)
             if entry.pending:

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
-from .ydocs import merge3
-
 Hunk = tuple[int, int]  # base lines [start, end); start == end: lines inserted before start
 
 
@@ -76,6 +74,8 @@ def conflicts(base: str, mine: str, theirs: str) -> list[tuple[int, int]]:
 
 def merge_edit(base: str, mine: str, theirs: str) -> str:
     """``mine`` (an edit of ``base``) merged with ``theirs``; MergeConflict on overlap."""
+    from .ydocs import merge3  # pycrdt: imported when a merge is needed
+
     if theirs == base or theirs == mine:
         return mine
     if mine == base:
@@ -96,6 +96,8 @@ def changed_lines(old: str, new: str) -> tuple[int, int] | None:
 
 def merge_disk(base: str, disk: str, room: str) -> str:
     """A file changed on disk (``base`` -> ``disk``) merged into the room's text (kept whole)."""
+    from .ydocs import merge3
+
     return merge3(base, disk, room)
 
 

@@ -19,22 +19,24 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
-
-from jupyter_ydoc import YNotebook
-from pycrdt import Text
+from typing import TYPE_CHECKING, Any
 
 from ..store.location import store_dir as default_store_dir
 from ..tools.base import ToolError
 from ..tools.textpage import TextPage
 from ..tools.workspace import LocalWorkspace, PathError
-from . import ydocs
 from .access import ConflictError, OnWait, conflict_error
 from .kernels import LocalKernels
 from .local import LocalDocuments, content_of, is_notebook, set_notebook
 from .merge import MergeConflict, merge_edit
 from .workspace import read_page_remembered
 from .ystore import YStore
+
+if TYPE_CHECKING:
+    from jupyter_ydoc import YNotebook
+
+# .ydocs (jupyter-ydoc, pycrdt) is imported by the methods that edit documents, not at start
+# (see .local).
 
 # Seconds between writes of a running cell's outputs to the file (each write also validates).
 OUTPUT_FLUSH_S = 0.5
@@ -60,12 +62,16 @@ class LocalNotebookAccess:
         return rel
 
     async def _json(self, rel: str) -> dict[str, Any]:
+        from jupyter_ydoc import YNotebook
+
         doc = await self.documents.read(rel)
         assert isinstance(doc, YNotebook)
         return dict(doc.get())
 
     async def read_notebook(self, path: str) -> dict[str, Any]:
         """Cells with ids, sources and summarised outputs."""
+        from . import ydocs
+
         rel = self._notebook_path(path)
         view = ydocs.notebook_view(await self._json(rel))
         for c in view["cells"]:
@@ -76,6 +82,8 @@ class LocalNotebookAccess:
         self, path: str, index: int, source: str, cell_type: str = "code", action_id: str = ""
     ) -> dict[str, Any]:
         """Insert a cell (the notebook is created if missing); returns its id and index."""
+        from . import ydocs
+
         rel = self._notebook_path(path)
 
         def insert(ynb: YNotebook) -> tuple[str, int]:
@@ -101,6 +109,8 @@ class LocalNotebookAccess:
     ) -> dict[str, Any]:
         """Set a cell's source by a granular diff, merged with changes made since it was read
         (an overlapping change is refused with :class:`ConflictError`)."""
+        from . import ydocs
+
         rel = self._notebook_path(path)
         base = self._seen.get((rel, cell_id))
 
@@ -129,6 +139,8 @@ class LocalNotebookAccess:
 
     async def delete_cell(self, path: str, cell_id: str, action_id: str = "") -> dict[str, Any]:
         """Delete a cell."""
+        from . import ydocs
+
         rel = self._notebook_path(path)
 
         def delete(ynb: YNotebook) -> None:
@@ -152,6 +164,8 @@ class LocalNotebookAccess:
         on_output: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> dict[str, Any]:
         """Run a code cell in a kernel of the notebook's kernelspec; outputs go into the file."""
+        from . import ydocs
+
         rel = self._notebook_path(path)
         nb = await self._json(rel)
         try:
@@ -272,6 +286,10 @@ class LocalCollabWorkspace(LocalWorkspace):
 
     async def write_text(self, path: str, content: str) -> None:
         """Write by a minimal diff, merged with changes made on disk since the read."""
+        from pycrdt import Text
+
+        from . import ydocs
+
         rel = self.relative(self.resolve(path))
         if self.resolve(path).is_dir():
             raise PathError(f"{path!r} is a directory")

@@ -25,8 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pycrdt import merge_updates
-
 from .history import Version
 
 # Ordered, named migrations, recorded in the ``migrations`` table (STYLE.md rule 10).
@@ -143,6 +141,8 @@ class YStore:
     # ------------------------------------------------------------------ reading
 
     def _state_locked(self, path: str, version: int) -> bytes:
+        from pycrdt import merge_updates  # here: a store opens long before it merges
+
         row = self._db.execute(
             "SELECT version, data FROM snapshots WHERE path=? AND version<=? "
             "ORDER BY version DESC LIMIT 1",

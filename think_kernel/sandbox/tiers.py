@@ -122,3 +122,14 @@ def available_tiers(bwrap_path: str = "") -> list[Tier]:
 def detect_tier(bwrap_path: str = "") -> Tier:
     """The strongest tier this machine supports (probes are cached per process)."""
     return available_tiers(bwrap_path)[0]
+
+
+def probed_tier(bwrap_path: str = "") -> Tier | None:
+    """:func:`detect_tier` if its probes already ran in this process, else None (the probes
+    start processes: ~0.1 s that a kernel_info reply should not wait for)."""
+    if _landlock_seccomp_work.cache_info().currsize == 0:
+        return None
+    bwrap = find_bwrap(bwrap_path)
+    if bwrap and _bwrap_works.cache_info().currsize == 0:
+        return None
+    return detect_tier(bwrap_path)

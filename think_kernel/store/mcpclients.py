@@ -11,13 +11,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from .loopdb import LoopConnection
 
 
 class McpClientsMixin:
     """``mcp_client_session`` / ``bind_mcp_client`` on the ``mcp_clients`` table."""
 
-    db: aiosqlite.Connection
+    db: LoopConnection
 
     if TYPE_CHECKING:  # provided by Store
 

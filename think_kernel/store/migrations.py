@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-
-import aiosqlite
+from typing import Any
 
 MIGRATIONS: list[tuple[str, str]] = []
 
@@ -336,7 +335,7 @@ def _statements(script: str) -> list[str]:
     return out
 
 
-async def migrate(db: aiosqlite.Connection) -> list[str]:
+async def migrate(db: Any) -> list[str]:  # a LoopConnection (or an aiosqlite one)
     """Apply every migration not yet recorded; return the names applied.
 
     The kernel and the server may open the same file at the same moment, so each migration

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from .loopdb import LoopConnection
 
 RUN_FIELDS = {
     "status",
@@ -50,7 +50,7 @@ _EVENT_CHUNK = 5_000
 class RecordsMixin:
     """Batched appends, cursor pages, runs, approvals and retention (schedules: schedules.py)."""
 
-    db: aiosqlite.Connection
+    db: LoopConnection
 
     if TYPE_CHECKING:  # provided by Store
 

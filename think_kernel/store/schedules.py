@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from .loopdb import LoopConnection
 
 OPEN = ("pending", "running")
 
@@ -34,7 +34,7 @@ def _in(values: Sequence[str]) -> str:
 class SchedulesMixin:
     """Schedules, their claims and their firings."""
 
-    db: aiosqlite.Connection
+    db: LoopConnection
 
     if TYPE_CHECKING:  # provided by Store
 

@@ -15,13 +15,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from .loopdb import LoopConnection
 
 
 class SettingsMixin:
     """``get_setting`` / ``set_setting`` on the ``settings`` table (migration m008)."""
 
-    db: aiosqlite.Connection
+    db: LoopConnection
 
     async def get_setting(self, key: str) -> Any:
         """The JSON value of ``key``, or None."""

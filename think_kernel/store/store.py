@@ -24,8 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
+from .loopdb import Cursor, LoopConnection
 from .mcpclients import McpClientsMixin
 from .migrations import migrate
 from .records import RecordsMixin
@@ -97,7 +96,7 @@ def _encode(key: str, value: Any) -> Any:
     return value
 
 
-def _row(cur: aiosqlite.Cursor, row: tuple) -> dict[str, Any]:
+def _row(cur: Cursor, row: tuple) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for (name, *_), value in zip(cur.description, row, strict=True):
         if name in JSON_COLUMNS and isinstance(value, str):
@@ -133,7 +132,7 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
 
     def __init__(
         self,
-        db: aiosqlite.Connection,
+        db: LoopConnection,
         path: Path,
         blob_threshold: int = 50_000,
         reasoning_limit: int = 3_000,
@@ -149,7 +148,8 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         """Open (creating if needed) the database, switch to WAL and apply migrations."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        db = await aiosqlite.connect(path, isolation_level=None)
+        # On the loop's thread, not aiosqlite's worker: see loopdb for why (issue 17).
+        db = await LoopConnection.connect(path)
         try:
             # The wait first: a kernel and the server may open a new file at the same moment,
             # and switching it to WAL while the other migrates was refused at once ("locked").
@@ -159,7 +159,7 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
             await db.execute("PRAGMA foreign_keys=ON")
             await migrate(db)
         except BaseException:
-            await db.close()  # aiosqlite's thread would otherwise keep the process alive
+            await db.close()
             raise
         db.row_factory = _row  # type: ignore[assignment]
         return cls(db, path, **kwargs)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from .loopdb import LoopConnection
 
 TASK_COLUMNS = (
     "id",
@@ -47,7 +47,7 @@ SUBAGENT_FIELDS = {
 class TasksMixin:
     """Task rows: upsert a request's changed tasks, read trees, track subagents."""
 
-    db: aiosqlite.Connection
+    db: LoopConnection
 
     if TYPE_CHECKING:  # provided by Store
 

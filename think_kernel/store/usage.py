@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiosqlite
+    from .loopdb import LoopConnection
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning")
 _SUMS = (
@@ -40,7 +40,7 @@ def _shape(row: dict[str, Any]) -> dict[str, Any]:
 class UsageMixin:
     """``usage`` rows and their totals per session, role, model and purpose."""
 
-    db: aiosqlite.Connection
+    db: LoopConnection
 
     if TYPE_CHECKING:  # provided by Store
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 import inspect
 import json
 import time
+import types
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import pydantic
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ..agent.events import Event
@@ -137,8 +137,79 @@ def _param_docs(doc: str | None) -> dict[str, str]:
     return out
 
 
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def simple_schema(ann: Any) -> dict[str, Any] | None:
+    """The JSON schema pydantic gives these annotations (the ones tools use: scalars,
+    ``X | None``, ``Literal``, ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``, ``Any``), or
+    None for anything
+    else. Building it directly keeps pydantic (and its schema machinery, ~0.2 s) off the
+    first request: the schema goes to the model with every request, validation only runs
+    when a tool is called (issue 17)."""
+    if ann is Any:
+        return {}
+    if ann is type(None):
+        return {"type": "null"}
+    if ann in _JSON_TYPES:
+        return {"type": _JSON_TYPES[ann]}
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is Literal and args and all(type(a) in (str, int) for a in args):
+        kinds = {type(a) for a in args}
+        if len(kinds) != 1:
+            return None
+        return {"enum": list(args), "type": _JSON_TYPES[kinds.pop()]}
+    if origin in (typing.Union, types.UnionType):
+        parts = [simple_schema(a) for a in args]
+        if any(p is None for p in parts):
+            return None
+        return {"anyOf": parts}
+    if (origin is list and len(args) == 1) or (
+        origin is tuple and len(args) == 2 and args[1] is Ellipsis
+    ):
+        item = simple_schema(args[0])
+        return None if item is None else {"items": item, "type": "array"}
+    if origin is dict and len(args) == 2 and args[0] is str:
+        value = simple_schema(args[1])
+        if value is None:
+            return None
+        return {"additionalProperties": value if value else True, "type": "object"}
+    return None
+
+
+def _sorted_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    # pydantic's key order: sorted, recursively (JSON-equal either way; the same bytes keep
+    # the model's prompt cache warm across versions).
+    out: dict[str, Any] = {}
+    for key in sorted(schema):
+        value = schema[key]
+        if isinstance(value, dict) and key != "default":
+            value = _sorted_schema(value)
+        elif isinstance(value, list) and key == "anyOf":
+            value = [_sorted_schema(v) for v in value]
+        out[key] = value
+    return out
+
+
 class Tool:
-    """One model-callable tool built from an async function."""
+    """One model-callable tool built from an async function (see :meth:`of`)."""
+
+    _cache: weakref.WeakKeyDictionary[Callable[..., Any], dict[str | None, Tool]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    @classmethod
+    def of(cls, func: ToolFunc, name: str | None = None) -> Tool:
+        """The Tool of a function, built once per process (every Runtime has the same core
+        tools; building their schemas was most of its start-up)."""
+        try:
+            per_func = cls._cache.setdefault(func, {})
+        except TypeError:  # not weak-referenceable (a callable object without __weakref__)
+            return cls(func, name)
+        tool = per_func.get(name)
+        if tool is None:
+            tool = per_func[name] = cls(func, name)
+        return tool
 
     #: Marked by its source as changing nothing / as destructive (MCP annotations); a
     #: function tool is read-only when decorated with :func:`read_only`.
@@ -151,21 +222,60 @@ class Tool:
         hints = typing.get_type_hints(func, include_extras=True)
         params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
         docs = _param_docs(func.__doc__)
-        fields: dict[str, Any] = {}
+        self._fields: dict[str, tuple[Any, Any, str | None]] = {}
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        simple = True
         for p in params:
             ann = hints.get(p.name, Any)
             default = ... if p.default is inspect.Parameter.empty else p.default
-            fields[p.name] = (ann, pydantic.Field(default, description=docs.get(p.name)))
-        self.model = pydantic.create_model(  # type: ignore[call-overload]
-            f"{self.name}_args",
-            __config__=pydantic.ConfigDict(extra="forbid"),
-            **fields,
-        )
-        schema = self.model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        self.parameters = schema
+            self._fields[p.name] = (ann, default, docs.get(p.name))
+            prop = simple_schema(ann)
+            if prop is None or (default is not ... and not _is_json(default)):
+                simple = False
+                continue
+            if default is ...:
+                required.append(p.name)
+            else:
+                prop["default"] = _jsonable(default)
+            if docs.get(p.name) is not None:
+                prop["description"] = docs[p.name]
+            properties[p.name] = _sorted_schema(prop)
+        self._model: Any = None
+        if simple:
+            schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
+            if required:
+                schema["required"] = required
+            schema["type"] = "object"
+            self.parameters = schema
+        else:  # an annotation of another kind: pydantic says what its schema is
+            schema = self.model.model_json_schema()
+            schema.pop("title", None)
+            for prop in schema.get("properties", {}).values():
+                prop.pop("title", None)
+            self.parameters = schema
+
+    @property
+    def validator_built(self) -> bool:
+        """Whether :attr:`model` exists yet (runtimes build it ahead when idle)."""
+        return self._model is not None
+
+    @property
+    def model(self) -> Any:
+        """The pydantic model that validates arguments (built on first use)."""
+        if self._model is None:
+            import pydantic
+
+            fields = {
+                name: (ann, pydantic.Field(default, description=doc))
+                for name, (ann, default, doc) in self._fields.items()
+            }
+            self._model = pydantic.create_model(  # type: ignore[call-overload]
+                f"{self.name}_args",
+                __config__=pydantic.ConfigDict(extra="forbid"),
+                **fields,
+            )
+        return self._model
 
     @property
     def read_only(self) -> bool:
@@ -203,8 +313,11 @@ class Tool:
                 ) from None
         if not isinstance(raw, dict):
             raise ToolError("arguments must be a JSON object", "INVALID_ARGUMENTS")
+        import pydantic
+
+        model = self.model
         try:
-            validated = self.model.model_validate(raw)
+            validated = model.model_validate(raw)
         except pydantic.ValidationError as e:
             problems = "; ".join(
                 f"{'.'.join(str(x) for x in err['loc']) or '(root)'}: {err['msg']}"
@@ -212,7 +325,27 @@ class Tool:
             )
             msg = f"invalid arguments for {self.name}: {problems}"
             raise ToolError(msg, "INVALID_ARGUMENTS") from None
-        return {k: getattr(validated, k) for k in self.model.model_fields}
+        return {k: getattr(validated, k) for k in model.model_fields}
+
+
+def _jsonable(value: Any) -> Any:
+    """A default as pydantic writes it into a schema (tuples as lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _is_json(value: Any) -> bool:
+    """Whether a default value is plain JSON (pydantic writes those into the schema as is)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    return False
 
 
 SchemaFunc = Callable[["ToolContext", dict[str, Any]], Awaitable[str | ToolOutput]]
@@ -314,7 +447,7 @@ class ToolRegistry:
 
     def add(self, func: ToolFunc | Tool, core: bool = False) -> Tool:
         """Add a tool (a function or a Tool); a core tool's name cannot be replaced."""
-        tool = func if isinstance(func, Tool) else Tool(func)
+        tool = func if isinstance(func, Tool) else Tool.of(func)
         if tool.name in self.core:
             raise ValueError(f"{tool.name} is a core tool and cannot be replaced")
         self.tools[tool.name] = tool

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..collab.ydocs import format_notebook, summarise_output
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
 
 
@@ -32,6 +31,8 @@ async def read_notebook(ctx: ToolContext, path: str) -> ToolOutput:
     Args:
         path: notebook path relative to the workspace root (e.g. 'analysis.ipynb')
     """
+    from ..collab.ydocs import format_notebook  # jupyter-ydoc: only when used
+
     path = _path(ctx, path)
     view = await _access(ctx).read_notebook(path)
     ctx.read_paths.add(path)
@@ -118,6 +119,8 @@ async def execute_cell(
         cell_id: the id shown by read_notebook
         timeout: seconds before the kernel is interrupted (default 60)
     """
+    from ..collab.ydocs import summarise_output
+
     path = _path(ctx, path)
 
     async def on_output(output: dict[str, Any]) -> None:

@@ -1,0 +1,234 @@
+"""An SQLite connection used on the event loop's own thread, with aiosqlite's surface.
+
+    db = await LoopConnection.connect("think.db")
+    async with db.execute("SELECT * FROM sessions WHERE id = ?", (sid,)) as cur:
+        row = await cur.fetchone()
+    await db.execute("UPDATE sessions SET title = ? WHERE id = ?", ("t", sid))
+    await db.executemany("INSERT INTO t VALUES (?)", [(1,), (2,)])
+    await db.close()
+
+Why not a thread (aiosqlite): the store's statements are small (an indexed row, an append;
+tens of microseconds in WAL mode, where readers never wait and a commit does not sync), but a
+hop to a worker thread and back costs 0.2-0.5 ms on an idle machine and several milliseconds
+when the GIL is contended (a kernel has four threads), and a run makes twenty or more of them
+before its first model request, and one per batch of streamed events (issue 17).
+
+What a thread was for, waiting on another process's write lock, is done without blocking the
+loop: the connection has no busy timeout (``PRAGMA busy_timeout=N`` sets how long we wait
+instead), and a statement SQLite refuses as busy or locked
+(which then had no effect) is tried again after an ``asyncio.sleep``, with backoff, for up to
+``busy_timeout`` seconds, as SQLite's own busy handler would. The WAL is checkpointed by a
+worker thread on a connection of its own once it passes 4 MiB (a checkpoint syncs the file,
+which may take a while), never on the loop: automatic checkpoints are off on this connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_BUSY_PRAGMA = re.compile(r"\s*PRAGMA\s+busy_timeout\s*=\s*(\d+)\s*$", re.IGNORECASE)
+#: WAL size (bytes) past which it is checkpointed (SQLite's automatic one: 1000 pages).
+CHECKPOINT_BYTES = 4 * 2**20
+_CHECK_EVERY = 16  # writes between looks at the WAL's size
+
+
+class Cursor:
+    """The result of one statement (rows are fetched already; nothing here blocks)."""
+
+    def __init__(self, cur: sqlite3.Cursor, rows: list[Any] | None) -> None:
+        self._cur = cur
+        self._rows = rows or []
+        self._next = 0
+        self.description = cur.description
+        self.rowcount = cur.rowcount
+        self.lastrowid = cur.lastrowid
+
+    async def fetchone(self) -> Any:
+        """The next row, or None."""
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    async def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+        rows, self._next = self._rows[self._next :], len(self._rows)
+        return rows
+
+    async def close(self) -> None:
+        """Nothing to release (kept for aiosqlite compatibility)."""
+
+
+class _Result:
+    """``await db.execute(...)`` or ``async with db.execute(...) as cur``."""
+
+    def __init__(
+        self, db: LoopConnection, sql: str, params: Sequence[Any], many: bool = False
+    ) -> None:
+        self._db, self._sql, self._params, self._many = db, sql, params, many
+
+    def _run(self) -> Any:
+        if self._many:
+            return self._db._execute_many(self._sql, self._params)
+        return self._db._execute(self._sql, self._params)
+
+    def __await__(self) -> Any:
+        return self._run().__await__()
+
+    async def __aenter__(self) -> Cursor:
+        return await self._run()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+class LoopConnection:
+    """aiosqlite's ``Connection`` surface used by the store, without a worker thread."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, busy_timeout: float = 5.0) -> None:
+        self._conn = conn
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._closed = False
+        self._writes = 0
+        self._checkpoint: asyncio.Future[None] | None = None
+
+    @classmethod
+    async def connect(cls, path: str | Path, busy_timeout: float = 5.0) -> LoopConnection:
+        """Open the database (autocommit: every statement outside BEGIN commits at once)."""
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=0)
+        db = cls(conn, Path(path), busy_timeout)
+        try:
+            await db.execute("PRAGMA wal_autocheckpoint=0")
+        except BaseException:
+            conn.close()
+            raise
+        return db
+
+    @property
+    def row_factory(self) -> Any:
+        """The sqlite3 row factory: ``factory(cursor, row)``."""
+        return self._conn.row_factory
+
+    @row_factory.setter
+    def row_factory(self, factory: Any) -> None:
+        self._conn.row_factory = factory
+
+    def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] = ()) -> _Result:
+        """Run one statement: await it, or use it as ``async with ... as cursor``."""
+        return _Result(self, sql, parameters)  # type: ignore[arg-type]
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> _Result:
+        """Run one statement for each parameter set (await it, or ``async with``)."""
+        return _Result(self, sql, list(parameters), many=True)
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether an explicit transaction (BEGIN ...) is open."""
+        return self._conn.in_transaction
+
+    async def close(self) -> None:
+        """Wait for a running checkpoint, then close (safe to call twice)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._checkpoint is not None:
+            await asyncio.gather(self._checkpoint, return_exceptions=True)
+        self._conn.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    async def _execute_many(self, sql: str, rows: Sequence[Any]) -> Cursor:
+        return await self._retry(lambda: self._run(lambda c: c.executemany(sql, rows), False))
+
+    async def _execute(self, sql: str, params: Sequence[Any]) -> Cursor:
+        timeout = _BUSY_PRAGMA.match(sql)
+        if timeout:  # SQLite's busy handler would sleep on the loop: we wait instead
+            self.busy_timeout = int(timeout.group(1)) / 1000
+            sql = "PRAGMA busy_timeout=0"
+        return await self._retry(lambda: self._run(lambda c: c.execute(sql, params), True))
+
+    def _run(self, fn: Callable[[sqlite3.Cursor], Any], fetch: bool) -> Cursor:
+        if self._closed:
+            raise ValueError("Connection closed")
+        before = self._conn.total_changes
+        cur = self._conn.cursor()
+        try:
+            fn(cur)
+            rows = cur.fetchall() if fetch and cur.description is not None else None
+            result = Cursor(cur, rows)
+        finally:
+            cur.close()  # a statement left open would hold its read snapshot (and the WAL)
+        if self._conn.total_changes != before:
+            self._writes += 1
+            if self._writes >= _CHECK_EVERY and not self._conn.in_transaction:
+                self._writes = 0
+                self._maybe_checkpoint()
+        return result
+
+    async def _retry(self, attempt: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.busy_timeout
+        delay = 0.001
+        while True:
+            try:
+                return attempt()
+            except sqlite3.OperationalError as e:
+                code = getattr(e, "sqlite_errorcode", 0) & 0xFF
+                if code not in _BUSY or loop.time() + delay > deadline:
+                    raise
+            # Another process holds the write lock: the statement did nothing; wait, again.
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def _maybe_checkpoint(self) -> None:
+        if self._checkpoint is not None:
+            return
+        try:
+            size = os.stat(f"{self.path}-wal").st_size
+        except OSError:
+            return
+        if size < CHECKPOINT_BYTES:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._checkpoint = loop.run_in_executor(None, _checkpoint, self.path, self.busy_timeout)
+        self._checkpoint.add_done_callback(self._checkpoint_done)
+
+    def _checkpoint_done(self, fut: asyncio.Future[None]) -> None:
+        self._checkpoint = None
+        if not fut.cancelled():
+            fut.exception()  # a failed checkpoint is retried after the next writes
+
+
+_lock = threading.Lock()
+
+
+def _checkpoint(path: Path, busy_timeout: float) -> None:
+    """Copy the WAL into the database, on a connection of its own (runs in a thread)."""
+    with _lock:
+        conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None)
+        try:
+            # RESTART: writers (ours retry without blocking the loop) wait while it copies, so
+            # it completes and the next write starts the WAL over; PASSIVE under a steady
+            # stream of writes never catches up and the WAL only grows.
+            conn.execute("PRAGMA wal_checkpoint(RESTART)")
+        finally:
+            conn.close()
