@@ -220,6 +220,8 @@ class Runtime:
         """Build every tool's argument validator now (pydantic: ~0.1-0.3 s on a cold process,
         otherwise paid by the first tool call)."""
         for tool in list(self.tools.tools.values()):
+            if tool.validator_built:  # already, or a schema tool (validated by jsonschema)
+                continue
             try:
                 tool.model  # noqa: B018 (built on first access)
             except Exception:  # an odd annotation: its first call reports it

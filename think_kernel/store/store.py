@@ -110,7 +110,7 @@ def _row(cur: Cursor, row: tuple) -> dict[str, Any]:
     return out
 
 
-async def _switch_to_wal(db: aiosqlite.Connection, patience: float = 10.0) -> None:
+async def _switch_to_wal(db: LoopConnection, patience: float = 10.0) -> None:
     """``PRAGMA journal_mode=WAL``, again while another process holds the file: the switch
     needs the file to itself, and SQLite answers "locked" at once (its busy handler is not
     called: waiting could deadlock) when the other connection is migrating it."""

@@ -381,6 +381,11 @@ class SchemaTool(Tool):
         """As its source says (``readOnlyHint``)."""
         return self._read_only
 
+    @property
+    def validator_built(self) -> bool:
+        """Always: the schema's validator is built with the tool."""
+        return True
+
     async def invoke(self, ctx: ToolContext, args: dict[str, Any]) -> str | ToolOutput:
         """Hand the checked arguments over as one dict (their names need not be identifiers)."""
         return await self.func(ctx, args)  # type: ignore[call-arg]
