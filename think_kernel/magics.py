@@ -360,26 +360,38 @@ class _CellRun:
         self.answer: str | None = None
         self.cards: dict[str, Any] = {}
         self.widgets = False
+        # The transcript is first shown like any pending update, one display interval after
+        # the cell starts: a run that ends sooner shows one display, not three (each display
+        # message flushes stdout and stderr through ipykernel's IO thread, ~1-2 ms apiece).
+        self.shown = False
 
     # -- rendering ---------------------------------------------------------------------------
 
-    def show(self, final: bool = False, first: bool = False) -> None:
-        """Show (or update) the transcript display of this cell."""
+    def show(self, final: bool = False) -> None:
+        """Show the transcript display of this cell, or update it once it is shown."""
         md = self.view.render(final=final, now=time.monotonic())
         bundle = {"text/markdown": md, "text/plain": md}
-        if first:
+        if not self.shown:
+            self.shown = True
             display(bundle, raw=True, display_id=self.display_id, metadata=self.meta)
         else:
             update_display(bundle, raw=True, display_id=self.display_id, metadata=self.meta)
+
+    def _show_first(self) -> None:
+        """Show the transcript before anything that must appear below it."""
+        if not self.shown:
+            self.show()
 
     def feed(self, event: Any) -> bool:
         """Handle one item from the run; True when the transcript changed."""
         from .agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent, ToolResult
 
         if isinstance(event, KernelExec):
+            self._show_first()
             self._execute(event)
             return False
         if isinstance(event, ToolResult) and event.display:
+            self._show_first()
             # Figures and screenshots from sandboxed tools, below the transcript (our
             # ``think`` metadata is not a MIME type and stays out of the notebook).
             for bundle in event.display:
@@ -420,6 +432,7 @@ class _CellRun:
 
         card = ApprovalCard(event, decide)
         self.cards[event["id"]] = card
+        self._show_first()
         display(card.widget)
 
     def finish(self) -> None:
@@ -452,8 +465,7 @@ class _CellRun:
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.magics._cell_sink = events.put
         fut = self._produce(events.put)
-        self.show(first=True)
-        last, dirty = 0.0, False
+        last, dirty = time.monotonic(), True  # the first display is a pending update
         try:
             while True:
                 wait = max(0.0, last + self.interval - time.monotonic()) if dirty else 0.5
@@ -492,8 +504,7 @@ class _CellRun:
         self.widgets = True
         self.magics._cell_sink = put
         fut = self._produce(put)
-        self.show(first=True)
-        last, dirty = 0.0, False
+        last, dirty = time.monotonic(), True  # the first display is a pending update
         try:
             while True:
                 wait = max(0.0, last + self.interval - time.monotonic()) if dirty else 0.5
