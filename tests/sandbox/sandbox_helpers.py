@@ -56,13 +56,41 @@ async def wait_for(predicate, within: float = 5.0, interval: float = 0.02):  # t
 
 
 def leftovers(sb: Sandbox) -> list[tuple[int, str, str]]:
-    """Sandbox processes beyond the zygote, warm worker and spares (bwrap itself excluded).
+    """Sandbox processes beyond the zygote, its bash fork server, the warm worker and both
+    fork servers' spares (bwrap itself excluded).
 
     These share the zygote's command line (they are forks), so anything else - or more of
     them than expected, or a zombie - is a leftover.
     """
     procs = [p for p in sandbox_processes(sb.session_id) if "bwrap" not in p[2].split(" ")[0]]
     ours = [p for p in procs if "_think_zygote.py" in p[2] and p[1] != "Z"]
-    if len(ours) <= 2 + sb.config.prefork:  # zygote, warm worker, idle pre-forked children
+    if len(ours) <= 3 + 2 * sb.config.prefork:  # and idle pre-forked children of both
         return [p for p in procs if p not in ours]
     return procs
+
+
+def host_pid_of(session_id: str, inside_pid: int) -> int:
+    """The host pid of a sandbox process known by its pid inside the sandbox (tier 1 has a
+    pid namespace of its own; on tiers 2 and 3 both are the same)."""
+    for pid, _state, _cmd in sandbox_processes(session_id):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                nspid = next(line.split()[1:] for line in f if line.startswith("NSpid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(nspid[-1]) == inside_pid:
+            return pid
+    raise AssertionError(f"no process of the sandbox has pid {inside_pid} inside it")
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of a host process."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
+    return int(stat[stat.rindex(b")") + 2 :].split()[1])
+
+
+def maps_mention(pid: int, needle: str) -> bool:
+    """Whether ``needle`` is in the memory map of a host process (a module it loaded)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return needle in f.read()

@@ -8,7 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import leftovers, make_config, wait_for
+from sandbox_helpers import (
+    host_pid_of,
+    leftovers,
+    make_config,
+    maps_mention,
+    parent_of,
+    wait_for,
+)
 
 from think_kernel.sandbox import Sandbox, SandboxError, Tier
 from think_kernel.tools.base import ToolContext, ToolRegistry
@@ -169,3 +176,24 @@ async def test_tools_stream_progress_and_return_outputs(sandbox: Sandbox) -> Non
     assert not out.output.ok and "[error: timeout]" in out.output.text
     if sandbox.tier == Tier.RLIMITS:
         assert "NO network or file isolation" in out.output.text
+
+
+async def test_bash_runs_fork_from_a_server_without_the_preload(sandbox: Sandbox) -> None:
+    """Bash comes from the small fork server (a bash child of the preloaded zygote paid for
+    numpy, pandas and matplotlib twice: fork and exec); Python runs keep the preload."""
+    assert "numpy" in sandbox.preloaded
+    zygote = sandbox.launcher_pid()
+    assert zygote is not None and maps_mention(zygote, "numpy")
+    bash = await sandbox.run_bash("echo $PPID")
+    assert bash.ok, bash
+    server = host_pid_of(sandbox.session_id, int(bash.stdout))
+    assert server != zygote and parent_of(server) == zygote
+    assert not maps_mention(server, "numpy")
+    py = await sandbox.run_python(
+        "import os, sys\nprint(os.getppid(), 'numpy' in sys.modules)", fresh=True
+    )
+    inside_zygote = host_pid_of(sandbox.session_id, int(py.stdout.split()[0]))
+    assert (inside_zygote, py.stdout.split()[1]) == (zygote, "True"), py
+    # Its runs start again and again (a spare is forked for the next one).
+    outs = [await sandbox.run_bash(f"echo run{i}") for i in range(3)]
+    assert [r.stdout for r in outs] == ["run0\n", "run1\n", "run2\n"]

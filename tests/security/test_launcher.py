@@ -72,6 +72,56 @@ async def test_code_cannot_stop_kill_or_slow_its_launcher(
         assert sb.launcher_restarts == 0
 
 
+async def test_code_cannot_stop_or_kill_the_bash_fork_server(
+    open_sandbox: SandboxFactory, tier: Tier
+) -> None:
+    """Bash runs come from a second fork server (issue 17): neither a bash run (its child)
+    nor a Python run (its sibling's child) can stop, kill or re-prioritise it."""
+    async with open_sandbox("server") as sb:
+        who = await sb.run_bash("echo $PPID")
+        server = int(who.stdout)
+        host = next(p for p in host_processes(sb.session_id, "") if _inside_pid(p) == server)
+        assert host != sb.launcher_pid()
+        nice = os.getpriority(os.PRIO_PROCESS, host)
+        bash = await sb.run_bash(
+            "kill -STOP $PPID; echo stop=$?; kill -KILL $PPID; echo kill=$?; "
+            "renice -n 19 -p $PPID >/dev/null 2>&1; echo renice=$?"
+        )
+        assert bash.stdout == "stop=1\nkill=1\nrenice=1\n", bash
+        code = textwrap.dedent(f"""
+            import os, signal
+            for name, attempt in {{
+                "stop": lambda: os.kill({server}, signal.SIGSTOP),
+                "kill": lambda: os.kill({server}, signal.SIGKILL),
+                "nice": lambda: os.setpriority(os.PRIO_PROCESS, {server}, 19),
+            }}.items():
+                try:
+                    attempt()
+                    print("DID", name)
+                except OSError as e:
+                    print("DENIED", name, e.errno)
+        """)
+        res = await sb.run_python(code, fresh=True)
+        assert res.ok and res.stdout.count("DENIED") == 3, res
+        assert process_state(host) in ("S", "R")
+        assert os.getpriority(os.PRIO_PROCESS, host) == nice
+        after = await sb.run_bash("echo still-fine")
+        assert (
+            after.stdout == "still-fine\n"
+            and int((await sb.run_bash("echo $PPID")).stdout) == server
+        )
+        assert sb.launcher_restarts == 0
+
+
+def _inside_pid(pid: int) -> int:
+    """A host process's pid in the innermost pid namespace (the sandbox's on tier 1)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith("NSpid:")).split()[-1])
+    except (OSError, StopIteration):
+        return -1
+
+
 async def test_a_wedged_launcher_is_replaced_within_the_timeout(
     open_sandbox: SandboxFactory, tier: Tier
 ) -> None:

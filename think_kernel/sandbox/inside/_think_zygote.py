@@ -16,6 +16,12 @@ therefore run under another uid than their launcher and cannot signal or trace i
 seccomp filter also refuses signals aimed at the launcher (which covers non-root kernels).
 Each child calls setsid() (so one killpg reaches everything it starts; seccomp then forbids
 leaving that group), sets its rlimits and seccomp filter, and runs (see ``_think_child``).
+
+Bash runs (issue 17) come from a second, small fork server, forked before the preload: a child
+of a zygote with numpy, pandas and matplotlib loaded pays for that address space twice (the
+fork copies its page tables, the exec tears it down), several milliseconds per command. The
+zygote hands each bash request to it with the same protocol and relays its events; it has the
+same identity, Landlock rules and seccomp filter (with both fork servers protected).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import selectors
 import signal
 import socket
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -84,7 +91,13 @@ def setup_identity(cfg: dict) -> None:
 class Zygote:
     """The fork server: owns the control socket, the pre-forked spares and the runs."""
 
-    def __init__(self, cfg: dict, ctl: socket.socket, program: bytes | None) -> None:
+    def __init__(
+        self,
+        cfg: dict,
+        ctl: socket.socket,
+        program: bytes | None,
+        light: tuple[int, socket.socket] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.ctl = ctl
         self.program = program
@@ -92,6 +105,10 @@ class Zygote:
         self.pids: dict[int, int] = {}  # run id -> pid
         self.spares: list[tuple[int, socket.socket]] = []
         self.n_spares = int(cfg.get("prefork", 0))
+        # The bash fork server (pid, socket), and the runs it holds: run id -> pid (0 until
+        # it reports the spawn).
+        self.light = light
+        self.lent: dict[int, int] = {}
 
     def reap(self) -> None:
         """Collect exited children; report runs that ended."""
@@ -129,6 +146,8 @@ class Zygote:
         me = os.getpid()
         for _ in range(50):
             skip = set(self.runs) | {pid for pid, _ in self.spares}
+            if self.light is not None:
+                skip.add(self.light[0])
             found = []
             for name in os.listdir("/proc"):
                 if not name.isdigit() or int(name) in skip:
@@ -176,8 +195,65 @@ class Zygote:
             if len(self.spares) == before:
                 return
 
+    def lend(self, line: bytes, req: dict, mine: list[int]) -> bool:
+        """Hand a bash run to the bash fork server; False if there is none (any more)."""
+        if self.light is None or req.get("kind") != "bash":
+            return False
+        try:
+            self.light[1].sendmsg([line + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                                    array.array("i", mine))])  # fmt: skip
+        except OSError:
+            self.light_gone()
+            return False
+        for fd in mine:
+            os.close(fd)
+        self.lent[req["id"]] = 0
+        return True
+
+    def from_light(self, line: bytes) -> None:
+        """An event of the bash fork server: note its pids, pass spawns and exits on."""
+        msg = json.loads(line)
+        rid = msg.get("id")
+        if msg.get("ev") == "spawned" and rid in self.lent:
+            self.lent[rid] = msg.get("pid") or 0
+        elif msg.get("ev") == "exit" and rid in self.lent:
+            del self.lent[rid]
+        else:
+            return  # its "ready", or news of a run we no longer hold
+        self.ctl.sendall(line + b"\n")
+
+    def light_gone(self) -> None:
+        """The bash fork server died (its runs died with it: their parent-death signal)."""
+        if self.light is None:
+            return
+        self.light[1].close()
+        self.light = None
+        for rid, pid in list(self.lent.items()):
+            if not pid:
+                send_msg(self.ctl, {"ev": "spawned", "id": rid, "pid": None})
+            send_msg(self.ctl, {"ev": "exit", "id": rid, "code": None, "signal": 9})
+        self.lent.clear()
+
+    def stop_light(self) -> None:
+        """On our way out: the bash fork server kills its runs on EOF, then exits (waited
+        for up to a second; our exit would kill it by its parent-death signal before that)."""
+        if self.light is None:
+            return
+        pid, sock = self.light
+        sock.close()
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    return
+            except ChildProcessError:
+                return
+            time.sleep(0.005)
+
     def spawn(self, line: bytes, req: dict, mine: list[int]) -> None:
-        """Start one run: hand it to a spare, or fork."""
+        """Start one run: lend a bash run to the bash fork server, else use a spare, or fork."""
+        if self.lend(line, req, mine):
+            return
         pid = 0
         while self.spares and not pid:
             spid, ssock = self.spares.pop(0)
@@ -219,6 +295,14 @@ class Zygote:
             mine, fds[:] = fds[:4], fds[4:]
             self.spawn(line, req, mine)
         elif op == "kill":
+            if req["id"] in self.lent and self.light is not None:
+                # Its run: Landlock (ABI 6) scopes signals to a domain, and the bash fork
+                # server confined itself apart from us, so it kills its own runs.
+                try:
+                    self.light[1].sendall(line + b"\n")
+                except OSError:
+                    self.light_gone()
+                return
             victim = self.pids.get(req["id"])
             if victim is not None:
                 try:
@@ -237,6 +321,9 @@ class Zygote:
         sel = selectors.DefaultSelector()
         sel.register(self.ctl, selectors.EVENT_READ, "ctl")
         sel.register(rpipe, selectors.EVENT_READ, "sig")
+        light_buf = bytearray()
+        if self.light is not None:
+            sel.register(self.light[1], selectors.EVENT_READ, "light")
         buf = bytearray()
         fds: list[int] = []
         send_msg(self.ctl, {"ev": "ready", "pid": os.getpid(), "preloaded": loaded})
@@ -251,6 +338,17 @@ class Zygote:
                         pass
                     self.reap()
                     continue
+                if key.data == "light":
+                    sock = key.fileobj
+                    assert isinstance(sock, socket.socket)
+                    got = recv_line(sock, light_buf, [])
+                    if got is None:  # it died
+                        sel.unregister(sock)
+                        self.light_gone()
+                    while got is not None:
+                        self.from_light(got)
+                        got = recv_line(sock, light_buf, []) if b"\n" in light_buf else None
+                    continue
                 line = recv_line(self.ctl, buf, fds)
                 if line is None:
                     for pid in list(self.runs):
@@ -258,31 +356,73 @@ class Zygote:
                             os.killpg(pid, signal.SIGKILL)
                         except OSError:
                             pass
+                    self.stop_light()
                     os._exit(0)
                 while line is not None:
                     self.handle(line, fds)
                     line = recv_line(self.ctl, buf, fds) if b"\n" in buf else None
 
 
+def confinement(cfg: dict, protected: list[int]) -> bytes | None:
+    """Landlock this fork server; the seccomp program its children install (or None)."""
+    if cfg.get("landlock"):
+        confine.apply_landlock(cfg["landlock"]["read"], cfg["landlock"]["write"])
+    if not cfg.get("seccomp"):
+        return None
+    return build_seccomp_filter(protected, no_sockets=cfg.get("no_sockets", False))
+
+
+def start_light(
+    cfg: dict, ctl: socket.socket, protected: list[int]
+) -> tuple[int, socket.socket] | None:
+    """Fork the bash fork server (before the preload: its forks are small); None if we
+    cannot (the zygote then forks bash runs itself)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        pid = os.fork()
+    except OSError:
+        mine.close()
+        theirs.close()
+        return None
+    if pid == 0:
+        try:
+            mine.close()
+            ctl.close()  # the kernel's socket is the zygote's alone (its EOF is the zygote's end)
+            # Not inherited across fork: die with the zygote, adopt our runs' orphans.
+            confine.set_parent_death_signal(signal.SIGKILL)
+            if os.getppid() != cfg["zygote_pid"]:
+                os._exit(0)
+            confine.set_child_subreaper()
+            me = os.getpid()
+            program = confinement(cfg, sorted({*protected, me}))
+            Zygote({**cfg, "zygote_pid": me}, theirs, program).serve([])
+        except BaseException:
+            traceback.print_exc()
+        os._exit(70)
+    theirs.close()
+    return pid, mine
+
+
 def main() -> None:
-    """Start-up: identity and limits, preload, Landlock, the seccomp program, then serve."""
+    """Start-up: identity and limits, the bash fork server, preload, Landlock, the seccomp
+    program, then serve."""
     cfg = json.loads(sys.argv[1])
     ctl = socket.socket(fileno=cfg["ctl_fd"])
     ctl.setblocking(True)
     setup_identity(cfg)
     cfg["zygote_pid"] = os.getpid()
+    protected = protected_pids()
+    light = start_light(cfg, ctl, protected)
+    if light is not None:
+        protected = sorted({*protected, light[0]})
     uid, gid = cfg.get("drop_uid"), cfg.get("drop_gid")
     as_session = uid is not None and os.geteuid() == 0
     with confine.acting_as(uid if as_session else None, gid if as_session else None):
         for d in cfg.get("make_dirs", []):  # tier 1 scratch lives on a fresh tmpfs
             os.makedirs(d, mode=0o700, exist_ok=True)
         loaded = preload(cfg.get("preload", []), cfg.get("preload_code", ""))
-    if cfg.get("landlock"):
-        confine.apply_landlock(cfg["landlock"]["read"], cfg["landlock"]["write"])
-    program = None
-    if cfg.get("seccomp"):
-        program = build_seccomp_filter(protected_pids(), no_sockets=cfg.get("no_sockets", False))
-    Zygote(cfg, ctl, program).serve(loaded)
+    program = confinement(cfg, protected)
+    Zygote(cfg, ctl, program, light).serve(loaded)
 
 
 if __name__ == "__main__":
