@@ -54,6 +54,40 @@ def test_think_cell_sees_the_namespace_and_keeps_the_answer(
     ]
 
 
+def test_a_fast_cell_shows_its_transcript_once_a_slow_one_live(
+    py_kernel: Kernel, model: FakeModel
+) -> None:
+    def shown(outputs: list[dict]) -> list[tuple[str, str]]:
+        return [
+            (m["msg_type"], m["content"]["data"]["text/markdown"])
+            for m in outputs
+            if m["msg_type"] in ("display_data", "update_display_data")
+            and "text/markdown" in m["content"]["data"]
+        ]
+
+    # A run that ends within the display interval (here a long one, so the test does not
+    # depend on the machine's speed) is shown once, finished: no display, then updates.
+    reply, _ = py_kernel.execute("%think_config display_interval=30")
+    assert reply["status"] == "ok"
+    model.reply(text="Quick answer.")
+    reply, outputs = py_kernel.execute("%%think\nquick one")
+    assert reply["status"] == "ok"
+    seen = shown(outputs)
+    assert len(seen) == 1 and seen[0][0] == "display_data", seen
+    assert seen[0][1].strip() == "Quick answer."
+    # A model that takes its time: the transcript is up (thinking) long before the answer,
+    # then updated in place.
+    reply, _ = py_kernel.execute("%think_config display_interval=0.05")
+    assert reply["status"] == "ok"
+    model.reply(text="Slow answer.", first_delay=1.0)
+    reply, outputs = py_kernel.execute("%%think\nslow one")
+    assert reply["status"] == "ok"
+    seen = shown(outputs)
+    assert seen[0][0] == "display_data" and "Slow answer." not in seen[0][1], seen
+    assert [kind for kind, _ in seen[1:]] == ["update_display_data"] * (len(seen) - 1), seen
+    assert seen[-1][1].strip() == "Slow answer."
+
+
 def test_line_magic_and_session_commands(py_kernel: Kernel, model: FakeModel) -> None:
     model.reply(text="Hello from the line magic.")
     reply, outputs = py_kernel.execute("%think say hello")
