@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+
+from tests.procs import processes_with
 
 from ..server.conftest import WSClient, write_kernelspec
 from .conftest import disk_text, until
@@ -213,27 +213,12 @@ async def test_an_edit_from_a_stale_read_never_lands_on_new_typing(
     assert time.monotonic() - last_key >= 2.0  # the edit waited for 2 s of quiet
 
 
-def _running(marker: str) -> list[int]:
-    """Processes whose command line holds ``marker``."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmd:
-            found.append(int(pid))
-    return found
-
-
 async def _start_loop(chat, model_env, sid, tab) -> str:
     marker = f"stopmark{uuid.uuid4().hex[:8]}"
     loop = f"# {marker}\nwhile true; do echo tick; sleep 0.1; done"
     model_env.reply(tool_calls=[("bash", {"command": loop, "timeout": 60})])
     await chat.send(sid, "run forever")
-    await until(lambda: _running(marker), 60, "the loop runs in the sandbox")
+    await until(lambda: processes_with(marker), 60, "the loop runs in the sandbox")
     return marker
 
 
@@ -246,14 +231,14 @@ async def test_stop_kills_the_sandboxed_process_tree_within_a_second(
     marker = await _start_loop(chat, model_env, sid, tab)
     start = time.monotonic()
     await chat.post(f"sessions/{sid}/cancel", {})
-    await until(lambda: not _running(marker), 5, "the loop killed")
+    await until(lambda: not processes_with(marker), 5, "the loop killed")
     assert time.monotonic() - start < 1.0, time.monotonic() - start
     # a kernel interrupt (the notebook's stop button on the chat kernel) stops it too
     marker = await _start_loop(chat, model_env, sid, tab)
     kid = chat.think.services.chats.kernels[sid]
     start = time.monotonic()
     await jp_fetch("api", "kernels", kid, "interrupt", method="POST", body="")
-    await until(lambda: not _running(marker), 5, "the loop killed by the interrupt")
+    await until(lambda: not processes_with(marker), 5, "the loop killed by the interrupt")
     assert time.monotonic() - start < 1.0, time.monotonic() - start
     await until(lambda: len(tab.of("task_failed")) >= 1, 10)
     # the warm worker is usable afterwards, and the next message is answered

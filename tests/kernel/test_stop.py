@@ -4,7 +4,6 @@ call still works. (Stop from the sidebar or the API: tests/collab/test_files_e2e
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from pathlib import Path
@@ -13,19 +12,9 @@ import pytest
 
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
+from tests.procs import processes_with
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def _running(marker: str) -> bool:
-    for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid():
-            try:
-                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
 
 
 def _wait(cond, timeout: float, what: str) -> float:
@@ -41,9 +30,9 @@ def _stop_a_running_tool(kernel: Kernel, model: FakeModel, cell: str) -> None:
     loop = f"# {marker}\nwhile true; do sleep 0.1; done"
     model.reply(tool_calls=[("bash", {"command": loop, "timeout": 120})])
     msg_id = kernel.kc.execute(cell)
-    _wait(lambda: _running(marker), 90, "the tool runs in the sandbox")
+    _wait(lambda: processes_with(marker), 90, "the tool runs in the sandbox")
     kernel.km.interrupt_kernel()
-    took = _wait(lambda: not _running(marker), 10, "the process tree killed")
+    took = _wait(lambda: not processes_with(marker), 10, "the process tree killed")
     assert took < 1.0, took
     reply, _ = kernel.collect(msg_id, timeout=20)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import uuid
-from pathlib import Path
 
 import pytest
+
+from tests.procs import processes_with
 
 from .conftest import until
 
@@ -28,17 +29,6 @@ async def _session(api) -> str:
 async def _history(api, sid):
     _, page = await api("GET", f"sessions/{sid}/messages")
     return page["messages"]
-
-
-def _running(marker: str) -> bool:
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
 
 
 async def _next_message_is_answered(api, tab, model_env, sid) -> None:
@@ -59,7 +49,7 @@ async def test_kernel_killed_during_a_tool_call(api, ws, think, model_env):
     sid = await _session(api)
     tab = await ws(sid)
     _, body = await api("POST", f"sessions/{sid}/messages", {"content": "run it"})
-    await until(lambda: _running(marker), 90, "the tool runs in the sandbox")
+    await until(lambda: processes_with(marker), 90, "the tool runs in the sandbox")
     kid = think.services.chats.kernels[sid]
     pid = think.serverapp.kernel_manager.get_kernel(kid).provisioner.process.pid
     os.kill(pid, signal.SIGKILL)
@@ -67,7 +57,7 @@ async def test_kernel_killed_during_a_tool_call(api, ws, think, model_env):
     await until(lambda: tab.of("task_complete") or tab.of("task_failed"), 90, "the run's end")
     assert tab.of("task_complete"), tab.of("task_failed")
     # the sandboxed process did not outlive its kernel
-    await until(lambda: not _running(marker), 30, "the orphaned command gone")
+    await until(lambda: not processes_with(marker), 30, "the orphaned command gone")
     run = await think.services.store.get_run(body["run_id"])
     assert run["status"] == "complete" and run["attempt"] == 1
     rows = await _history(api, sid)

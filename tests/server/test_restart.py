@@ -19,6 +19,8 @@ import psutil
 import pytest
 import websocket
 
+from tests.procs import processes_with
+
 from .conftest import write_kernelspec
 
 TOKEN = "restart-token"
@@ -185,7 +187,7 @@ def test_server_killed_during_a_tool_call_recovers(tmp_path, fake_model):
         first.wait_up()
         sid = first.call("POST", "sessions", {"title": "durable"})["id"]
         sent = first.call("POST", f"sessions/{sid}/messages", {"content": "run a command"})
-        until(lambda: _running(marker), 90, "the tool runs in the sandbox")
+        until(lambda: processes_with(marker), 90, "the tool runs in the sandbox")
     finally:
         first.kill()
     second = Server(tmp_path, env)
@@ -203,7 +205,7 @@ def test_server_killed_during_a_tool_call_recovers(tmp_path, fake_model):
             rows[-1]["content"] == "Answer after the restart." and rows[-1]["status"] == "complete"
         )
         assert len([m for m in rows if m["role"] == "assistant" and m["tool_calls"]]) == 1
-        until(lambda: not _running(marker), 30, "the old run's process gone")
+        until(lambda: not processes_with(marker), 30, "the old run's process gone")
         events = second.call("GET", f"sessions/{sid}/events")["events"]
         assert events[-1]["type"] == "task_complete"
         assert events[-1]["data"]["task_id"] == sent["run_id"]
@@ -213,17 +215,6 @@ def test_server_killed_during_a_tool_call_recovers(tmp_path, fake_model):
         assert page["messages"][-1]["content"] == "Next answer."
     finally:
         second.kill()
-
-
-def _running(marker: str) -> bool:
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
 
 
 def test_sigint_without_a_terminal_stops_the_server_and_its_kernels(tmp_path, fake_model):

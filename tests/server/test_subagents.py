@@ -11,9 +11,10 @@ import os
 import signal
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+
+from tests.procs import processes_with
 
 from .conftest import until
 
@@ -206,17 +207,6 @@ async def test_without_a_retry_the_durable_check_reports_the_lost_subagent(
     assert not [r for r in rows if r["kind"] == "subagent_check"]  # no check left behind
 
 
-def _running(marker: str) -> bool:
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
-
-
 async def test_cancel_during_delegation_kills_the_subagents_processes(api, ws, think, model_env):
     fm = model_env
     markers = {k: f"cancelmark{uuid.uuid4().hex[:8]}" for k in ("SUB-1", "SUB-2")}
@@ -232,10 +222,10 @@ async def test_cancel_during_delegation_kills_the_subagents_processes(api, ws, t
     sid = await _session(api)
     tab = await ws(sid)
     await api("POST", f"sessions/{sid}/messages", {"content": "loop twice"})
-    await until(lambda: all(_running(m) for m in markers.values()), 90, "both loops run")
+    await until(lambda: all(processes_with(m) for m in markers.values()), 90, "both loops run")
     start = time.monotonic()
     await api("POST", f"sessions/{sid}/cancel")
-    await until(lambda: not any(_running(m) for m in markers.values()), 10, "the kill")
+    await until(lambda: not any(processes_with(m) for m in markers.values()), 10, "the kill")
     assert time.monotonic() - start < 1.0
     errors = await until(lambda: len(tab.of("subagent_error")) == 2 and tab.of("subagent_error"))
     assert {e["code"] for e in errors} == {"cancelled"}

@@ -7,24 +7,12 @@ await store.bind_mcp_client("claude-code", session_id)
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .loopdb import LoopConnection
+from .part import StorePart
 
 
-class McpClientsMixin:
+class McpClientsMixin(StorePart):
     """``mcp_client_session`` / ``bind_mcp_client`` on the ``mcp_clients`` table."""
-
-    db: LoopConnection
-
-    if TYPE_CHECKING:  # provided by Store
-
-        async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
-        async def _write(
-            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
-        ) -> int: ...
 
     async def mcp_client_session(self, name: str) -> str | None:
         """The session of a client, if it still exists (its last use is noted)."""

@@ -14,8 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .loopdb import LoopConnection
+from .part import StorePart
 
 RUN_FIELDS = {
     "status",
@@ -47,19 +46,12 @@ ACTION_COLUMNS = (
 _EVENT_CHUNK = 5_000
 
 
-class RecordsMixin:
+class RecordsMixin(StorePart):
     """Batched appends, cursor pages, runs, approvals and retention (schedules: schedules.py)."""
-
-    db: LoopConnection
 
     if TYPE_CHECKING:  # provided by Store
 
-        async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
-        async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
         async def _update(self, table: str, key: str, allowed: set[str], **fields: Any) -> None: ...
-        async def _write(
-            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
-        ) -> int: ...
         async def get_messages(
             self,
             session_id: str,

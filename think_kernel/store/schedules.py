@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from .loopdb import LoopConnection
+from .part import StorePart
 
 OPEN = ("pending", "running")
 
@@ -31,18 +30,8 @@ def _in(values: Sequence[str]) -> str:
     return ", ".join("?" for _ in values)
 
 
-class SchedulesMixin:
+class SchedulesMixin(StorePart):
     """Schedules, their claims and their firings."""
-
-    db: LoopConnection
-
-    if TYPE_CHECKING:  # provided by Store
-
-        async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
-        async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
-        async def _write(
-            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
-        ) -> int: ...
 
     # -- rows --------------------------------------------------------------------------------
 

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .loopdb import LoopConnection
+from .part import StorePart
 
 
-class SettingsMixin:
+class SettingsMixin(StorePart):
     """``get_setting`` / ``set_setting`` on the ``settings`` table (migration m008)."""
-
-    db: LoopConnection
 
     async def get_setting(self, key: str) -> Any:
         """The JSON value of ``key``, or None."""

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from .loopdb import LoopConnection
+from .part import StorePart
 
 TASK_COLUMNS = (
     "id",
@@ -44,18 +43,8 @@ SUBAGENT_FIELDS = {
 }
 
 
-class TasksMixin:
+class TasksMixin(StorePart):
     """Task rows: upsert a request's changed tasks, read trees, track subagents."""
-
-    db: LoopConnection
-
-    if TYPE_CHECKING:  # provided by Store
-
-        async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None: ...
-        async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]: ...
-        async def _write(
-            self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
-        ) -> int: ...
 
     async def list_tasks(self, session_id: str) -> list[dict[str, Any]]:
         """Tasks of a session in creation order."""

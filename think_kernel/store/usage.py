@@ -13,10 +13,9 @@ whose token counts are our estimate because the endpoint reported none.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .loopdb import LoopConnection
+from .part import StorePart
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning")
 _SUMS = (
@@ -37,17 +36,8 @@ def _shape(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class UsageMixin:
+class UsageMixin(StorePart):
     """``usage`` rows and their totals per session, role, model and purpose."""
-
-    db: LoopConnection
-
-    if TYPE_CHECKING:  # provided by Store
-
-        async def _all(self, sql: str, params: Any = ()) -> list[dict[str, Any]]: ...
-        async def _write(
-            self, sql: str, params: Any = (), many: bool = False, rowid: bool = False
-        ) -> int: ...
 
     async def add_usage(
         self,

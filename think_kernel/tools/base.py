@@ -191,6 +191,24 @@ def _sorted_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def json_object(arguments: str | dict | None, tool: str) -> dict[str, Any]:
+    """The model's raw arguments as a JSON object (empty text is ``{}``); ToolError says
+    what is wrong otherwise."""
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        raw = json.loads((arguments or "").strip() or "{}")
+    except json.JSONDecodeError as e:
+        raise ToolError(
+            f"arguments are not valid JSON ({e.msg} at char {e.pos}); "
+            f"send a JSON object matching the schema of {tool}",
+            "INVALID_ARGUMENTS",
+        ) from None
+    if not isinstance(raw, dict):
+        raise ToolError("arguments must be a JSON object", "INVALID_ARGUMENTS")
+    return raw
+
+
 class Tool:
     """One model-callable tool built from an async function (see :meth:`of`)."""
 
@@ -299,20 +317,7 @@ class Tool:
 
     def parse(self, arguments: str | dict | None) -> dict[str, Any]:
         """Validate raw model arguments; raise ToolError with a message the model can act on."""
-        if isinstance(arguments, dict):
-            raw = arguments
-        else:
-            text = (arguments or "").strip() or "{}"
-            try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ToolError(
-                    f"arguments are not valid JSON ({e.msg} at char {e.pos}); "
-                    f"send a JSON object matching the schema of {self.name}",
-                    "INVALID_ARGUMENTS",
-                ) from None
-        if not isinstance(raw, dict):
-            raise ToolError("arguments must be a JSON object", "INVALID_ARGUMENTS")
+        raw = json_object(arguments, self.name)
         import pydantic
 
         model = self.model
@@ -392,19 +397,7 @@ class SchemaTool(Tool):
 
     def parse(self, arguments: str | dict | None) -> dict[str, Any]:
         """A JSON object that the schema accepts; ToolError says what is wrong otherwise."""
-        if isinstance(arguments, dict):
-            raw = arguments
-        else:
-            try:
-                raw = json.loads((arguments or "").strip() or "{}")
-            except json.JSONDecodeError as e:
-                raise ToolError(
-                    f"arguments are not valid JSON ({e.msg} at char {e.pos}); "
-                    f"send a JSON object matching the schema of {self.name}",
-                    "INVALID_ARGUMENTS",
-                ) from None
-        if not isinstance(raw, dict):
-            raise ToolError("arguments must be a JSON object", "INVALID_ARGUMENTS")
+        raw = json_object(arguments, self.name)
         if self._validator is not None:
             problems = [
                 f"{'.'.join(str(x) for x in err.absolute_path) or '(root)'}: {err.message}"

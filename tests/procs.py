@@ -1,0 +1,22 @@
+"""Finding the processes a test started, by a marker in their command line (a sandboxed
+command that must be killed by Stop, a crash, a restart)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids (not this process's) whose command line holds ``marker``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmd:
+            found.append(int(pid))
+    return found
