@@ -124,7 +124,7 @@ def sandbox_env(config: SandboxConfig, session_id: str, scratch: Path, tier: Tie
         "TERM": "dumb",
         # Set, so bash does not look the session uid up (getpwuid) to fill $SHELL in: that
         # lookup is not in /etc/passwd and goes on to load libnss_systemd, whose socket the
-        # sandbox refuses anyway, ~2 ms of every command (issue 17).
+        # sandbox refuses anyway: about a millisecond of every command (issue 17).
         "SHELL": config.bash_path,
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(INSIDE_DIR),
