@@ -158,6 +158,10 @@ def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
             time.sleep(0.2)  # polling a starting process; nothing to wait on
+        # The server logs a request after it has answered: wait for the control line.
+        while not any("control=1" in line for line in jupyter_requests(log)):
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.05)
         yield {"port": port, "origin": f"http://127.0.0.1:{port}", "log": log, "root": tmp}
     finally:
         proc.terminate()
