@@ -61,9 +61,14 @@ async def test_schedule_list_and_cancel_through_the_model(runtime, fake_model):
     assert "set for" in out[0]["output"] and "Europe/Paris" in out[0]["output"]
     assert "on Monday through Friday" in out[1]["output"]
     listed = json.loads(out[2]["output"])
-    assert [r["message"] for r in listed] == ["check the job", "stand-up notes"]
-    assert before + 1200 <= listed[0]["due_at"] <= time.time() + 1200
-    assert listed[1]["cron"] == "0 9 * * 1-5" and listed[1]["tz"] == "Europe/Paris"
+    # Listed soonest first: which comes first depends on the time of day (09:00 in Paris may
+    # be less than 20 minutes away).
+    assert [r["due_at"] for r in listed] == sorted(r["due_at"] for r in listed)
+    by_message = {r["message"]: r for r in listed}
+    assert set(by_message) == {"check the job", "stand-up notes"}
+    assert before + 1200 <= by_message["check the job"]["due_at"] <= time.time() + 1200
+    standup = by_message["stand-up notes"]
+    assert standup["cron"] == "0 9 * * 1-5" and standup["tz"] == "Europe/Paris"
     assert woken == [1, 1]  # the scheduler is told at once, not at its next poll
     rows = await runtime.store.list_schedules(runtime.session_id, "reminder")
     assert {r["status"] for r in rows} == {"pending"} and len(rows) == 2
@@ -71,8 +76,12 @@ async def test_schedule_list_and_cancel_through_the_model(runtime, fake_model):
     names = {t["function"]["name"] for t in fake_model.requests[0]["tools"]}
     assert {"schedule_reminder", "list_reminders", "cancel_reminder"} <= names
 
-    fake_model.reply(tool_calls=[("cancel_reminder", {"reminder_id": listed[0]["id"]})])
-    fake_model.reply(tool_calls=[("cancel_reminder", {"reminder_id": listed[0]["id"]})])
+    fake_model.reply(
+        tool_calls=[("cancel_reminder", {"reminder_id": by_message["check the job"]["id"]})]
+    )
+    fake_model.reply(
+        tool_calls=[("cancel_reminder", {"reminder_id": by_message["check the job"]["id"]})]
+    )
     fake_model.reply(tool_calls=[("cancel_reminder", {"reminder_id": "sch_nope"})])
     fake_model.reply(tool_calls=[("list_reminders", {"include_done": True})])
     fake_model.reply(text="Cancelled.")
