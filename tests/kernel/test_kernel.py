@@ -143,7 +143,7 @@ def test_python_and_bash_cells_stream_and_report_exit_status(shared_kernel: Kern
     reply, outputs = shared_kernel.execute(
         "%%python\nimport sys\nprint('out', flush=True)\nprint('err', file=sys.stderr)"
     )
-    assert reply["status"] == "ok"
+    assert reply["status"] == "ok", (reply, outputs)
     streams = {
         (m["content"]["name"], m["content"]["text"].strip())
         for m in outputs
@@ -164,8 +164,8 @@ def test_python_and_bash_cells_stream_and_report_exit_status(shared_kernel: Kern
 
 
 def test_python_cells_share_sandbox_state_and_see_no_secrets(shared_kernel: Kernel) -> None:
-    reply, _ = shared_kernel.execute("%%python\ntotal = 40")
-    assert reply["status"] == "ok"
+    reply, outputs = shared_kernel.execute("%%python\ntotal = 40")
+    assert reply["status"] == "ok", (reply, outputs)
     reply, outputs = shared_kernel.execute(
         "%%python\nimport os\nprint(total + 2, sorted(k for k in os.environ if 'KEY' in k))"
     )
