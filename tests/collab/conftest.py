@@ -93,16 +93,6 @@ def peers(
             jp_asyncio_loop.run_until_complete(peer.close())
 
 
-async def until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") -> None:
-    """Wait for a condition (checked on every loop turn and every 5 ms), not a fixed sleep."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.005)
-
-
 def disk_text(root, path: str) -> str:
     """The file as saved on disk."""
     return (root / path).read_text()

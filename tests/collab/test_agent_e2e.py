@@ -14,8 +14,10 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.waiting import until
+
 from ..server.conftest import write_kernelspec
-from .conftest import disk_text, until
+from .conftest import disk_text
 from .peers import wait_change
 
 

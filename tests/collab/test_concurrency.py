@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from jupyter_ext.documents import DocumentError
 from jupyter_ext.execution import CellExecutor
+from tests.waiting import until
 
-from .conftest import disk_text, until, until_live
+from .conftest import disk_text, until_live
 from .peers import wait_change
 
 

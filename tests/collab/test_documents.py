@@ -7,9 +7,10 @@ import socket
 import nbformat
 import pytest
 
+from tests.waiting import until
 from think_kernel.collab import ydocs
 
-from .conftest import disk_notebook, disk_text, until, until_live
+from .conftest import disk_notebook, disk_text, until_live
 from .peers import wait_change
 
 

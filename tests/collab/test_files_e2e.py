@@ -21,9 +21,10 @@ import nbformat
 import pytest
 
 from tests.procs import processes_with
+from tests.waiting import until
 
 from ..server.conftest import WSClient, write_kernelspec
-from .conftest import disk_text, until
+from .conftest import disk_text
 from .peers import wait_change
 
 pytestmark = pytest.mark.timeout(240)

@@ -12,8 +12,9 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.waiting import until
+
 from ..server.conftest import write_kernelspec
-from .conftest import until
 from .peers import wait_change
 
 pytestmark = pytest.mark.timeout(180)

@@ -18,9 +18,10 @@ from pycrdt import Map
 
 from jupyter_ext.documents import DocumentService
 from jupyter_ext.roomfiles import RoomFiles, ThinkFileLoader
+from tests.waiting import until
 from think_kernel.collab.history import VersionLog
 
-from .conftest import disk_text, until
+from .conftest import disk_text
 from .peers import wait_change
 
 

@@ -13,16 +13,9 @@ import pytest
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
 from tests.procs import processes_with
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def _wait(cond, timeout: float, what: str) -> float:
-    start = time.monotonic()
-    while not cond():
-        assert time.monotonic() - start < timeout, f"timed out waiting for {what}"
-        time.sleep(0.01)
-    return time.monotonic() - start
 
 
 def _stop_a_running_tool(kernel: Kernel, model: FakeModel, cell: str) -> None:
@@ -30,9 +23,11 @@ def _stop_a_running_tool(kernel: Kernel, model: FakeModel, cell: str) -> None:
     loop = f"# {marker}\nwhile true; do sleep 0.1; done"
     model.reply(tool_calls=[("bash", {"command": loop, "timeout": 120})])
     msg_id = kernel.kc.execute(cell)
-    _wait(lambda: processes_with(marker), 90, "the tool runs in the sandbox")
+    wait_until(lambda: processes_with(marker), 90, "the tool runs in the sandbox")
     kernel.km.interrupt_kernel()
-    took = _wait(lambda: not processes_with(marker), 10, "the process tree killed")
+    start = time.monotonic()
+    wait_until(lambda: not processes_with(marker), 10, "the process tree killed", every=0.01)
+    took = time.monotonic() - start
     assert took < 1.0, took
     reply, _ = kernel.collect(msg_id, timeout=20)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"

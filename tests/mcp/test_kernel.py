@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.waiting import wait_until
 
 from ..fake_model import FakeModel
 from ..kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel, workspace_in
 from .conftest import pid_alive, stdio_entry, write_mcp_json
-
-
-def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll a condition (the kernel client is blocking), not a fixed sleep."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def kernel_with_server(tmp_path: Path, fake_model: FakeModel, **entry: Any) -> Kernel:

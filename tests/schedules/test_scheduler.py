@@ -15,26 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import until
 from think_kernel.schedules import reminders
 from think_kernel.schedules.scheduler import Firing, Scheduler, backoff, is_late
 from think_kernel.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(60)
-
-
-async def until(cond, timeout: float = 10.0, what: str = ""):
-    """Poll a condition (sync or async) until it holds; return its value."""
-    end = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture

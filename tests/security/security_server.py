@@ -116,16 +116,3 @@ class InProcessLink:
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Call an RPC as a linked kernel would."""
         return dict(await self.links._rpc[method]({"kernel_id": "agent"}, params))
-
-
-async def until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Wait for a condition (polled every 5 ms), not a fixed sleep; returns its value."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.005)

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 from security_server import *  # noqa: F403  (a real server: jp_*, think, peers, until)
-from security_server import until
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import websocket_connect
 
+from tests.waiting import until
 from think_kernel.link import KernelLink, kernel_identity
 
 

@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 from security_server import *  # noqa: F403  (a real server: jp_*, think, peers, until)
-from security_server import InProcessLink, until
+from security_server import InProcessLink
 
+from tests.waiting import until
 from think_kernel.collab import local_access
 from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.tools.base import ToolContext, ToolOutput, ToolRegistry

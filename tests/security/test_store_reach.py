@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from security_server import *  # noqa: F403  (a real server: jp_*, think, peers, until)
+from security_server import *  # noqa: F403  (a real server: jp_*, think, peers)
 from security_server import InProcessLink
 from traitlets.config import Config
 

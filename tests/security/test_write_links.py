@@ -23,11 +23,12 @@ from pathlib import Path
 import nbformat
 import pytest
 from security_server import *  # noqa: F403  (a real server: jp_*, think, peers, until)
-from security_server import InProcessLink, until
+from security_server import InProcessLink
 from traitlets.config import Config
 
 from jupyter_ext.contents import ThinkContentsManager
 from tests.collab.peers import wait_change
+from tests.waiting import until
 from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403  (the jp_* fixtures)
 from tornado.httpclient import HTTPClientError
+
+from tests.waiting import until
 
 TOKEN = "test-token-0123456789"
 REPO = Path(__file__).resolve().parents[2]
@@ -159,16 +160,3 @@ async def ws(jp_ws_fetch, think):  # noqa: F811
     yield connect
     for client in opened:
         client.conn.close()
-
-
-async def until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Wait for a condition (polled every 5 ms), not a fixed sleep; returns its value."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.005)

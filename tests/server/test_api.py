@@ -6,7 +6,7 @@ import json
 
 from tornado.httpclient import HTTPClientError
 
-from .conftest import until
+from tests.waiting import until
 
 
 async def test_session_crud(api):

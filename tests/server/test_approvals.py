@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from .conftest import until
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -132,8 +132,9 @@ async def test_a_killed_kernel_resumes_waiting_and_continues_without_repeats(
 def test_a_killed_server_leaves_the_run_waiting_and_approval_continues_it(tmp_path, fake_model):
     """Server and kernel killed while a run waits; the next server shows the same pending
     approval, and approving it runs the call once without asking the model again."""
+    from tests.waiting import wait_until as until_sync
+
     from .test_restart import Server, _setup
-    from .test_restart import until as until_sync
 
     env = _setup(tmp_path, fake_model)
     config = tmp_path / "config" / "think_kernel_config.py"

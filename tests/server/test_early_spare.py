@@ -10,7 +10,9 @@ import re
 
 import pytest
 
-from .test_restart import Server, _setup, until
+from tests.waiting import wait_until
+
+from .test_restart import Server, _setup
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -31,11 +33,13 @@ def test_the_first_spare_starts_at_extension_load_and_serves_the_first_chat(tmp_
         early = started.group(1)
         # Before the server said it runs (its start hook, where the pool starts, comes after).
         assert log.index(started.group(0)) < log.index("is running at"), log[-3000:]
-        until(lambda: _ready_spares(server) == [early], 90, "the early kernel ready as a spare")
+        wait_until(
+            lambda: _ready_spares(server) == [early], 90, "the early kernel ready as a spare"
+        )
         fake_model.reply(text="first answer")
         sid = server.call("POST", "sessions", {"title": "first"})["id"]
         server.call("POST", f"sessions/{sid}/messages", {"content": "hello"})
-        until(lambda: server.call("GET", f"sessions/{sid}")["status"] == "idle", 60, "answer")
+        wait_until(lambda: server.call("GET", f"sessions/{sid}")["status"] == "idle", 60, "answer")
         kernels = server.call("GET", "kernels")["kernels"]
         assert [k["id"] for k in kernels if k["session_id"] == sid] == [early]
         messages = server.call("GET", f"sessions/{sid}/messages")["messages"]

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from jupyter_ext.handlers import routes
 from jupyter_ext.modelsetup import model_routes
 from jupyter_ext.openapi import OPENAPI
+from tests.waiting import until
 from think_kernel.link import link_mac
 
-from .conftest import TOKEN, until
+from .conftest import TOKEN
 
 pytestmark = pytest.mark.timeout(240)
 METHODS = ["GET", "POST", "PATCH", "DELETE", "PUT"]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from .conftest import until
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -12,9 +12,8 @@ import json
 import pytest
 from tornado.websocket import websocket_connect
 
+from tests.waiting import until
 from think_kernel.link import KernelLink, LinkError, find_server, kernel_identity, link_mac
-
-from .conftest import until
 
 
 class Recorder:

@@ -9,8 +9,7 @@ import json
 import pytest
 
 from tests.fake_model import FakeModel
-
-from .conftest import until
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 

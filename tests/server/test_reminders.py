@@ -4,7 +4,6 @@ that starts a run, every tab is notified; firings are idempotent; the schedules 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import time
@@ -14,10 +13,11 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from jupyter_ext.reminders import ReminderFiring
+from tests.waiting import until
 from think_kernel.schedules import reminders
 from think_kernel.schedules.scheduler import Firing
 
-from .conftest import WSClient, until
+from .conftest import WSClient
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -145,7 +145,7 @@ async def test_a_firing_run_twice_posts_one_message_and_one_run(model_env, api, 
     async def answered():
         return (await svc.store.get_run(first["run_id"]))["status"] == "complete"
 
-    await until_async(answered, 60, "the run answered")
+    await until(answered, 60, "the run answered")
 
 
 async def test_the_schedules_api(api, think):
@@ -195,16 +195,6 @@ async def test_the_notifications_socket_needs_auth(api, jp_http_port, jp_base_ur
     assert info.value.code == 400
 
 
-async def until_async(cond, timeout: float, what: str):
-    """``until`` for an async condition."""
-    end = time.monotonic() + timeout
-    while not (value := await cond()):
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-    return value
-
-
 async def test_a_think_notebook_shows_its_reminder_in_the_next_output(
     model_env, api, think, jp_serverapp, jp_root_dir
 ):
@@ -230,7 +220,7 @@ async def test_a_think_notebook_shows_its_reminder_in_the_next_output(
             rows = await store.list_firings(kind="reminder")
             return rows and await store.reply_text(rows[0]["outcome"]["message_id"])
 
-        assert await until_async(fired, 60, "the reminder fired and answered") == "Stretched."
+        assert await until(fired, 60, "the reminder fired and answered") == "Stretched."
         [firing] = await store.list_firings(kind="reminder")
         session = await store.get_session(firing["session_id"])
         assert session is not None and session["kind"] == "notebook"

@@ -20,6 +20,7 @@ import pytest
 import websocket
 
 from tests.procs import processes_with
+from tests.waiting import wait_until
 
 from .conftest import write_kernelspec
 
@@ -72,7 +73,7 @@ class Server:
         return json.loads(text) if text else None
 
     def wait_up(self, timeout: float = 60) -> None:
-        until(lambda: self._up(), timeout, "server up")
+        wait_until(lambda: self._up(), timeout, "server up")
 
     def _up(self) -> bool:
         assert self.proc.poll() is None, "server exited"
@@ -85,17 +86,6 @@ class Server:
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
-
-
-def until(cond, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _setup(tmp_path, fake_model) -> dict[str, str]:
@@ -138,7 +128,7 @@ def test_server_restart_mid_run_recovers(tmp_path, fake_model):
         first.wait_up()
         sid = first.call("POST", "sessions", {"title": "durable"})["id"]
         sent = first.call("POST", f"sessions/{sid}/messages", {"content": "long task"})
-        until(
+        wait_until(
             lambda: any(
                 e["type"] == "text_delta"
                 for e in first.call("GET", f"sessions/{sid}/events")["events"]
@@ -156,7 +146,7 @@ def test_server_restart_mid_run_recovers(tmp_path, fake_model):
             run = second.call("GET", f"sessions/{sid}")["run"]
             return run is None and second.call("GET", f"sessions/{sid}/messages")
 
-        page = until(finished, 90, "the run to finish on the second server")
+        page = wait_until(finished, 90, "the run to finish on the second server")
         rows = [(m["role"], m["status"]) for m in page["messages"]]
         assert rows.count(("user", "complete")) == 1, rows
         assert page["messages"][-1]["content"] == "Answer after the restart.", [
@@ -187,7 +177,7 @@ def test_server_killed_during_a_tool_call_recovers(tmp_path, fake_model):
         first.wait_up()
         sid = first.call("POST", "sessions", {"title": "durable"})["id"]
         sent = first.call("POST", f"sessions/{sid}/messages", {"content": "run a command"})
-        until(lambda: processes_with(marker), 90, "the tool runs in the sandbox")
+        wait_until(lambda: processes_with(marker), 90, "the tool runs in the sandbox")
     finally:
         first.kill()
     second = Server(tmp_path, env)
@@ -198,20 +188,20 @@ def test_server_killed_during_a_tool_call_recovers(tmp_path, fake_model):
             run = second.call("GET", f"sessions/{sid}")["run"]
             return run is None and second.call("GET", f"sessions/{sid}/messages")
 
-        page = until(finished, 120, "the run to finish on the second server")
+        page = wait_until(finished, 120, "the run to finish on the second server")
         rows = page["messages"]
         assert [m["content"] for m in rows if m["role"] == "user"] == ["run a command"]
         assert (
             rows[-1]["content"] == "Answer after the restart." and rows[-1]["status"] == "complete"
         )
         assert len([m for m in rows if m["role"] == "assistant" and m["tool_calls"]]) == 1
-        until(lambda: not processes_with(marker), 30, "the old run's process gone")
+        wait_until(lambda: not processes_with(marker), 30, "the old run's process gone")
         events = second.call("GET", f"sessions/{sid}/events")["events"]
         assert events[-1]["type"] == "task_complete"
         assert events[-1]["data"]["task_id"] == sent["run_id"]
         # the next message is answered
         second.call("POST", f"sessions/{sid}/messages", {"content": "and now?"})
-        page = until(finished, 90, "the next run")
+        page = wait_until(finished, 90, "the next run")
         assert page["messages"][-1]["content"] == "Next answer."
     finally:
         second.kill()
@@ -228,7 +218,7 @@ def test_sigint_without_a_terminal_stops_the_server_and_its_kernels(tmp_path, fa
         server.wait_up()
         sid = server.call("POST", "sessions", {"title": "sigint"})["id"]
         server.call("POST", f"sessions/{sid}/messages", {"content": "hi"})
-        until(
+        wait_until(
             lambda: (
                 server.call("GET", f"sessions/{sid}")["run"] is None
                 and server.call("GET", f"sessions/{sid}/messages")["messages"][-1]["content"]
@@ -279,13 +269,15 @@ def test_a_reminder_due_while_the_server_was_down_fires_once_late(tmp_path, fake
             idle = first.call("GET", f"sessions/{sid}")["run"] is None
             return idle and rows
 
-        [row] = until(set_and_answered, 90, "the reminder set")
+        [row] = wait_until(set_and_answered, 90, "the reminder set")
         assert row["status"] == "pending"
         due = row["due_at"]
         assert time.time() < due - 1, "too slow to kill the server before the reminder was due"
     finally:
         first.kill()
-    until(lambda: time.time() > due + 1, 30, "the reminder's time to pass while no server runs")
+    wait_until(
+        lambda: time.time() > due + 1, 30, "the reminder's time to pass while no server runs"
+    )
     second = Server(tmp_path, env)
     try:
         second.wait_up()
@@ -295,7 +287,7 @@ def test_a_reminder_due_while_the_server_was_down_fires_once_late(tmp_path, fake
             run = second.call("GET", f"sessions/{sid}")["run"]
             return run is None and page[-1]["content"] == "Oven checked." and page
 
-        page = until(answered, 90, "the late reminder's run answered")
+        page = wait_until(answered, 90, "the late reminder's run answered")
         reminders = [
             m
             for m in page

@@ -10,9 +10,8 @@ import time
 import pytest
 
 from jupyter_ext.sessions import _Run
+from tests.waiting import until
 from think_kernel.store import new_id
-
-from .conftest import until
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from .conftest import until
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(120)
 

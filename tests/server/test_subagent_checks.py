@@ -16,6 +16,7 @@ import pytest
 from jupyter_ext.hub import Hub
 from jupyter_ext.pipeline import EventPipeline
 from jupyter_ext.subagents import SubagentChecks
+from tests.waiting import until
 from think_kernel.store import Store
 from think_kernel.subagents import Checks, owner_alive, verdict
 from think_kernel.subagents.monitor import this_owner
@@ -103,7 +104,7 @@ async def test_a_live_subagent_is_checked_again_a_bounded_number_of_times(setup)
     assert not await store.due_schedules(time.time() + 3600)
     row = await store.get_task(task["id"])
     assert row is not None and row["subagent_status"] == "timeout" and row["status"] == "failed"
-    await _until(lambda: [f for f in tab.frames if f["type"] == "subagent_error"])
+    await until(lambda: [f for f in tab.frames if f["type"] == "subagent_error"], 5)
     (error,) = [f for f in tab.frames if f["type"] == "subagent_error"]
     assert error["code"] == "timeout" and error["task_id"] == task["id"]
 
@@ -125,7 +126,7 @@ async def test_a_dead_owner_is_reported_once(setup) -> None:
     approval = await store.get_approval(asked["id"])  # nobody waits for it any more
     assert approval is not None and approval["status"] == "rejected"
     assert approval["decision"]["reason"] == "the subagent was interrupted"
-    await _until(lambda: [f for f in tab.frames if f["type"] == "message"])
+    await until(lambda: [f for f in tab.frames if f["type"] == "message"], 5)
     reports = [m for m in await store.get_messages(sid) if m["name"] == "subagent_report"]
     assert len(reports) == 1 and "was interrupted" in reports[0]["content"]
     kinds = [f["type"] for f in tab.frames]
@@ -140,11 +141,3 @@ async def test_bad_payloads_do_nothing(setup) -> None:
     for payload in ({}, {"task_id": 7}, {"task_id": "t_nope"}, {"task_id": "x", "attempt": "y"}):
         await checks(payload)
     assert not await store.due_schedules(time.time() + 3600) and not tab.frames
-
-
-async def _until(cond: Any, timeout: float = 5.0) -> Any:
-    end = time.monotonic() + timeout
-    while not (value := cond()):
-        assert time.monotonic() < end, "timed out"
-        await asyncio.sleep(0.01)
-    return value

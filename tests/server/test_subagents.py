@@ -15,8 +15,7 @@ import uuid
 import pytest
 
 from tests.procs import processes_with
-
-from .conftest import until
+from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(240)
 LONG = "word " * 200

@@ -7,8 +7,9 @@ import json
 
 from tornado.httpclient import HTTPClientError
 
+from tests.waiting import until
+
 from ..agent.test_outputs import png
-from .conftest import until
 
 
 async def upload(jp_fetch, session_id: str, name: str, data: bytes) -> tuple[int, dict]:

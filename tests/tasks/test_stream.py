@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tests.waiting import until
 from think_kernel.agent.events import (
     ApprovalRequested,
     StatusEvent,
@@ -62,7 +63,7 @@ async def test_quiet_text_is_not_held_back() -> None:
     await stream.feed(TextDelta("m", "first"))  # goes at once
     await stream.feed(TextDelta("m", " second"))  # held, then sent by the timer
     assert [g["delta"] for g in got] == ["first"]
-    await asyncio.sleep(0.2)
+    await until(lambda: len(got) == 2, 1, "the held text sent by the timer")
     assert [g["delta"] for g in got] == ["first", " second"]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.procs import processes_with
+from tests.waiting import until
 from think_kernel.commands import run_command
 from think_kernel.runtime import Runtime
 
@@ -168,14 +169,6 @@ async def test_a_subagent_call_goes_through_the_parent_approval_gate(
     assert task["status"] == "complete" and task["result"] == "wrote w.txt"
 
 
-async def _until(cond: Any, timeout: float, what: str) -> float:
-    start = time.monotonic()
-    while not cond():
-        assert time.monotonic() - start < timeout, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-    return time.monotonic() - start
-
-
 async def test_cancelling_the_request_kills_its_subagents_processes(
     runtime: Runtime, fake_model: FakeModel
 ) -> None:
@@ -189,9 +182,11 @@ async def test_cancelling_the_request_kills_its_subagents_processes(
         loop = f"# {marker}\nwhile true; do sleep 0.1; done"
         fake_model.reply_for(key, tool_calls=[("bash", {"command": loop, "timeout": 120})])
     run = asyncio.ensure_future(collect(runtime, "loop twice"))
-    await _until(lambda: all(processes_with(m) for m in markers.values()), 60, "both loops running")
+    await until(lambda: all(processes_with(m) for m in markers.values()), 60, "both loops running")
     run.cancel()
-    took = await _until(lambda: not any(processes_with(m) for m in markers.values()), 10, "kills")
+    start = time.monotonic()
+    await until(lambda: not any(processes_with(m) for m in markers.values()), 10, "kills")
+    took = time.monotonic() - start
     assert took < 1.0, took
     await asyncio.gather(run, return_exceptions=True)
     tasks = await runtime.subagents.board.session_flat(runtime.session_id)  # type: ignore[union-attr]

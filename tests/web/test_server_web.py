@@ -11,7 +11,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from tests.server.conftest import *  # noqa: F403  (the real server, its API and tabs)
-from tests.server.conftest import until
+from tests.waiting import until
 
 from .flow import TOOLS_IN_ORDER, check_actions, check_model_requests, script, web_env
 from .servers import Server
