@@ -7,6 +7,7 @@ from typing import Any
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """Where jupyter_server finds the extension."""
-    from .app import ThinkExtension
+    from .app import ThinkExtension, preload_first_kernel
 
+    preload_first_kernel()
     return [{"module": "jupyter_ext", "app": ThinkExtension}]

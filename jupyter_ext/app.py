@@ -267,6 +267,7 @@ class ThinkExtension(ExtensionApp):
         """Install the link-safe contents manager (unless another one is configured) and
         keep jupyter-collaboration's session file out of the workspace (issue 9)."""
         super()._link_jupyter_server_extension(serverapp)
+        self._preload_kernel(serverapp)
         configured = serverapp.config.get("ServerApp", {})
         if "contents_manager_class" not in configured:
             serverapp.contents_manager_class = ThinkContentsManager
@@ -321,6 +322,17 @@ class ThinkExtension(ExtensionApp):
         chats = self.services.chats
         return chats.session_of(kernel_id) if chats is not None else None
 
+    def _preload_kernel(self, serverapp: Any) -> None:
+        """Keep the process ``preload_first_kernel`` started only if the early spare will
+        use it (the extension's own config files are read by now); start it if it was not
+        (a host that links extensions without listing them first)."""
+        from think_kernel import provisioner
+
+        if self.kernel_pool_size > 0 and _loop_not_started(serverapp) is not None:
+            provisioner.preload()
+        else:
+            provisioner.discard()
+
     def _start_early_spare(self) -> tuple[str, dict[str, str]] | None:
         """Start the pool's first spare kernel now, while the server still loads (issue 17:
         the first message after a server start waited for a whole kernel start-up; this one
@@ -328,12 +340,10 @@ class ThinkExtension(ExtensionApp):
         yet (``jupyter server``): a host that loads extensions on a running loop gets its
         spares from the pool as usual. Returns (kernel id, the environment it got)."""
         app = self.serverapp
-        if self.kernel_pool_size <= 0 or app is None:
+        loop = _loop_not_started(app)
+        if self.kernel_pool_size <= 0 or app is None or loop is None:
             return None
         try:
-            loop: Any = getattr(app.io_loop, "asyncio_loop", None)
-            if loop is None or loop.is_running() or loop.is_closed():
-                return None
             env = self._kernel_env()
             km: Any = app.kernel_manager
             start = km.start_kernel(
@@ -343,6 +353,10 @@ class ThinkExtension(ExtensionApp):
         except Exception:  # a nicety: the pool starts its spares later anyway
             self.log.warning("Think: could not start a spare kernel early", exc_info=True)
             return None
+        finally:
+            from think_kernel import provisioner
+
+            provisioner.discard()  # if the spare did not use it, nothing else will
 
     def _kernel_env(self) -> dict[str, str]:
         # Only where to find the server: never a credential, and no session (a kernel of the
@@ -459,6 +473,41 @@ class ThinkExtension(ExtensionApp):
         await svc.links.close()
         if svc.store is not None:
             await svc.store.close()
+
+
+def _loop_not_started(serverapp: Any) -> Any:
+    """The server's asyncio loop if it has not started yet (``jupyter server`` / ``jupyter
+    lab`` loading extensions), else None (a host that loads them on a running loop)."""
+    loop: Any = getattr(getattr(serverapp, "io_loop", None), "asyncio_loop", None)
+    if loop is None or loop.is_running() or loop.is_closed():
+        return None
+    return loop
+
+
+def preload_first_kernel() -> None:
+    """Called when jupyter_server finds the extension, before it links and loads it: if a
+    server is starting with a kernel pool, start importing its first spare kernel now (issue
+    17). The server's other extensions import, link and load for a second or more after this;
+    the kernel's imports take most of that, and the early spare then starts in milliseconds
+    (think_kernel/provisioner.py). ``jupyter server extension list`` and other tools that
+    read the extension points have no server instance: nothing starts."""
+    try:
+        from jupyter_server.serverapp import ServerApp
+
+        if not ServerApp.initialized():
+            return
+        app = ServerApp.instance()
+        if _loop_not_started(app) is None:
+            return
+        configured = app.config.get("ThinkExtension", {})
+        default = ThinkExtension.class_traits()["kernel_pool_size"].default_value
+        if int(configured.get("kernel_pool_size", default)) <= 0:
+            return
+        from think_kernel import provisioner
+
+        provisioner.preload()
+    except Exception:  # a nicety: the early spare starts the usual way without it
+        logging.getLogger(__name__).debug("no preloaded kernel", exc_info=True)
 
 
 def _stop_cleanly_on_sigint(serverapp: Any, log: logging.Logger) -> None:

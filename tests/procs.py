@@ -20,3 +20,12 @@ def processes_with(marker: str) -> list[int]:
         if marker.encode() in cmd:
             found.append(int(pid))
     return found
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"

@@ -77,6 +77,8 @@ def write_kernelspec(data_dir: Path) -> None:
                 "display_name": "Think",
                 "language": "markdown",
                 "env": {"PYTHONPATH": str(REPO)},
+                # As the installed kernelspec: the provisioner that uses a preloaded process.
+                "metadata": {"kernel_provisioner": {"provisioner_name": "think-provisioner"}},
             }
         )
     )

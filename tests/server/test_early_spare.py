@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
+from tests.procs import running
 from tests.waiting import wait_until
 
 from .test_restart import Server, _setup
@@ -33,6 +36,8 @@ def test_the_first_spare_starts_at_extension_load_and_serves_the_first_chat(tmp_
         early = started.group(1)
         # Before the server said it runs (its start hook, where the pool starts, comes after).
         assert log.index(started.group(0)) < log.index("is running at"), log[-3000:]
+        # It became the process the server started importing when it linked the extension.
+        assert f"kernel {early} runs in the preloaded process" in log, log[-3000:]
         wait_until(
             lambda: _ready_spares(server) == [early], 90, "the early kernel ready as a spare"
         )
@@ -44,8 +49,13 @@ def test_the_first_spare_starts_at_extension_load_and_serves_the_first_chat(tmp_
         assert [k["id"] for k in kernels if k["session_id"] == sid] == [early]
         messages = server.call("GET", f"sessions/{sid}/messages")["messages"]
         assert messages[-1]["content"] == "first answer"
+        pid = next(k["pid"] for k in kernels if k["id"] == early)
+        assert pid and running(pid)
     finally:
         server.kill()
+    # Like any kernel it watches the server that started it, and ends with it (ipykernel
+    # reads that pid when imported, before the preloaded process knew it).
+    wait_until(lambda: not running(pid), 15, "the kernel gone with its server")
 
 
 def test_no_early_kernel_without_a_pool(tmp_path, fake_model):
@@ -66,3 +76,16 @@ def test_no_early_kernel_without_a_pool(tmp_path, fake_model):
 def _ready_spares(server: Server) -> list[str]:
     kernels = server.call("GET", "kernels")["kernels"]
     return [k["id"] for k in kernels if k["session_id"] is None and k.get("prepared")]
+
+
+def test_reading_the_extension_points_outside_a_server_starts_nothing():
+    """`jupyter server extension list` and other tools read the extension points: only a
+    server that is starting preloads a kernel."""
+    code = (
+        "import jupyter_ext; from think_kernel import provisioner; "
+        "jupyter_ext._jupyter_server_extension_points(); print(provisioner._waiting)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "None", out
