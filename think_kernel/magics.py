@@ -6,8 +6,8 @@
 
 The agent sees a compact summary of the notebook's variables (:mod:`think_kernel.namespace`).
 It runs on a private asyncio loop in a daemon thread (IPython runs magics synchronously, and the
-kernel's own loop is blocked while a cell runs); events come back through a queue and the cell's
-thread renders them as a live Markdown display, batched like the think kernel's. Ctrl-C / the stop
+kernel's own loop is blocked while a cell runs); the cell's thread renders its events as a live
+Markdown display, batched like the think kernel's (:mod:`think_kernel.cellrun`). Ctrl-C / the stop
 button raise KeyboardInterrupt in the cell's thread: we cancel the run on the private loop, show
 "Interrupted." and re-raise, so the kernel aborts queued cells and stays alive.
 
@@ -21,20 +21,16 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import queue
 import threading
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.display import display, update_display
+from IPython.display import display
 
-from .kernelexec import KernelExec, execute, make_run_in_kernel
+from .cellrun import CellRun
+from .kernelexec import make_run_in_kernel
 
-_DONE = object()
-INTERRUPT_GRACE = 5.0
 LINK_WAIT = 5.0  # seconds to wait for the server link before working on local files
 KERNEL_PROMPT = """You are running inside the user's own notebook (an IPython kernel, through
 %%think). Two ways to run code, pick on purpose:
@@ -200,14 +196,14 @@ class ThinkMagics(Magics):
         if not request:
             print("usage: %think [-o NAME] REQUEST, or %%think [-o NAME] with the request below")
             return
-        _CellRun(self, request, out_name).run_sync()
+        CellRun(self, request, out_name).run_sync()
 
     async def _ask_async(self, request: str, out_name: str | None) -> None:
         """The same, awaited by the cell: the kernel dispatches widget clicks meanwhile."""
         if not request:
             print("usage: %think [-o NAME] REQUEST, or %%think [-o NAME] with the request below")
             return
-        await _CellRun(self, request, out_name).run_async()
+        await CellRun(self, request, out_name).run_async()
 
     def _submit(self, request: Any) -> bool:
         """Hand a run_in_kernel request to the cell running %%think (False: none is)."""
@@ -291,18 +287,6 @@ class ThinkMagics(Magics):
         self._command("think_mcp", line)
 
 
-class _Stopped(Exception):
-    """The stop button in an awaited %think cell (shown like any stopped cell)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return ["KeyboardInterrupt: the run was stopped"]
-
-
-# ipykernel cancels an awaited cell on interrupt; a real KeyboardInterrupt raised in an asyncio
-# task would stop the kernel's loop, so the cell ends with an Exception of the usual name.
-_Stopped.__name__ = _Stopped.__qualname__ = "KeyboardInterrupt"
-
-
 class _AsyncThink:
     """IPython input transformer: ``%think`` / ``%%think`` cells await the magic.
 
@@ -334,200 +318,3 @@ def _install_async_cells(shell: Any) -> bool:
     if not any(isinstance(t, _AsyncThink) for t in post):
         post.append(_AsyncThink())
     return True
-
-
-class _CellRun:
-    """One ``%think`` in a cell: events rendered live, run_in_kernel executed here, approval
-    cards shown (buttons that work while the cell runs, when the cell is awaited)."""
-
-    def __init__(self, magics: ThinkMagics, request: str, out_name: str | None) -> None:
-        from .namespace import summarize_namespace
-        from .render import Transcript
-
-        self.magics = magics
-        self.request = request
-        self.out_name = out_name
-        shell = magics.shell
-        hidden = set(getattr(shell, "user_ns_hidden", {}) or {})
-        self.context = "The user's Python variables:\n" + (
-            summarize_namespace(shell.user_ns, hidden) or "(none)"
-        )
-        self.runtime = magics.runtime()
-        self.interval = float(self.runtime.config.display_interval)
-        self.view = Transcript()
-        self.display_id = uuid.uuid4().hex
-        self.meta = {"think": {"session_id": self.runtime.session_id}}
-        self.answer: str | None = None
-        self.cards: dict[str, Any] = {}
-        self.widgets = False
-        # The transcript is first shown like any pending update, one display interval after
-        # the cell starts: a run that ends sooner shows one display, not three (each display
-        # message flushes stdout and stderr through ipykernel's IO thread, ~1-2 ms apiece).
-        self.shown = False
-
-    # -- rendering ---------------------------------------------------------------------------
-
-    def show(self, final: bool = False) -> None:
-        """Show the transcript display of this cell, or update it once it is shown."""
-        md = self.view.render(final=final, now=time.monotonic())
-        bundle = {"text/markdown": md, "text/plain": md}
-        if not self.shown:
-            self.shown = True
-            display(bundle, raw=True, display_id=self.display_id, metadata=self.meta)
-        else:
-            update_display(bundle, raw=True, display_id=self.display_id, metadata=self.meta)
-
-    def _show_first(self) -> None:
-        """Show the transcript before anything that must appear below it."""
-        if not self.shown:
-            self.show()
-
-    def feed(self, event: Any) -> bool:
-        """Handle one item from the run; True when the transcript changed."""
-        from .agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent, ToolResult
-
-        if isinstance(event, KernelExec):
-            self._show_first()
-            self._execute(event)
-            return False
-        if isinstance(event, ToolResult) and event.display:
-            self._show_first()
-            # Figures and screenshots from sandboxed tools, below the transcript (our
-            # ``think`` metadata is not a MIME type and stays out of the notebook).
-            for bundle in event.display:
-                data = {k: v for k, v in bundle.items() if "/" in k}
-                if data:
-                    display(data, raw=True)
-        if isinstance(event, ApprovalRequested):
-            self._card(event.to_dict())
-        elif isinstance(event, ApprovalResolved):
-            card = self.cards.get(event.id)
-            if card is not None:
-                card.resolved(event.to_dict())
-        changed = self.view.feed(event, time.monotonic())
-        if isinstance(event, Chat):
-            self.answer = event.content
-        elif isinstance(event, ErrorEvent):
-            self.answer = None
-        return changed
-
-    def _execute(self, request: KernelExec) -> None:
-        try:
-            request.future.set_result(execute(self.magics.shell, request.code))
-        except BaseException as e:  # the future must be answered, whatever happened
-            request.future.set_exception(e)
-            if isinstance(e, KeyboardInterrupt):
-                raise
-
-    def _card(self, event: dict[str, Any]) -> None:
-        if not self.widgets:
-            return  # a blocked cell cannot receive clicks: decide in the sidebar or the API
-        from .approvals.widget import ApprovalCard
-
-        loop = self.magics.loop
-        runtime = self.runtime
-
-        def decide(frame: dict[str, Any]) -> None:
-            asyncio.run_coroutine_threadsafe(runtime.resolve_approval(event["id"], frame), loop)
-
-        card = ApprovalCard(event, decide)
-        self.cards[event["id"]] = card
-        self._show_first()
-        display(card.widget)
-
-    def finish(self) -> None:
-        """Final render; ``-o NAME`` keeps the answer."""
-        self.show(final=True)
-        if self.out_name:
-            value = self.answer if self.answer is not None else self.view.final_text
-            self.magics.shell.user_ns[self.out_name] = value
-
-    # -- drivers -----------------------------------------------------------------------------
-
-    def _produce(self, put: Any) -> concurrent.futures.Future[None]:
-        from .agent.events import ErrorEvent
-
-        runtime, request, context = self.runtime, self.request, self.context
-
-        async def produce() -> None:
-            try:
-                async for event in runtime.run(request, context=context):
-                    put(event)
-            except Exception as e:  # a bug below us: a message in the cell, not a traceback
-                put(ErrorEvent(f"internal error: {type(e).__name__}: {e}", "internal"))
-            finally:
-                put(_DONE)
-
-        return asyncio.run_coroutine_threadsafe(produce(), self.magics.loop)
-
-    def run_sync(self) -> None:
-        """Drive the run from a cell that blocks (no asyncio loop in this thread)."""
-        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.magics._cell_sink = events.put
-        fut = self._produce(events.put)
-        last, dirty = time.monotonic(), True  # the first display is a pending update
-        try:
-            while True:
-                wait = max(0.0, last + self.interval - time.monotonic()) if dirty else 0.5
-                try:
-                    event = events.get(timeout=wait)
-                except queue.Empty:
-                    event = None
-                if event is _DONE:
-                    break
-                if event is not None:
-                    dirty = self.feed(event) or dirty
-                now = time.monotonic()
-                tick = event is None and self.view.status == "waiting"  # retry countdown
-                if (dirty and now - last >= self.interval) or tick:
-                    self.show()
-                    last, dirty = now, False
-        except KeyboardInterrupt:
-            fut.cancel()  # cancels the task on the private loop
-            with contextlib.suppress(Exception):
-                concurrent.futures.wait([fut], INTERRUPT_GRACE)
-            self.view.add_note("*Interrupted.*")
-            self.show(final=True)
-            raise
-        finally:
-            self.magics._cell_sink = None
-        self.finish()
-
-    async def run_async(self) -> None:
-        """Drive the run from an awaited cell: the kernel keeps dispatching comms."""
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue[Any] = asyncio.Queue()
-
-        def put(item: Any) -> None:
-            loop.call_soon_threadsafe(events.put_nowait, item)
-
-        self.widgets = True
-        self.magics._cell_sink = put
-        fut = self._produce(put)
-        last, dirty = time.monotonic(), True  # the first display is a pending update
-        try:
-            while True:
-                wait = max(0.0, last + self.interval - time.monotonic()) if dirty else 0.5
-                try:
-                    event = await asyncio.wait_for(events.get(), wait)
-                except TimeoutError:
-                    event = None
-                if event is _DONE:
-                    break
-                if event is not None:
-                    dirty = self.feed(event) or dirty
-                now = time.monotonic()
-                tick = event is None and self.view.status == "waiting"
-                if (dirty and now - last >= self.interval) or tick:
-                    self.show()
-                    last, dirty = now, False
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            fut.cancel()
-            self.view.add_note("*Interrupted.*")
-            self.show(final=True)
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(concurrent.futures.wait, [fut], INTERRUPT_GRACE)
-            raise _Stopped() from None
-        finally:
-            self.magics._cell_sink = None
-        self.finish()

@@ -119,3 +119,28 @@ def test_estimates_of_texts_seen_before_are_remembered(monkeypatch: pytest.Monke
     assert calls == []
     assert tokens.estimate_text(text + " more") == 0 and len(calls) == 1
     assert tokens.estimate_text("short") == 0 and len(calls) == 2  # short: never cached
+
+
+def test_tool_specs_rebuilt_for_each_request_are_estimated_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A registry builds new spec dicts around the same parts each request: they are not
+    JSON-encoded again; a changed description or new parameters are."""
+    from think_kernel.agent import tokens
+
+    params = {"type": "object", "properties": {"path": {"type": "string"}}}
+
+    def specs(desc: str, p: dict) -> list[dict]:
+        return [{"type": "function", "function": {"name": "read_file", "description": desc,
+                                                  "parameters": p}}]  # fmt: skip
+
+    first = tokens.estimate_tools(specs("Read a file.", params))
+    encoded: list[object] = []
+    real = tokens.json.dumps
+    monkeypatch.setattr(tokens.json, "dumps", lambda *a, **k: encoded.append(a) or real(*a, **k))
+    assert tokens.estimate_tools(specs("Read a file.", params)) == first
+    assert encoded == []
+    longer = tokens.estimate_tools(specs("Read a file. " * 40, params))
+    assert longer > first and len(encoded) == 1
+    bigger = {**params, "required": ["path"], "description": "x " * 200}
+    assert tokens.estimate_tools(specs("Read a file.", bigger)) > first and len(encoded) == 2
