@@ -3,18 +3,19 @@
 A Jupyter server with the extension starts one of these while it is still loading
 (``jupyter_ext`` links before the server's own components and web application are built, a
 second or more before it listens). It imports what a think kernel imports, then waits on its
-standard input for one line: ``{"args": [...], "env": {...}, "cwd": "..."}`` (``args`` are
-those after ``python -m think_kernel``), which the
-kernel provisioner (:mod:`think_kernel.provisioner`) writes when the server starts a think
-kernel. It then becomes that kernel: same environment, same folder, same arguments, exactly
-as if ``python -m think_kernel -f CONNECTION_FILE`` had been started then. The server's first
-spare kernel so answers a few hundred milliseconds after the server listens instead of a
-kernel start-up later.
+standard input for one line, ``{"args": [...], "env": {...}, "cwd": "..."}`` (``args``: those
+after ``python -m think_kernel``), which the kernel provisioner
+(:mod:`think_kernel.provisioner`) writes when the server starts a think kernel. It then
+becomes that kernel: same environment, same folder, same arguments, exactly as if ``python -m
+think_kernel -f CONNECTION_FILE`` had been started then. The server's first spare kernel so
+answers a few hundred milliseconds after the server listens instead of a kernel start-up
+later.
 
 Nothing read at import time depends on the environment the kernel is given: the provisioner
-hands a kernel to this process only when the variables the interpreter reads at its start
-(``PYTHON*``, ``LD_*``, the locale) are the ones this process started with. It exits when its
-standard input closes (the server is gone) or after ``THINK_PRELOAD_WAIT`` seconds unused.
+hands a kernel to this process only when the variables read at start-up (``PYTHON*``,
+``LD_*``, the locale and those listed below) are the ones this process started with. It
+exits when its standard input closes (the server is gone) or after ``THINK_PRELOAD_WAIT``
+seconds unused.
 """
 
 from __future__ import annotations

@@ -57,18 +57,12 @@ def preload(env: dict[str, str] | None = None) -> bool:
 
 
 def discard() -> None:
-    """Stop the waiting preloaded process, if any (it exits when its input closes)."""
+    """Let the waiting preloaded process go, if any: it exits once its imports are done and
+    it finds its input closed (not waited for: the server is starting; subprocess reaps it)."""
     global _waiting
     proc, _waiting = _waiting, None
-    if proc is None:
-        return
-    if proc.stdin is not None:
+    if proc is not None and proc.stdin is not None:
         proc.stdin.close()
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _take(cmd: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes] | None:

@@ -75,7 +75,7 @@ def test_a_kernel_with_another_start_environment_is_launched_as_usual(
     finally:
         kernel.stop()
     provisioner.discard()  # its input closes: it exits
-    assert not running(preloaded)
+    wait_until(lambda: not running(preloaded), 30, "the unused preloaded process gone")
 
 
 def test_an_unused_preloaded_process_exits_on_its_own() -> None:
