@@ -14,9 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 
-async def until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll ``cond`` (a function, or one returning an awaitable) every 5 ms until its value is
-    true; return that value."""
+async def until(
+    cond: Callable[[], Any], timeout: float = 10.0, what: str = "", every: float = 0.005
+) -> Any:
+    """Poll ``cond`` (a function, or one returning an awaitable) every ``every`` seconds (a
+    condition that scans /proc wants 20 ms) until its value is true; return that value."""
     end = time.monotonic() + timeout
     while True:
         value = cond()
@@ -26,7 +28,7 @@ async def until(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") 
             return value
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.005)
+        await asyncio.sleep(every)
 
 
 def wait_until(

@@ -18,8 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,8 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+
+from tests.waiting import wait_until
 
 from ..fake_model import FakeModel
 
@@ -40,18 +41,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_for(cond: Callable[[], Any], timeout: float, what: str, step: float = 0.1) -> Any:
-    """Poll a condition (not a fixed sleep) until it holds; return its value."""
-    end = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(step)
 
 
 @dataclass
@@ -269,7 +258,7 @@ def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
                     assert proc.poll() is None, f"the hub exited:\n{log.read_text()}"
                     return False
 
-            wait_for(up, 60, "the hub behind its proxy")
+            wait_until(up, 60, "the hub behind its proxy", every=0.1)
             for user in hub.users.values():
                 # The user's own token, from their name and password (as `jupyterhub token`
                 # or a login would), then their server, started with it.
@@ -289,7 +278,7 @@ def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
                     assert proc.poll() is None, f"the hub exited:\n{log.read_text()}"
                     return bool(server.get("ready"))
 
-                wait_for(ready, 180, f"{user.name}'s server", step=0.5)
+                wait_until(ready, 180, f"{user.name}'s server", every=0.5)
         yield hub
     finally:
         # The hub stops the users' servers on SIGTERM (cleanup_servers), then the proxy.

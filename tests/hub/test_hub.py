@@ -18,8 +18,10 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from tests.waiting import wait_until
+
 from ..fake_model import FakeModel
-from .conftest import Hub, HubUser, as_json, session_ids, store_files, wait_for
+from .conftest import Hub, HubUser, as_json, session_ids, store_files
 
 # The module's hub (proxy, two servers, kernels) starts inside the first test's time.
 pytestmark = pytest.mark.timeout(600)
@@ -75,8 +77,11 @@ def run_probe(hub: Hub, fm: FakeModel, user: HubUser, other: HubUser, other_stor
             headers=user.headers(),
         )
         assert r.status_code == 201, as_json(r)
-        msgs = wait_for(
-            lambda: finished(client, user, sid, f"Probed for {user.name}."), 120, "the run", 0.25
+        msgs = wait_until(
+            lambda: finished(client, user, sid, f"Probed for {user.name}."),
+            120,
+            "the run",
+            every=0.25,
         )
     tool = [m for m in msgs if m["role"] == "tool"]
     assert tool, msgs
@@ -98,7 +103,7 @@ def runs(hub: Hub, hub_models: dict[str, FakeModel]) -> Iterator[dict[str, Run]]
     """Each user's agent, at the same time, probes the other user's store and home."""
     ann, bob = hub.users["ann"], hub.users["bob"]
     stores = {
-        who: wait_for(lambda u=u: store_files(u.home), 60, f"{u.name}'s store")
+        who: wait_until(lambda u=u: store_files(u.home), 60, f"{u.name}'s store", every=0.1)
         for who, u in hub.users.items()
     }
     assert all(len(found) == 1 for found in stores.values()), stores
@@ -218,6 +223,6 @@ def test_the_servers_carry_the_extension_and_the_lab_ui(hub: Hub) -> None:
                 r = client.get(f"/user/{u.name}/lab", headers=u.headers())
                 return r.text if r.status_code == 200 else None
 
-            page = wait_for(lab_page, 30, f"{user.name}'s lab page", 0.2)
+            page = wait_until(lab_page, 30, f"{user.name}'s lab page", every=0.2)
             assert "@think/jupyter-think" in page
             assert Path(user.home).stat().st_uid == user.uid

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier
@@ -40,19 +39,6 @@ def sandbox_processes(session_id: str) -> list[tuple[int, str, str]]:
         state = stat[stat.rindex(b")") + 2 :].split()[0].decode()
         found.append((int(name), state, cmd))
     return found
-
-
-async def wait_for(predicate, within: float = 5.0, interval: float = 0.02):  # type: ignore[no-untyped-def]
-    """Poll ``predicate`` until it returns something truthy (or fail after ``timeout``)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + within
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"condition not met within {within} s: {predicate!r}")
-        await asyncio.sleep(interval)
 
 
 def leftovers(sb: Sandbox) -> list[tuple[int, str, str]]:

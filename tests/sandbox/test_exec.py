@@ -14,9 +14,9 @@ from sandbox_helpers import (
     make_config,
     maps_mention,
     parent_of,
-    wait_for,
 )
 
+from tests.waiting import until
 from think_kernel.sandbox import Sandbox, SandboxError, Tier
 from think_kernel.tools.base import ToolContext, ToolRegistry
 from think_kernel.tools.code import CODE_TOOLS
@@ -123,7 +123,7 @@ async def test_interrupt_kills_within_200_ms(sandbox: Sandbox) -> None:
         elapsed = time.perf_counter() - t0
         assert res.error_category == "killed" and "interrupted" in res.error
         assert elapsed < 0.2, elapsed
-        assert await wait_for(lambda: not leftovers(sandbox), within=2)
+        assert await until(lambda: not leftovers(sandbox), 2, every=0.02)
     res = await sandbox.run_python("print('still here')")
     assert res.ok and res.stdout == "still here\n"
     assert any("restarted" in w for w in (await sandbox.run_python("1")).warnings) is False

@@ -11,8 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import SECRETS, leftovers, make_config, wait_for
+from sandbox_helpers import SECRETS, leftovers, make_config
 
+from tests.waiting import until
 from think_kernel.sandbox import TIER3_WARNING, Sandbox, Tier
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -222,7 +223,7 @@ async def test_fork_bomb_is_contained(sandbox: Sandbox) -> None:
     assert int(res.stdout.split("AFTER")[1].split()[0]) < limit
     bomb = await sandbox.run_bash(":(){ :|:& };:; sleep 1; echo survived", timeout=3)
     assert not bomb.ok or "survived" in bomb.stdout
-    assert await wait_for(lambda: not leftovers(sandbox), within=5)
+    assert await until(lambda: not leftovers(sandbox), 5, every=0.02)
     host = await asyncio.create_subprocess_exec("/bin/true")  # the host can still fork
     assert await host.wait() == 0
     after = await sandbox.run_python("print('alive')", fresh=True)
@@ -248,7 +249,7 @@ async def test_infinite_loop_times_out_at_the_limit(sandbox: Sandbox) -> None:
         res = await run()
         assert res.error_category == "timeout", res
         assert 950 <= res.duration_ms < 2500, res.duration_ms
-    assert await wait_for(lambda: not leftovers(sandbox))
+    assert await until(lambda: not leftovers(sandbox), 5, every=0.02)
 
 
 async def test_cpu_limit_is_a_timeout(sandbox: Sandbox) -> None:
@@ -296,10 +297,10 @@ async def test_no_zombie_or_orphan_after_a_cell(sandbox: Sandbox) -> None:
     for fresh in (False, True):
         res = await sandbox.run_python(code, fresh=fresh)
         assert res.ok and "started" in res.stdout, res
-        await wait_for(NoLeftovers(sandbox))
+        await until(NoLeftovers(sandbox), 5, every=0.02)
     res = await sandbox.run_bash("sleep 300 & (setsid sleep 302 &) ; echo started")
     assert "started" in res.stdout
-    await wait_for(NoLeftovers(sandbox))
+    await until(NoLeftovers(sandbox), 5, every=0.02)
 
 
 async def test_scratch_dir_is_private(sandbox: Sandbox) -> None:
@@ -311,7 +312,7 @@ async def test_scratch_dir_is_private(sandbox: Sandbox) -> None:
 async def test_interrupt_signal_only_reaches_sandbox(sandbox: Sandbox) -> None:
     # An interrupt must never hit the kernel (this process): we are still here to check.
     task = asyncio.ensure_future(sandbox.run_bash("sleep 37"))
-    await wait_for(lambda: any(p[2].strip() == "sleep 37" for p in leftovers(sandbox)))
+    await until(lambda: any(p[2].strip() == "sleep 37" for p in leftovers(sandbox)), 5, every=0.02)
     await sandbox.interrupt()
     res = await task
     assert res.error_category == "killed"

@@ -7,8 +7,9 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
-from sandbox_helpers import leftovers, wait_for
+from sandbox_helpers import leftovers
 
+from tests.waiting import until
 from think_kernel.sandbox import Sandbox
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -64,5 +65,5 @@ async def test_stopping_one_worker_leaves_the_others_running(sandbox: Sandbox) -
         await sandbox.close_worker("t_a")
         await sandbox.close_worker("t_b")
     # Nothing of either is left behind; the session's own worker is untouched.
-    await wait_for(lambda: not leftovers(sandbox), 5)
+    await until(lambda: not leftovers(sandbox), 5, every=0.02)
     assert (await sandbox.run_python("print(1 + 1)")).stdout == "2\n"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -38,16 +36,3 @@ def process_state(pid: int) -> str:
     except OSError:
         return ""
     return stat[stat.rindex(b")") + 2 :].split()[0].decode()
-
-
-async def wait_for(predicate: Callable[[], T], within: float = 10.0) -> T:
-    """Poll ``predicate`` until it returns something truthy (fail after ``within`` s)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + within
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"condition not met within {within} s: {predicate!r}")
-        await asyncio.sleep(0.02)

@@ -9,8 +9,9 @@ import signal
 import textwrap
 
 from conftest import SandboxFactory
-from security_helpers import host_processes, process_state, wait_for
+from security_helpers import host_processes, process_state
 
+from tests.waiting import until
 from think_kernel.sandbox import Tier
 
 
@@ -136,7 +137,7 @@ async def test_a_wedged_launcher_is_replaced_within_the_timeout(
         assert res.ok and res.stdout == "back\n", res
         assert any("did not answer within 2 s and was replaced" in w for w in res.warnings), res
         assert res.duration_ms < 20_000
-        await wait_for(lambda: process_state(first) == "", within=10)  # the old one is gone
+        await until(lambda: process_state(first) == "", 10, every=0.02)  # the old one is gone
         assert sb.launcher_restarts == 1 and await sb.ping()
         again = await sb.run_bash("echo normal")
         assert again.ok and [w for w in again.warnings if "replaced" in w] == []
@@ -160,7 +161,7 @@ async def test_a_wedged_launcher_is_replaced_within_the_timeout(
 async def test_interrupt_gets_through_a_wedged_launcher(open_sandbox: SandboxFactory) -> None:
     async with open_sandbox("stop") as sb:
         task = asyncio.ensure_future(sb.run_bash("sleep 33.5", timeout=60))
-        await wait_for(lambda: host_processes(sb.session_id, "sleep 33.5"))
+        await until(lambda: host_processes(sb.session_id, "sleep 33.5"), 10, every=0.02)
         launcher = sb.launcher_pid()
         assert launcher is not None
         os.kill(launcher, signal.SIGSTOP)  # the kill request cannot reach the run through it

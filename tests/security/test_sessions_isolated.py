@@ -15,8 +15,9 @@ import sys
 import textwrap
 
 from conftest import SandboxFactory
-from security_helpers import host_processes, process_state, wait_for
+from security_helpers import host_processes, process_state
 
+from tests.waiting import until
 from think_kernel.sandbox import Tier
 from think_kernel.sandbox.uids import processes_of_uid
 
@@ -68,7 +69,7 @@ async def test_cannot_signal_trace_or_read_another_session(
 ) -> None:
     async with open_sandbox("a") as a, open_sandbox("b") as b:
         victim = asyncio.ensure_future(b.run_bash("sleep 41.5; echo survived", timeout=60))
-        (pid,) = await wait_for(lambda: host_processes(b.session_id, "sleep 41.5"))
+        (pid,) = await until(lambda: host_processes(b.session_id, "sleep 41.5"), 10, every=0.02)
         code = textwrap.dedent(f"""
             import ctypes, os, signal
             pid = {pid}
