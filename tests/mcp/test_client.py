@@ -153,7 +153,10 @@ async def test_environment_is_scrubbed_and_variables_expand(
     fake_model.reply(tool_calls=[("test__env", {"name": n}) for n in names])
     fake_model.reply(text="ok")
     events = await collect(rt, "env")
-    got = [e["output"] for e in results(events, "test__env")]
+    # The five calls run at once: their results come in any order.
+    output = {e["call_id"]: e["output"] for e in results(events, "test__env")}
+    asked = {e["input"]["name"]: e["id"] for e in events if e["type"] == "tool_call"}
+    got = [output[asked[n]] for n in names]
     assert got[:4] == ["<unset>", "tok-123", "fallback", "<unset>"]
     assert got[4] == os.environ["PATH"]
 

@@ -137,6 +137,8 @@ async def test_a_folder_swapped_for_a_link_mid_write_is_never_followed(
         while time.time() < end and not os.path.exists("stop"):
             if libc.syscall(renameat2, -100, b"d", -100, b"d_lnk", 2) == 0:  # EXCHANGE
                 swaps += 1
+                if swaps == 2000:
+                    open("swapped", "w").close()
         print("swaps", swaps)
     """)
     swapper = asyncio.ensure_future(sandbox.run_python(code, fresh=True))
@@ -144,7 +146,10 @@ async def test_a_folder_swapped_for_a_link_mid_write_is_never_followed(
     await until(lambda: swapper.done() or link.is_symlink() or link.is_dir(), 30, "the swapper")
     results = {"written": 0, "refused": 0}
     i = 0
-    while not swapper.done() and i < 100:
+    # 100 writes at least, and on until the swapper has swapped 2,000 times (a fast write
+    # path makes 100 writes in ~50 ms, before the race got going).
+    swapped = workspace / "swapped"
+    while not swapper.done() and i < 5000 and (i < 100 or not swapped.exists()):
         out = await tool(runtime, "write_file", path=f"d/x{i}.pth", content=PAYLOAD)
         results["written" if out.ok else "refused"] += 1  # type: ignore[attr-defined]
         i += 1
