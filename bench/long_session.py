@@ -8,7 +8,9 @@ tool result (SQLite, committed), recording usage, running a trivial tool.
 
 (a) Per-step loop overhead with 10, 200 and 2,000 stored messages in the session, on a model
     whose window holds them all (no compaction): the figure must stay flat. The 10-message
-    case is the baseline, measured in the same run.
+    case is the baseline, measured in the same run. And the same for what a request does
+    before its first model call (read the history, convert it for the model), request after
+    request in one session: the first step of every request pays it.
 (b) Compaction's own time: a session of 2,000 stored messages (~300 K tokens) on a 32 K
     window; the first step compacts it (transcript, summarizer calls answered at once,
     storing the summary, rebuilding the context). Printed next to an ordinary step (the
@@ -60,6 +62,7 @@ class InstantModel:
         self.left = steps
         self.calls = 0
         self.internal = 0
+        self.called_at = 0.0  # when the last request reached it (perf_counter)
 
     async def stream(
         self,
@@ -70,6 +73,7 @@ class InstantModel:
         purpose: str = "step",
     ) -> AsyncIterator[Chunk]:
         """One completion."""
+        self.called_at = time.perf_counter()
         prompt = 100 * len(messages)  # O(1): the model's own work must not be timed
         if purpose != "step":
             self.internal += 1
@@ -124,6 +128,25 @@ async def run_steps(history: int, steps: int, ws: Path, **cfg: Any) -> dict[str,
     }
 
 
+async def request_starts(history: int, requests: int, ws: Path) -> list[float]:
+    """ms from a request to its first model call, for ``requests`` requests in a row in one
+    session of ``history`` stored messages: reading the history, the root task, converting
+    the conversation for the model (each request starts from the whole history)."""
+    config = ThinkConfig(base_url="http://unused", api_key="k", primary_model="gpt-4.1")
+    model = InstantModel(0)
+    rt = BenchRuntime(config, ws, model=model, extensions=[])
+    await rt.start()
+    await seed_history(rt, history)
+    times = []
+    for i in range(requests + 2):  # the first two read the session whole: not the steady state
+        t0 = time.perf_counter()
+        async for _ in rt.run(f"question {i}"):
+            pass
+        times.append((model.called_at - t0) * 1000)
+    await rt.close()
+    return times[2:]
+
+
 async def bench(steps: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,6 +156,10 @@ async def bench(steps: int) -> dict[str, Any]:
             r = await run_steps(history, steps, ws, primary_model="gpt-4.1")
             assert r["compaction"] is None, "the 1 M window should hold the whole history"
             out[f"h{history}"] = (statistics.median(r["steps"]), pct(r["steps"], 0.9))
+            ws = Path(tmp) / f"r{history}"
+            ws.mkdir()
+            starts = await request_starts(history, steps, ws)
+            out[f"r{history}"] = (statistics.median(starts), pct(starts, 0.9))
         ws = Path(tmp) / "compact"
         ws.mkdir()
         r = await run_steps(2000, steps, ws, primary_model="gpt-4.1", context_window=32_768)
@@ -186,6 +213,12 @@ def main() -> None:
         label = f"loop cost per step, {h:,} stored messages"
         label += " (baseline)" if h == 10 else ""
         print(f"{label:58} {p50:8.2f}ms {p90:8.2f}ms {p50 / base:7.2f}x")
+    rbase = r["r10"][0]
+    for h in (10, 200, 2000):
+        p50, p90 = r[f"r{h}"]
+        label = f"request start -> model call, {h:,} stored messages"
+        label += " (baseline)" if h == 10 else ""
+        print(f"{label:58} {p50:8.2f}ms {p90:8.2f}ms {p50 / rbase:7.2f}x")
     c = r["compaction"]
     print(
         f"{'compaction of 2,000 messages into a 32 K window (own time)':58}"

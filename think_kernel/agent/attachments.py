@@ -75,11 +75,16 @@ async def load_history(
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Whole contents of the offloaded rows the model will see, and attachment data: the
     text of attached files, and ``data:`` URLs of the images of this run's request only."""
+    loaded: dict[str, str] = {}
+    # Most rows have neither: look for those that do first (a history is thousands of rows).
+    wanted = [i for i, r in enumerate(rows) if r.get("content_blob") or r.get("attachments")]
+    if not wanted:
+        return rows, loaded
     pinned, _summary, visible = split_history(rows)
     seen = {id(r) for r in visible} | ({id(pinned)} if pinned is not None else set())
-    loaded: dict[str, str] = {}
-    out = []
-    for row in rows:
+    out = list(rows)
+    for i in wanted:
+        row = rows[i]
         if id(row) in seen:
             if row.get("content_blob") and row["role"] in ("user", "assistant", "tool"):
                 with contextlib.suppress(KeyError):
@@ -87,7 +92,7 @@ async def load_history(
             if row["role"] == "user":
                 for a in row.get("attachments") or []:
                     await _load_one(store, a, row["id"] == user["id"], loaded)
-        out.append(row)
+        out[i] = row
     return out, loaded
 
 

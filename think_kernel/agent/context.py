@@ -18,8 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..store.history import Row
 from .compaction import Plan
-from .messages import to_model_messages, transform_context
+from .messages import to_model_message, transform_context
 from .tokens import estimate_message, estimate_text
 
 SUMMARY_HEADING = (
@@ -106,15 +107,24 @@ class ModelContext:
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
         """Add rows produced by the run (an assistant turn, tool results)."""
-        rows = list(rows)
-        new = to_model_messages("", rows, self.loaded)[1:]
-        for row, msg in zip(rows, new, strict=True):
-            size = estimate_message(msg)
-            self.rows.append(row)
-            self.sizes.append(size)
-            self.messages.append(msg)
-            self._total += size
-            self._images = self._images or _has_image(msg)
+        # The whole history goes through here at every request: locals, one lookup a row.
+        loaded, kept = self.loaded, _CONVERTED
+        total, images = self._total, self._images
+        add_row, add_size, add_msg = self.rows.append, self.sizes.append, self.messages.append
+        for row in rows:
+            hit = kept.get(id(row))
+            if hit is not None and hit[0] is row:
+                _, msg, size, image = hit
+            else:
+                msg, size, image = _converted(row, loaded)
+            if msg is None:
+                continue
+            add_row(row)
+            add_size(size)
+            add_msg(msg)
+            total += size
+            images = images or image
+        self._total, self._images = total, images
 
     def compacted(self, summary: dict[str, Any], plan: Plan) -> None:
         """Replace the span by ``summary`` (a stored ``summary`` row)."""
@@ -163,16 +173,16 @@ class ModelContext:
         return f"{self.base_system}\n\n{SUMMARY_HEADING}{self.summary.get('content') or ''}\n"
 
     def _rebuild(self, rows: list[dict[str, Any]]) -> None:
-        head = [self.pinned] if self.pinned is not None else []
-        messages = to_model_messages(self.system_text(), head + rows, self.loaded)
-        self.messages = messages
-        self._system_size = estimate_message(messages[0])
-        self._pinned_size = estimate_message(messages[1]) if head else 0
-        offset = 1 + len(head)
-        self.rows = list(rows)
-        self.sizes = [estimate_message(m) for m in messages[offset:]]
-        self._total = self._system_size + self._pinned_size + sum(self.sizes)
-        self._images = any(_has_image(m) for m in messages)
+        system = {"role": "system", "content": self.system_text()}
+        self.messages = [system]
+        self._system_size = estimate_message(system)
+        self._pinned_size, self._images = 0, False
+        if self.pinned is not None:
+            msg, self._pinned_size, self._images = _converted(self.pinned, self.loaded)
+            self.messages.append(msg or {"role": "user", "content": ""})
+        self.rows, self.sizes = [], []
+        self._total = self._system_size + self._pinned_size
+        self.append(rows)
 
     def _message_sizes(self) -> list[int]:
         head = [self._pinned_size] if self.pinned is not None else []
@@ -188,6 +198,36 @@ class ModelContext:
         j = index - 1 - (1 if self.pinned is not None else 0)
         self._total += size - self.sizes[j]
         self.sizes[j] = size
+
+
+#: What stored rows converted to, by the row object: (the row, its message, the message's
+#: token estimate, whether it carries an image). Every request converts the whole history;
+#: rows the history cache hands out (store/history.py) are the same read-only objects from one
+#: request to the next while they are unchanged, so each is converted once. The entry keeps its
+#: row alive: an id is not reused while the entry stands.
+_CONVERTED: dict[int, tuple[Row, dict[str, Any] | None, int, bool]] = {}
+_CONVERTED_MAX = 20_000
+
+
+def _converted(
+    row: dict[str, Any], loaded: dict[str, str]
+) -> tuple[dict[str, Any] | None, int, bool]:
+    """A row as a model message (None if the model does not see it), its tokens, and whether
+    it carries an image."""
+    # A row with attachments converts to what ``loaded`` holds for this request.
+    keep = type(row) is Row and not row.get("attachments")
+    if keep:
+        hit = _CONVERTED.get(id(row))
+        if hit is not None and hit[0] is row:
+            return hit[1], hit[2], hit[3]
+    msg = to_model_message(row, loaded)
+    size = estimate_message(msg) if msg is not None else 0
+    image = msg is not None and _has_image(msg)
+    if keep:
+        if len(_CONVERTED) >= _CONVERTED_MAX:
+            _CONVERTED.clear()
+        _CONVERTED[id(row)] = (row, msg, size, image)  # type: ignore[assignment]
+    return msg, size, image
 
 
 def _has_image(msg: dict[str, Any]) -> bool:

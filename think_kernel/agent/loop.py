@@ -285,7 +285,8 @@ class Agent:
         """The last step of this request if it has calls with an approval but no result."""
         if self.gate is None:
             return None
-        start = next((i for i, r in enumerate(rows) if r["id"] == user_id), None)
+        # From the end: the request is the last user row, or close to it (a long history).
+        start = next((i for i in range(len(rows) - 1, -1, -1) if rows[i]["id"] == user_id), None)
         if start is None:
             return None
         later = rows[start + 1 :]

@@ -33,6 +33,9 @@ def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     pending: list[str] = []
     for row in rows:
         role = row.get("role")
+        if role == "user" and not pending:  # most rows of a long history: kept as they are
+            out.append(row)
+            continue
         status = row.get("status", "complete")
         if role not in MODEL_ROLES and not _is_report(row):
             continue  # compaction summaries and other records the model never sees as such
@@ -69,35 +72,42 @@ def to_model_messages(
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for row in rows:
-        role = row["role"]
-        if role == "user":
-            out.append({"role": "user", "content": user_content(row, loaded or {})})
-        elif role == "assistant":
-            msg: dict[str, Any] = {"role": "assistant", "content": row.get("content") or None}
-            calls = row.get("tool_calls")
-            if calls:
-                msg["tool_calls"] = [
-                    {
-                        "id": c["id"],
-                        "type": "function",
-                        "function": {"name": c["name"], "arguments": _args_text(c)},
-                    }
-                    for c in calls
-                ]
-            elif msg["content"] is None:
-                msg["content"] = ""
+        msg = to_model_message(row, loaded or {})
+        if msg is not None:
             out.append(msg)
-        elif role == "tool":
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": row["tool_call_id"],
-                    "content": row.get("content") or "",
-                }
-            )
-        elif _is_report(row):
-            out.append({"role": "user", "content": f"[Think] {row.get('content') or ''}"})
     return out
+
+
+def to_model_message(row: dict[str, Any], loaded: dict[str, str]) -> dict[str, Any] | None:
+    """One stored row (already transformed) as an OpenAI chat message; None for a row the
+    model does not see."""
+    role = row["role"]
+    if role == "user":
+        return {"role": "user", "content": user_content(row, loaded)}
+    if role == "assistant":
+        msg: dict[str, Any] = {"role": "assistant", "content": row.get("content") or None}
+        calls = row.get("tool_calls")
+        if calls:
+            msg["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": _args_text(c)},
+                }
+                for c in calls
+            ]
+        elif msg["content"] is None:
+            msg["content"] = ""
+        return msg
+    if role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": row["tool_call_id"],
+            "content": row.get("content") or "",
+        }
+    if _is_report(row):
+        return {"role": "user", "content": f"[Think] {row.get('content') or ''}"}
+    return None
 
 
 def _args_text(call: dict[str, Any]) -> str:

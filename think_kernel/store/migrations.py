@@ -322,6 +322,44 @@ migration(
 )
 
 
+# Issue 17: a revision per message, so a process that keeps a session's history in memory
+# reads only the rows that changed since it last looked (store/history.py). Triggers keep it:
+# every insert and update of a message, by any process and any code path, takes the next
+# value of one clock, committed with the change itself, so revisions follow commit order.
+# A delete leaves its revision in ``message_resets``: whoever sees it changed reads all again.
+migration(
+    "m012_message_revs",
+    """
+    CREATE TABLE message_clock (id INTEGER PRIMARY KEY CHECK (id = 1), rev INTEGER NOT NULL);
+    INSERT INTO message_clock VALUES (1, 1);
+    CREATE TABLE message_revs (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        rev INTEGER NOT NULL
+    );
+    INSERT INTO message_revs SELECT id, session_id, 1 FROM messages;
+    CREATE INDEX message_revs_session ON message_revs(session_id, rev);
+    CREATE TABLE message_resets (session_id TEXT PRIMARY KEY, rev INTEGER NOT NULL);
+    CREATE TRIGGER message_rev_insert AFTER INSERT ON messages BEGIN
+        UPDATE message_clock SET rev = rev + 1 WHERE id = 1;
+        INSERT OR REPLACE INTO message_revs
+            VALUES (NEW.id, NEW.session_id, (SELECT rev FROM message_clock WHERE id = 1));
+    END;
+    CREATE TRIGGER message_rev_update AFTER UPDATE ON messages BEGIN
+        UPDATE message_clock SET rev = rev + 1 WHERE id = 1;
+        INSERT OR REPLACE INTO message_revs
+            VALUES (NEW.id, NEW.session_id, (SELECT rev FROM message_clock WHERE id = 1));
+    END;
+    CREATE TRIGGER message_rev_delete AFTER DELETE ON messages BEGIN
+        UPDATE message_clock SET rev = rev + 1 WHERE id = 1;
+        DELETE FROM message_revs WHERE id = OLD.id;
+        INSERT OR REPLACE INTO message_resets
+            VALUES (OLD.session_id, (SELECT rev FROM message_clock WHERE id = 1));
+    END;
+    """,
+)
+
+
 def _statements(script: str) -> list[str]:
     """Split a SQL script into complete statements."""
     out, buf = [], ""

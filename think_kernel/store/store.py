@@ -20,10 +20,12 @@ import json
 import sqlite3
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .history import HistoryCache
 from .loopdb import Cursor, LoopConnection
 from .mcpclients import McpClientsMixin
 from .migrations import migrate
@@ -76,6 +78,7 @@ MESSAGE_FIELDS = {
 }
 SESSION_FIELDS = {"title", "path", "status", "options", "kind"}
 PREVIEW_CHARS = 2000
+BLOB_TEXT_CACHE = 8_000_000  # characters of offloaded message contents kept in memory
 _MESSAGE_COLUMNS = (
     "id session_id seq role content content_blob content_size tool_calls tool_call_id name"
     " result_summary result_preview reasoning reasoning_size status checkpoint heartbeat_at"
@@ -142,6 +145,9 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         self.blob_dir = path.parent / "blobs"
         self.blob_threshold = blob_threshold
         self.reasoning_limit = reasoning_limit
+        self.history = HistoryCache(db)  # whole conversations, read again where they changed
+        self._blob_texts: OrderedDict[str, str] = OrderedDict()  # see message_content
+        self._blob_chars = 0
 
     @classmethod
     async def open(cls, path: str | Path, **kwargs: Any) -> Store:
@@ -321,6 +327,7 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
             "usage",
         ):
             await self.db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        self.history.forget(session_id)
         return existed
 
     # -- messages ----------------------------------------------------------------------------
@@ -399,10 +406,23 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         return await self._one("SELECT * FROM messages WHERE id = ?", (message_id,))
 
     async def message_content(self, message: dict[str, Any]) -> str:
-        """The whole content of a message, reading its blob if it was offloaded."""
-        if message.get("content_blob"):
-            return await asyncio.to_thread(self.get_blob, message["content_blob"])
-        return str(message.get("content") or "")
+        """The whole content of a message, reading its blob if it was offloaded.
+
+        Each request gives the model the whole history, so offloaded contents are kept in
+        memory (up to ``BLOB_TEXT_CACHE`` characters, the most recently used): a blob's key is
+        the hash of its bytes, so what is kept never goes stale."""
+        key = message.get("content_blob")
+        if not key:
+            return str(message.get("content") or "")
+        text = self._blob_texts.pop(key, None)
+        if text is None:
+            text = await asyncio.to_thread(self.get_blob, key)
+            self._blob_chars += len(text)
+        self._blob_texts[key] = text  # the most recently used last
+        while self._blob_chars > BLOB_TEXT_CACHE and len(self._blob_texts) > 1:
+            _, old = self._blob_texts.popitem(last=False)
+            self._blob_chars -= len(old)
+        return text
 
     async def full_output(self, message: dict[str, Any]) -> str:
         """The whole output of a tool message (the model may have seen only a summary)."""
@@ -423,6 +443,12 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         Only the main conversation by default; ``facet`` gives the messages of one side
         conversation instead (a subagent's: ``subagent:<task id>``).
         """
+        if before is None and limit is None:  # a whole conversation: see store/history.py
+            rows = await self.history.rows(session_id, facet)
+            if statuses is None:
+                return rows
+            keep = set(statuses)
+            return [r for r in rows if r["status"] in keep]
         where = ["session_id = ?", "facet IS ?"]
         params: list[Any] = [session_id, facet]
         if before is not None:

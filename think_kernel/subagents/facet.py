@@ -38,6 +38,7 @@ class FacetStore(Store):
         super().__init__(base.db, base.path, base.blob_threshold, base.reasoning_limit)
         self.task_id = task_id
         self.facet = facet_of(task_id)
+        self.history = base.history
 
     async def add_message(
         self, session_id: str, role: str, content: str = "", **fields: Any

@@ -1,0 +1,154 @@
+"""A session's stored history kept in memory, read again only where it changed (issue 17).
+
+    history = HistoryCache(db)
+    rows = await history.rows(session_id, facet=None)   # every status, oldest first, copies
+
+Every request of a run starts from the whole conversation. Read from SQLite and decoded row by
+row, 2,000 messages cost ~35 ms, so each ``%%think`` and each chat message got slower as the
+session grew. Here each process (a kernel, the server) keeps the rows of its recent
+conversations and asks SQLite only for those whose revision is newer than the newest it holds.
+
+Revisions (migration ``m012_message_revs``) come from triggers: every insert or update of a
+message takes the next value of one clock in the same transaction, so they follow commit order
+and cover every writer (the kernel, the server, another kernel, a migration). Hence, in any
+snapshot that holds a row of revision ``r``, every change with a smaller revision is present:
+asking for ``rev > newest seen`` after a consistent read misses nothing. A delete (``/undo``,
+a truncation, a deleted session) records its revision in ``message_resets``; the value that
+comes with each read is compared with the one of the last read, and any change means the
+cache reads everything again. The rows and that value come from one statement, hence one
+snapshot.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+#: Conversations held per process: a kernel's session and its subagents' (which share the
+#: parent's store), or the server's most recently read.
+MAX_CONVERSATIONS = 16
+
+_RESET = "(SELECT rev FROM message_resets WHERE session_id = ?)"
+_FULL = (
+    f"SELECT COALESCE(r.rev, 0) AS _rev, {_RESET} AS _reset, m.* FROM messages m"
+    " LEFT JOIN message_revs r ON r.id = m.id"
+    " WHERE m.session_id = ? AND m.facet IS ? ORDER BY m.seq"
+)
+_CHANGED = (
+    f"SELECT r.rev AS _rev, {_RESET} AS _reset, m.* FROM message_revs r"
+    " JOIN messages m ON m.id = r.id"
+    " WHERE r.session_id = ? AND r.rev > ? AND m.facet IS ? ORDER BY m.seq"
+)
+
+
+class Row(dict[str, Any]):
+    """A stored message as the cache hands it out: the same object to every reader, so it
+    cannot be changed in place (``{**row, ...}`` or ``dict(row)`` make a copy that can).
+    Copies, deep copies and pickles of it are plain dicts."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("a stored message row is shared and read-only: change a copy (dict(row))")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    update = pop = popitem = setdefault = clear = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+@dataclass
+class _Conversation:
+    rows: list[Row] = field(default_factory=list)  # by seq
+    index: dict[str, int] = field(default_factory=dict)  # message id -> position in rows
+    rev: int = 0  # newest revision held
+    reset: int | None = None  # message_resets' value at the last read
+
+
+class HistoryCache:
+    """The rows of recent conversations, in step with the database (see the module doc)."""
+
+    def __init__(self, db: Any, size: int = MAX_CONVERSATIONS) -> None:
+        self.db = db
+        self.size = size
+        self._held: OrderedDict[tuple[str, str | None], _Conversation] = OrderedDict()
+        self.full_reads = 0  # for tests and benchmarks: reads of a whole conversation
+
+    async def rows(self, session_id: str, facet: str | None = None) -> list[dict[str, Any]]:
+        """Every message of the conversation, oldest first (the list is the caller's; the
+        rows are shared, read-only :class:`Row` objects)."""
+        key = (session_id, facet)
+        conv = self._held.get(key)
+        if conv is None or not await self._refresh(conv, session_id, facet):
+            conv = self._held[key] = await self._read_all(session_id, facet)
+            while len(self._held) > self.size:
+                self._held.popitem(last=False)
+        self._held.move_to_end(key)
+        return list(conv.rows)
+
+    def forget(self, session_id: str) -> None:
+        """Drop what is held of a session (its rows were deleted by this process)."""
+        for key in [k for k in self._held if k[0] == session_id]:
+            del self._held[key]
+
+    async def _read_all(self, session_id: str, facet: str | None) -> _Conversation:
+        self.full_reads += 1
+        got = await self._select(_FULL, (session_id, session_id, facet))
+        conv = _Conversation()
+        if got:
+            self._merge(conv, got)
+        else:
+            # Nothing yet. The next read asks for every row of revision > 0, that is every
+            # row there is then, so a delete between these two statements loses nothing.
+            conv.reset = await self._reset(session_id)
+        return conv
+
+    async def _refresh(self, conv: _Conversation, session_id: str, facet: str | None) -> bool:
+        """Bring ``conv`` up to date; False if it must be read whole (a delete happened)."""
+        changed = await self._select(_CHANGED, (session_id, session_id, conv.rev, facet))
+        if not changed:
+            return await self._reset(session_id) == conv.reset
+        if changed[0]["_reset"] != conv.reset:
+            return False
+        self._merge(conv, changed)
+        return True
+
+    async def _reset(self, session_id: str) -> int | None:
+        async with self.db.execute(
+            "SELECT rev FROM message_resets WHERE session_id = ?", (session_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return row["rev"] if row else None
+
+    async def _select(self, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+        async with self.db.execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    @staticmethod
+    def _merge(conv: _Conversation, changed: list[dict[str, Any]]) -> None:
+        conv.reset = changed[0]["_reset"]
+        in_order = True
+        for got in changed:
+            conv.rev = max(conv.rev, got.pop("_rev"))
+            got.pop("_reset")
+            row = Row(got)
+            i = conv.index.get(row["id"])
+            if i is not None:
+                conv.rows[i] = row
+                continue
+            if conv.rows and row["seq"] < conv.rows[-1]["seq"]:
+                in_order = False  # another process appended a row while we held later ones
+            conv.index[row["id"]] = len(conv.rows)
+            conv.rows.append(row)
+        if not in_order:
+            conv.rows.sort(key=lambda r: r["seq"])
+            conv.index = {r["id"]: i for i, r in enumerate(conv.rows)}
