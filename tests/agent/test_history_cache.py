@@ -284,3 +284,70 @@ async def test_the_model_sees_the_same_history_converted_or_remembered(tmp_path:
     assert ctx.messages == fresh(rows) and ctx.messages[2]["content"].startswith("let me look")
     assert ctx.tokens() > before + 50
     await s.close()
+
+
+async def test_requests_reusing_the_converted_start_see_what_a_fresh_build_sees(
+    tmp_path: Path,
+) -> None:
+    """Request after request on a changing history (appends, tool calls answered later or
+    never, failed attempts, edits, undo, offloaded contents, attachments): the context built
+    from the previous request's converted start equals one built from scratch."""
+    from think_kernel.agent import context as context_module
+    from think_kernel.agent.attachments import load_history
+    from think_kernel.agent.context import ModelContext
+
+    s = await Store.open(tmp_path / "t.db", blob_threshold=300)
+    sid = (await s.create_session())["id"]
+    blob = await s.save_blob(b"\x89PNG\r\n\x1a\n" + b"0" * 64)
+    rng = random.Random(5)
+    ids: list[str] = []
+    reused = 0
+    for step in range(120):
+        for _ in range(rng.randint(1, 4)):
+            kind = rng.random()
+            if kind < 0.25:
+                extra: dict[str, Any] = {}
+                if rng.random() < 0.2:
+                    extra["attachments"] = [{"kind": "image", "blob": blob, "name": "p.png"}]
+                m = await s.add_message(sid, "user", f"q{step}", **extra)
+            elif kind < 0.5:
+                n = rng.randint(0, 2)
+                calls = [{"id": f"c{step}_{i}", "name": "x", "arguments": "{}"} for i in range(n)]
+                status = rng.choice(("complete", "complete", "complete", "error", "streaming"))
+                m = await s.add_message(
+                    sid, "assistant", f"a{step}", tool_calls=calls or None, status=status
+                )
+            elif kind < 0.8:
+                body = "x" * rng.choice((10, 400))  # 400: offloaded to a blob
+                m = await s.add_message(
+                    sid, "tool", body, tool_call_id=f"c{step - rng.randint(0, 1)}_0", name="bash"
+                )
+            elif kind < 0.9 and ids:
+                await s.update_message(rng.choice(ids), content=f"edited {step}")
+                continue
+            elif ids and len(ids) > 5:
+                gone = rng.choice(ids[-5:])
+                await s.truncate(sid, gone)
+                ids = ids[: ids.index(gone)]
+                continue
+            else:
+                continue
+            ids.append(m["id"])
+        # A request: the stored history as the loop reads it, then the new user row.
+        rows = await s.get_messages(sid, statuses=("complete", "cancelled", "error"))
+        user = {**(await s.add_message(sid, "user", f"request {step}")), "attachments": None}
+        ids.append(user["id"])
+        rows.append(user)
+        before = {k: len(p.rows) for k, p in context_module._PREFIXES.items()}
+        loaded_rows, loaded = await load_history(s, rows, user)
+        ctx = ModelContext.from_rows("sys", loaded_rows, loaded, 7)
+        reused += bool(before.get((sid, None)))
+        # From scratch: plain dicts (nothing remembered applies), the same loaded data.
+        fresh_rows, fresh_loaded = await load_history(s, [dict(r) for r in rows], user)
+        fresh = ModelContext.from_rows("sys", fresh_rows, fresh_loaded, 7)
+        assert ctx.messages == fresh.messages, step
+        assert ctx.sizes == fresh.sizes and ctx.tokens() == fresh.tokens(), step
+        assert ctx.has_images == fresh.has_images, step
+        assert [r.get("id") for r in ctx.rows] == [r.get("id") for r in fresh.rows], step
+    assert reused > 60  # the converted start was reused, not rebuilt every time
+    await s.close()

@@ -15,9 +15,9 @@ files must be UTF-8 text. The model gets images as image parts in the run that a
 from __future__ import annotations
 
 import base64
-import contextlib
 from typing import TYPE_CHECKING, Any
 
+from ..store.history import Row
 from .context import split_history
 
 if TYPE_CHECKING:
@@ -87,13 +87,37 @@ async def load_history(
         row = rows[i]
         if id(row) in seen:
             if row.get("content_blob") and row["role"] in ("user", "assistant", "tool"):
-                with contextlib.suppress(KeyError):
-                    row = {**row, "content": await store.message_content(row)}
+                row = await _whole(store, row)
             if row["role"] == "user":
                 for a in row.get("attachments") or []:
                     await _load_one(store, a, row["id"] == user["id"], loaded)
         out[i] = row
     return out, loaded
+
+
+#: Offloaded rows with their whole content, by the stored row object (see _whole).
+_WHOLE: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+_WHOLE_MAX = 10_000
+
+
+async def _whole(store: Store, row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its whole content. For a read-only row of the history cache the result is
+    the same read-only object at every request while the row is unchanged, so the model
+    context can tell that the history's start is what it converted before."""
+    hit = _WHOLE.get(id(row))
+    if hit is not None and hit[0] is row:
+        return hit[1]
+    try:
+        content = await store.message_content(row)
+    except KeyError:
+        return row  # the blob is gone: the model sees the preview
+    if type(row) is not Row:
+        return {**row, "content": content}
+    whole = Row({**row, "content": content})
+    if len(_WHOLE) >= _WHOLE_MAX:
+        _WHOLE.clear()
+    _WHOLE[id(row)] = (row, whole)  # the entry keeps ``row`` alive: its id stays its own
+    return whole
 
 
 async def _load_one(store: Store, a: Any, current: bool, loaded: dict[str, str]) -> None:

@@ -14,13 +14,15 @@ enormous tool result in the tail) are cut in the middle for the model only (:met
 
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.history import Row
 from .compaction import Plan
-from .messages import to_model_message, transform_context
+from .messages import to_model_message, transform_context, transform_steps
 from .tokens import estimate_message, estimate_text
 
 SUMMARY_HEADING = (
@@ -76,10 +78,37 @@ class ModelContext:
         loaded: dict[str, str] | None = None,
         tools_tokens: int = 0,
     ) -> ModelContext:
-        """Build the context of a stored history (see :func:`split_history`)."""
-        pinned, summary, visible = split_history(rows)
-        ctx = cls(system, tools_tokens, pinned, summary, loaded=dict(loaded or {}))
-        ctx._rebuild(transform_context(visible))
+        """Build the context of a stored history (see :func:`split_history`).
+
+        A request's history is the previous request's plus what came since: the start that
+        is the same row objects as last time (the history cache's read-only rows) is not
+        transformed and converted again (see :class:`_Prefix`)."""
+        ctx = cls(system, tools_tokens, loaded=dict(loaded or {}))
+        key = _conversation(rows)
+        pre = _PREFIXES.get(key) if key is not None else None
+        n = len(pre.rows) if pre is not None else 0
+        if pre is not None and (len(rows) < n or not all(map(operator.is_, rows[:n], pre.rows))):
+            pre, n = None, 0
+        tail = rows[n:]
+        if key is None or any(r.get("role") == "summary" for r in tail):
+            # Compacted (or not one conversation): the whole history, every time.
+            if key is not None:
+                _PREFIXES.pop(key, None)
+            ctx.pinned, ctx.summary, visible = split_history(rows)
+            ctx._rebuild(transform_context(visible))
+            return ctx
+        # Only read-only rows can be remembered: a request's own new rows are plain dicts.
+        stop = next((i for i, r in enumerate(tail) if type(r) is not Row), len(tail))
+        out, clean_in, clean_out = transform_steps(tail, stop)
+        ctx._rebuild([])
+        if pre is not None:
+            ctx._extend(pre)
+        ctx.append(out[:clean_out])
+        _PREFIXES[key] = ctx._prefix(list(rows[: n + clean_in]), pre)
+        _PREFIXES.move_to_end(key)
+        while len(_PREFIXES) > MAX_PREFIXES:
+            _PREFIXES.popitem(last=False)
+        ctx.append(out[clean_out:])
         return ctx
 
     # -- reading -----------------------------------------------------------------------------
@@ -184,6 +213,40 @@ class ModelContext:
         self._total = self._system_size + self._pinned_size
         self.append(rows)
 
+    def _extend(self, pre: _Prefix) -> None:
+        """Start with a remembered prefix (rows with attachments converted for this request:
+        an image is sent only with the request that attached it)."""
+        self.rows.extend(pre.out)
+        self.messages.extend(pre.messages)
+        self.sizes.extend(pre.sizes)
+        self._total += pre.total
+        self._images = self._images or pre.images
+        for i in pre.attached:
+            msg, size, image = _converted(self.rows[i], self.loaded)
+            self.messages[1 + i] = msg or {"role": "user", "content": ""}
+            self.sizes[i] = size
+            self._total += size
+            self._images = self._images or image
+
+    def _prefix(self, rows: list[dict[str, Any]], pre: _Prefix | None) -> _Prefix:
+        """What this context holds now, as the prefix of ``rows`` (no system message)."""
+        start = len(pre.out) if pre is not None else 0
+        attached = list(pre.attached) if pre is not None else []
+        attached += [i for i in range(start, len(self.rows)) if self.rows[i].get("attachments")]
+        skip = set(attached)
+        images = (pre.images if pre is not None else False) or any(
+            _has_image(self.messages[1 + i]) for i in range(start, len(self.rows)) if i not in skip
+        )
+        return _Prefix(
+            rows,
+            list(self.rows),
+            self.messages[1:],
+            list(self.sizes),
+            self._total - self._system_size - sum(self.sizes[i] for i in attached),
+            images,
+            attached,
+        )
+
     def _message_sizes(self) -> list[int]:
         head = [self._pinned_size] if self.pinned is not None else []
         return [self._system_size, *head, *self.sizes]
@@ -198,6 +261,37 @@ class ModelContext:
         j = index - 1 - (1 if self.pinned is not None else 0)
         self._total += size - self.sizes[j]
         self.sizes[j] = size
+
+
+@dataclass
+class _Prefix:
+    """The start of a conversation as the last request converted it, for the next one.
+
+    ``rows`` are the input rows (read-only :class:`Row` objects, no compaction summary); after
+    them no tool call waits for its result, so the transform of later rows does not depend on
+    them. ``out`` is their transform; ``messages`` and ``sizes`` follow it row for row. Rows
+    with attachments (``attached``: positions in ``out``) are converted again by every
+    request; ``total`` and ``images`` leave them out."""
+
+    rows: list[dict[str, Any]]
+    out: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    sizes: list[int]
+    total: int
+    images: bool
+    attached: list[int]
+
+
+#: The last prefix of each recent conversation (a kernel's session and its subagents').
+_PREFIXES: OrderedDict[tuple[Any, Any], _Prefix] = OrderedDict()
+MAX_PREFIXES = 16
+
+
+def _conversation(rows: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
+    """The (session, facet) the rows belong to, when the first one says."""
+    if not rows or type(rows[0]) is not Row:
+        return None
+    return (rows[0].get("session_id"), rows[0].get("facet"))
 
 
 #: What stored rows converted to, by the row object: (the row, its message, the message's

@@ -14,6 +14,7 @@ no step re-reads the database.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 INTERRUPTED = "(no result: the run was interrupted before this tool finished)"
@@ -29,33 +30,48 @@ def _is_report(row: dict[str, Any]) -> bool:
 
 def transform_context(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Return the rows the model should see, with every tool call answered exactly once."""
+    return transform_steps(rows)[0]
+
+
+def transform_steps(
+    rows: Sequence[dict[str, Any]], stop: int | None = None
+) -> tuple[list[dict[str, Any]], int, int]:
+    """:func:`transform_context`, and the last point (among the first ``stop`` rows) where
+    no tool call waits for its result: ``(out, rows before it, out rows before it)``. The
+    transform of the rows after that point does not depend on those before it."""
+    stop = len(rows) if stop is None else stop
     out: list[dict[str, Any]] = []
     pending: list[str] = []
-    for row in rows:
+    clean_in = clean_out = 0
+    for i, row in enumerate(rows):
         role = row.get("role")
         if role == "user" and not pending:  # most rows of a long history: kept as they are
             out.append(row)
-            continue
-        status = row.get("status", "complete")
-        if role not in MODEL_ROLES and not _is_report(row):
-            continue  # compaction summaries and other records the model never sees as such
-        if role == "assistant" and status in ("error", "pending", "streaming"):
-            continue  # a failed or unfinished attempt: the retry or the next step replaces it
-        if role != "tool" and pending:
-            out.extend(_placeholder(cid) for cid in pending)
-            pending = []
-        if role == "tool":
-            cid = row.get("tool_call_id")
-            if cid in pending:
-                pending.remove(cid)
+        elif role not in MODEL_ROLES and not _is_report(row):
+            pass  # compaction summaries and other records the model never sees as such
+        elif role == "assistant" and row.get("status", "complete") in (
+            "error",
+            "pending",
+            "streaming",
+        ):
+            pass  # a failed or unfinished attempt: the retry or the next step replaces it
+        else:
+            if role != "tool" and pending:
+                out.extend(_placeholder(cid) for cid in pending)
+                pending = []
+            if role != "tool":
                 out.append(row)
-            continue  # a tool row with no assistant call before it would be rejected
-        out.append(row)
-        if role == "assistant":
-            calls = row.get("tool_calls") or []
-            pending = [c["id"] for c in calls if isinstance(c, dict) and "id" in c]
+                if role == "assistant":
+                    calls = row.get("tool_calls") or []
+                    pending = [c["id"] for c in calls if isinstance(c, dict) and "id" in c]
+            elif row.get("tool_call_id") in pending:
+                pending.remove(row["tool_call_id"])
+                out.append(row)
+            # else: a tool row with no assistant call before it would be rejected
+        if not pending and i < stop:
+            clean_in, clean_out = i + 1, len(out)
     out.extend(_placeholder(cid) for cid in pending)
-    return out
+    return out, clean_in, clean_out
 
 
 def _placeholder(call_id: str) -> dict[str, Any]:
