@@ -157,11 +157,13 @@ class Agent:
             user = await self.store.add_message(session_id, "user", request, **extra)
             rows.append(user)
         else:
+            at = _position(rows, user)
             if request and request != user["content"]:
                 # The row keeps what the user typed; the model also sees attached context.
                 user = {**user, "content": request}
-                rows = [user if r["id"] == user["id"] else r for r in rows]
-            if all(r["id"] != user["id"] for r in rows):
+                if at is not None:
+                    rows[at] = user
+            if at is None:
                 rows.append(user)  # stored by the server with a status the filter left out
         # else: a retry of a stored request; rows hold it and the steps it completed, in order
         caller = self.caller(session_id)
@@ -559,6 +561,18 @@ def stored_images(display: list[dict[str, Any]]) -> list[dict[str, Any]]:
             item["thumbnail"] = meta["thumbnail"]
         out.append(item)
     return out
+
+
+def _position(rows: list[dict[str, Any]], row: dict[str, Any]) -> int | None:
+    """Where ``row`` is in ``rows`` (ordered by seq), looking from the end: a request is the
+    last row or close to it, and a long history is not scanned for it."""
+    seq = row.get("seq")
+    for i in range(len(rows) - 1, -1, -1):
+        if rows[i]["id"] == row["id"]:
+            return i
+        if seq is not None and (rows[i].get("seq") or 0) < seq:
+            return None  # past where it would be
+    return None
 
 
 def _call_record(index: int, call: dict[str, str]) -> dict[str, Any]:

@@ -72,6 +72,7 @@ class _Conversation:
     index: dict[str, int] = field(default_factory=dict)  # message id -> position in rows
     rev: int = 0  # newest revision held
     reset: int | None = None  # message_resets' value at the last read
+    kept: dict[frozenset[str], list[Row]] = field(default_factory=dict)  # rows by statuses
 
 
 class HistoryCache:
@@ -83,9 +84,15 @@ class HistoryCache:
         self._held: OrderedDict[tuple[str, str | None], _Conversation] = OrderedDict()
         self.full_reads = 0  # for tests and benchmarks: reads of a whole conversation
 
-    async def rows(self, session_id: str, facet: str | None = None) -> list[dict[str, Any]]:
-        """Every message of the conversation, oldest first (the list is the caller's; the
-        rows are shared, read-only :class:`Row` objects)."""
+    async def rows(
+        self,
+        session_id: str,
+        facet: str | None = None,
+        statuses: frozenset[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The messages of the conversation (those with one of ``statuses``, when given),
+        oldest first. The list is the caller's; the rows are shared, read-only
+        :class:`Row` objects."""
         key = (session_id, facet)
         conv = self._held.get(key)
         if conv is None or not await self._refresh(conv, session_id, facet):
@@ -93,7 +100,12 @@ class HistoryCache:
             while len(self._held) > self.size:
                 self._held.popitem(last=False)
         self._held.move_to_end(key)
-        return list(conv.rows)
+        if statuses is None:
+            return list(conv.rows)
+        kept = conv.kept.get(statuses)
+        if kept is None:  # once per change of the conversation, not once per request
+            kept = conv.kept[statuses] = [r for r in conv.rows if r["status"] in statuses]
+        return list(kept)
 
     def forget(self, session_id: str) -> None:
         """Drop what is held of a session (its rows were deleted by this process)."""
@@ -136,6 +148,7 @@ class HistoryCache:
     @staticmethod
     def _merge(conv: _Conversation, changed: list[dict[str, Any]]) -> None:
         conv.reset = changed[0]["_reset"]
+        conv.kept.clear()
         in_order = True
         for got in changed:
             conv.rev = max(conv.rev, got.pop("_rev"))

@@ -444,11 +444,8 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         conversation instead (a subagent's: ``subagent:<task id>``).
         """
         if before is None and limit is None:  # a whole conversation: see store/history.py
-            rows = await self.history.rows(session_id, facet)
-            if statuses is None:
-                return rows
-            keep = set(statuses)
-            return [r for r in rows if r["status"] in keep]
+            kept = None if statuses is None else frozenset(statuses)
+            return await self.history.rows(session_id, facet, kept)
         where = ["session_id = ?", "facet IS ?"]
         params: list[Any] = [session_id, facet]
         if before is not None:
