@@ -228,7 +228,10 @@ def _checkpoint(path: Path, busy_timeout: float) -> None:
         try:
             # RESTART: writers (ours retry without blocking the loop) wait while it copies, so
             # it completes and the next write starts the WAL over; PASSIVE under a steady
-            # stream of writes never catches up and the WAL only grows.
-            conn.execute("PRAGMA wal_checkpoint(RESTART)")
+            # stream of writes never catches up and the WAL only grows. TRUNCATE is RESTART
+            # that also empties the file: with RESTART the file kept its size, so the size
+            # check above saw it over the limit forever and started a checkpoint every 16
+            # writes, each one holding every writer back for a moment (issue 17).
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             conn.close()
