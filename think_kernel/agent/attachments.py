@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from ..store.history import Row
+from ..store.history import Row, conversation_of, read_only_until, same_start
 from .context import split_history
 
 if TYPE_CHECKING:
@@ -76,8 +76,7 @@ async def load_history(
     """Whole contents of the offloaded rows the model will see, and attachment data: the
     text of attached files, and ``data:`` URLs of the images of this run's request only."""
     loaded: dict[str, str] = {}
-    # Most rows have neither: look for those that do first (a history is thousands of rows).
-    wanted = [i for i, r in enumerate(rows) if r.get("content_blob") or r.get("attachments")]
+    wanted = _wanted(rows)
     if not wanted:
         return rows, loaded
     pinned, _summary, visible = split_history(rows)
@@ -93,6 +92,30 @@ async def load_history(
                     await _load_one(store, a, row["id"] == user["id"], loaded)
         out[i] = row
     return out, loaded
+
+
+#: The rows of a conversation scanned by the last request, and which of them have an
+#: offloaded content or attachments, by (session, facet): a request scans only what is new.
+_SCANNED: dict[tuple[Any, Any], tuple[list[dict[str, Any]], list[int]]] = {}
+
+
+def _wanted(rows: list[dict[str, Any]]) -> list[int]:
+    """Positions of the rows with an offloaded content or attachments (most rows have
+    neither, and a history is thousands of rows)."""
+    key = conversation_of(rows)
+    seen, found = _SCANNED.get(key, ([], [])) if key is not None else ([], [])
+    if not same_start(rows, seen):
+        seen, found = [], []
+    n = len(seen)
+    wanted = found + [
+        i for i in range(n, len(rows)) if rows[i].get("content_blob") or rows[i].get("attachments")
+    ]
+    if key is not None:
+        stop = read_only_until(rows, n)  # a request's own rows are not read-only yet
+        _SCANNED[key] = (rows[:stop], [i for i in wanted if i < stop])
+        while len(_SCANNED) > 16:
+            del _SCANNED[next(iter(_SCANNED))]
+    return wanted
 
 
 #: Offloaded rows with their whole content, by the stored row object (see _whole).

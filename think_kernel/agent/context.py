@@ -14,13 +14,12 @@ enormous tool result in the tail) are cut in the middle for the model only (:met
 
 from __future__ import annotations
 
-import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store.history import Row
+from ..store.history import Row, conversation_of, read_only_until, same_start
 from .compaction import Plan
 from .messages import to_model_message, transform_context, transform_steps
 from .tokens import estimate_message, estimate_text
@@ -84,10 +83,10 @@ class ModelContext:
         is the same row objects as last time (the history cache's read-only rows) is not
         transformed and converted again (see :class:`_Prefix`)."""
         ctx = cls(system, tools_tokens, loaded=dict(loaded or {}))
-        key = _conversation(rows)
+        key = conversation_of(rows)
         pre = _PREFIXES.get(key) if key is not None else None
         n = len(pre.rows) if pre is not None else 0
-        if pre is not None and (len(rows) < n or not all(map(operator.is_, rows[:n], pre.rows))):
+        if pre is not None and not same_start(rows, pre.rows):
             pre, n = None, 0
         tail = rows[n:]
         if key is None or any(r.get("role") == "summary" for r in tail):
@@ -98,7 +97,7 @@ class ModelContext:
             ctx._rebuild(transform_context(visible))
             return ctx
         # Only read-only rows can be remembered: a request's own new rows are plain dicts.
-        stop = next((i for i, r in enumerate(tail) if type(r) is not Row), len(tail))
+        stop = read_only_until(tail)
         out, clean_in, clean_out = transform_steps(tail, stop)
         ctx._rebuild([])
         if pre is not None:
@@ -285,13 +284,6 @@ class _Prefix:
 #: The last prefix of each recent conversation (a kernel's session and its subagents').
 _PREFIXES: OrderedDict[tuple[Any, Any], _Prefix] = OrderedDict()
 MAX_PREFIXES = 16
-
-
-def _conversation(rows: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
-    """The (session, facet) the rows belong to, when the first one says."""
-    if not rows or type(rows[0]) is not Row:
-        return None
-    return (rows[0].get("session_id"), rows[0].get("facet"))
 
 
 #: What stored rows converted to, by the row object: (the row, its message, the message's

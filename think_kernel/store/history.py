@@ -22,7 +22,9 @@ snapshot.
 from __future__ import annotations
 
 import copy
+import operator
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -64,6 +66,23 @@ class Row(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (dict(self),))
+
+
+def conversation_of(rows: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
+    """The (session, facet) of a list of rows from the cache, when its first row says."""
+    if not rows or type(rows[0]) is not Row:
+        return None
+    return (rows[0].get("session_id"), rows[0].get("facet"))
+
+
+def same_start(rows: Sequence[Any], start: Sequence[Any]) -> bool:
+    """Whether ``rows`` begins with the very objects of ``start`` (C speed)."""
+    return len(rows) >= len(start) and all(map(operator.is_, rows, start))
+
+
+def read_only_until(rows: Sequence[Any], start: int = 0) -> int:
+    """The index of the first row from ``start`` on that is not a cache :class:`Row`."""
+    return next((i for i in range(start, len(rows)) if type(rows[i]) is not Row), len(rows))
 
 
 @dataclass
@@ -148,7 +167,7 @@ class HistoryCache:
     @staticmethod
     def _merge(conv: _Conversation, changed: list[dict[str, Any]]) -> None:
         conv.reset = changed[0]["_reset"]
-        conv.kept.clear()
+        start = len(conv.rows)
         in_order = True
         for got in changed:
             conv.rev = max(conv.rev, got.pop("_rev"))
@@ -157,6 +176,7 @@ class HistoryCache:
             i = conv.index.get(row["id"])
             if i is not None:
                 conv.rows[i] = row
+                conv.kept.clear()  # an older row changed: filter again at the next read
                 continue
             if conv.rows and row["seq"] < conv.rows[-1]["seq"]:
                 in_order = False  # another process appended a row while we held later ones
@@ -165,3 +185,7 @@ class HistoryCache:
         if not in_order:
             conv.rows.sort(key=lambda r: r["seq"])
             conv.index = {r["id"]: i for i, r in enumerate(conv.rows)}
+            conv.kept.clear()
+        # Rows appended after those held (a request's usual change): extend each filter.
+        for statuses, kept in conv.kept.items():
+            kept.extend(r for r in conv.rows[start:] if r["status"] in statuses)
