@@ -257,3 +257,56 @@ async def test_what_arrives_while_the_consumer_is_busy_comes_as_one_chunk(
     assert "".join(texts) == "".join(words)
     assert texts[0] == "w0 "  # the first token is handed over at once, alone
     assert len(texts[1]) > 10 * len("w1 ")  # what came meanwhile, together
+
+
+def test_request_body_is_json_dumps_byte_for_byte_with_encodings_reused() -> None:
+    """The body splices in the JSON of read-only messages and of tool specs encoded before;
+    the bytes are json.dumps's, and a changed spec or a new message is encoded anew."""
+    import json as _json
+
+    from think_kernel.agent import model as model_module
+    from think_kernel.store.history import Frozen
+
+    params = {"type": "object", "properties": {"path": {"type": "string"}}}
+    specs = [
+        {
+            "type": "function",
+            "function": {"name": "read", "description": "Read ☃", "parameters": params},
+        }
+    ]
+    history = [
+        Frozen({"role": "user", "content": 'héllo \u2028 "q"'}),
+        Frozen(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+                ],
+            }
+        ),
+    ]
+    for turn in range(3):
+        messages = [
+            {"role": "system", "content": "sys"},
+            *history,
+            {"role": "user", "content": f"now {turn}"},
+        ]
+        body = {
+            "model": "m",
+            "messages": messages,
+            "stream": True,
+            "tools": specs,
+            "stream_options": {"include_usage": True},
+        }
+        assert model_module.encode_body(body) == _json.dumps(body, ensure_ascii=False).encode()
+        assert id(history[0]) in model_module._ENCODED
+    # A spec rebuilt around the same parts hits; a new description does not.
+    specs = [
+        {
+            "type": "function",
+            "function": {"name": "read", "description": "Read it", "parameters": params},
+        }
+    ]
+    body = {"model": "m", "messages": [], "tools": specs}
+    assert model_module.encode_body(body) == _json.dumps(body, ensure_ascii=False).encode()

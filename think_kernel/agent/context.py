@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store.history import Row, conversation_of, read_only_until, same_start
+from ..store.history import Frozen, Row, conversation_of, read_only_until, same_start
 from .compaction import Plan
 from .messages import to_model_message, transform_context, transform_steps
 from .tokens import estimate_message, estimate_text
@@ -310,6 +310,8 @@ def _converted(
     size = estimate_message(msg) if msg is not None else 0
     image = msg is not None and _has_image(msg)
     if keep:
+        # Read-only too: the transport keeps its JSON encoding by identity (model.py).
+        msg = Frozen(msg) if msg is not None else None
         if len(_CONVERTED) >= _CONVERTED_MAX:
             _CONVERTED.clear()
         _CONVERTED[id(row)] = (row, msg, size, image)  # type: ignore[assignment]

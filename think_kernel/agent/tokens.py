@@ -141,7 +141,7 @@ def estimate_tools(specs: list[dict[str, Any]]) -> int:
     # A registry builds new spec dicts around the same name, description and parameters
     # objects for every request; JSON-encoding ~17 KB of them twice a request cost ~0.7 ms.
     # The key holds those parts (the parameters by identity, kept alive by the entry).
-    key = tuple(_spec_key(s) for s in specs)
+    key = tuple(spec_key(s) for s in specs)
     hit = _TOOL_ESTIMATES.get(key)
     if hit is None:
         hit = (_estimate_json(json.dumps(specs, separators=(",", ":"))), specs)
@@ -154,7 +154,7 @@ def estimate_tools(specs: list[dict[str, Any]]) -> int:
 _TOOL_ESTIMATES: dict[tuple[Any, ...], tuple[int, list[dict[str, Any]]]] = {}
 
 
-def _spec_key(spec: dict[str, Any]) -> tuple[Any, ...]:
+def spec_key(spec: dict[str, Any]) -> tuple[Any, ...]:
     fn = spec.get("function")
     if not isinstance(fn, dict) or len(spec) != 2 or len(fn) != 3:
         return (id(spec),)  # not the usual shape: this very object (kept alive by the entry)

@@ -45,15 +45,15 @@ _CHANGED = (
 )
 
 
-class Row(dict[str, Any]):
-    """A stored message as the cache hands it out: the same object to every reader, so it
-    cannot be changed in place (``{**row, ...}`` or ``dict(row)`` make a copy that can).
-    Copies, deep copies and pickles of it are plain dicts."""
+class Frozen(dict[str, Any]):
+    """A dict shared by every reader, so it cannot be changed in place (``{**d, ...}`` or
+    ``dict(d)`` make a copy that can). Copies, deep copies and pickles of it are plain
+    dicts."""
 
     __slots__ = ()
 
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("a stored message row is shared and read-only: change a copy (dict(row))")
+        raise TypeError(f"a {type(self).__name__} is shared and read-only: change a copy (dict(x))")
 
     __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
     update = pop = popitem = setdefault = clear = _refuse  # type: ignore[assignment]
@@ -66,6 +66,12 @@ class Row(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (dict(self),))
+
+
+class Row(Frozen):
+    """A stored message as the cache hands it out: the same object to every reader."""
+
+    __slots__ = ()
 
 
 def conversation_of(rows: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
