@@ -441,7 +441,9 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         """Messages in order; ``before`` is a seq cursor, ``limit`` takes the newest N.
 
         Only the main conversation by default; ``facet`` gives the messages of one side
-        conversation instead (a subagent's: ``subagent:<task id>``).
+        conversation instead (a subagent's: ``subagent:<task id>``). A whole conversation
+        (no ``before``, no ``limit``) comes from the history cache: its rows are shared,
+        read-only :class:`~think_kernel.store.history.Row` dicts (copy one to change it).
         """
         if before is None and limit is None:  # a whole conversation: see store/history.py
             kept = None if statuses is None else frozenset(statuses)
