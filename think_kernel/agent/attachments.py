@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from ..store.history import Row, conversation_of, read_only_until, same_start
+from ..store.history import Row, StartMemo, read_only_until
 from .context import split_history
 
 if TYPE_CHECKING:
@@ -94,27 +94,20 @@ async def load_history(
     return out, loaded
 
 
-#: The rows of a conversation scanned by the last request, and which of them have an
-#: offloaded content or attachments, by (session, facet): a request scans only what is new.
-_SCANNED: dict[tuple[Any, Any], tuple[list[dict[str, Any]], list[int]]] = {}
+#: Which rows of a conversation's start the last request found with an offloaded content or
+#: attachments: a request scans only what is new.
+_SCANNED: StartMemo[list[int]] = StartMemo()
 
 
 def _wanted(rows: list[dict[str, Any]]) -> list[int]:
     """Positions of the rows with an offloaded content or attachments (most rows have
     neither, and a history is thousands of rows)."""
-    key = conversation_of(rows)
-    seen, found = _SCANNED.get(key, ([], [])) if key is not None else ([], [])
-    if not same_start(rows, seen):
-        seen, found = [], []
-    n = len(seen)
-    wanted = found + [
+    n, found = _SCANNED.get(rows)
+    wanted = (found or []) + [
         i for i in range(n, len(rows)) if rows[i].get("content_blob") or rows[i].get("attachments")
     ]
-    if key is not None:
-        stop = read_only_until(rows, n)  # a request's own rows are not read-only yet
-        _SCANNED[key] = (rows[:stop], [i for i in wanted if i < stop])
-        while len(_SCANNED) > 16:
-            del _SCANNED[next(iter(_SCANNED))]
+    stop = read_only_until(rows, n)  # a request's own rows are not read-only yet
+    _SCANNED.put(rows, stop, [i for i in wanted if i < stop])
     return wanted
 
 

@@ -14,12 +14,11 @@ enormous tool result in the tail) are cut in the middle for the model only (:met
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store.history import Frozen, Row, conversation_of, read_only_until, same_start
+from ..store.history import Frozen, Row, StartMemo, read_only_until
 from .compaction import Plan
 from .messages import to_model_message, transform_context, transform_steps
 from .tokens import estimate_message, estimate_text
@@ -83,30 +82,21 @@ class ModelContext:
         is the same row objects as last time (the history cache's read-only rows) is not
         transformed and converted again (see :class:`_Prefix`)."""
         ctx = cls(system, tools_tokens, loaded=dict(loaded or {}))
-        key = conversation_of(rows)
-        pre = _PREFIXES.get(key) if key is not None else None
-        n = len(pre.rows) if pre is not None else 0
-        if pre is not None and not same_start(rows, pre.rows):
-            pre, n = None, 0
+        n, pre = _PREFIXES.get(rows)
         tail = rows[n:]
-        if key is None or any(r.get("role") == "summary" for r in tail):
-            # Compacted (or not one conversation): the whole history, every time.
-            if key is not None:
-                _PREFIXES.pop(key, None)
+        if any(r.get("role") == "summary" for r in tail):
+            # Compacted: the whole history, every time.
+            _PREFIXES.drop(rows)
             ctx.pinned, ctx.summary, visible = split_history(rows)
             ctx._rebuild(transform_context(visible))
             return ctx
         # Only read-only rows can be remembered: a request's own new rows are plain dicts.
-        stop = read_only_until(tail)
-        out, clean_in, clean_out = transform_steps(tail, stop)
+        out, clean_in, clean_out = transform_steps(tail, read_only_until(tail))
         ctx._rebuild([])
         if pre is not None:
             ctx._extend(pre)
         ctx.append(out[:clean_out])
-        _PREFIXES[key] = ctx._prefix(list(rows[: n + clean_in]), pre)
-        _PREFIXES.move_to_end(key)
-        while len(_PREFIXES) > MAX_PREFIXES:
-            _PREFIXES.popitem(last=False)
+        _PREFIXES.put(rows, n + clean_in, ctx._prefix(pre))
         ctx.append(out[clean_out:])
         return ctx
 
@@ -227,8 +217,8 @@ class ModelContext:
             self._total += size
             self._images = self._images or image
 
-    def _prefix(self, rows: list[dict[str, Any]], pre: _Prefix | None) -> _Prefix:
-        """What this context holds now, as the prefix of ``rows`` (no system message)."""
+    def _prefix(self, pre: _Prefix | None) -> _Prefix:
+        """What this context holds now, as a prefix (no system message)."""
         start = len(pre.out) if pre is not None else 0
         attached = list(pre.attached) if pre is not None else []
         attached += [i for i in range(start, len(self.rows)) if self.rows[i].get("attachments")]
@@ -237,7 +227,6 @@ class ModelContext:
             _has_image(self.messages[1 + i]) for i in range(start, len(self.rows)) if i not in skip
         )
         return _Prefix(
-            rows,
             list(self.rows),
             self.messages[1:],
             list(self.sizes),
@@ -266,13 +255,12 @@ class ModelContext:
 class _Prefix:
     """The start of a conversation as the last request converted it, for the next one.
 
-    ``rows`` are the input rows (read-only :class:`Row` objects, no compaction summary); after
-    them no tool call waits for its result, so the transform of later rows does not depend on
-    them. ``out`` is their transform; ``messages`` and ``sizes`` follow it row for row. Rows
-    with attachments (``attached``: positions in ``out``) are converted again by every
-    request; ``total`` and ``images`` leave them out."""
+    Its input rows (kept by the :class:`StartMemo`) are read-only :class:`Row` objects with
+    no compaction summary; after them no tool call waits for its result, so the transform of
+    later rows does not depend on them. ``out`` is their transform; ``messages`` and
+    ``sizes`` follow it row for row. Rows with attachments (``attached``: positions in
+    ``out``) are converted again by every request; ``total`` and ``images`` leave them out."""
 
-    rows: list[dict[str, Any]]
     out: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     sizes: list[int]
@@ -282,8 +270,7 @@ class _Prefix:
 
 
 #: The last prefix of each recent conversation (a kernel's session and its subagents').
-_PREFIXES: OrderedDict[tuple[Any, Any], _Prefix] = OrderedDict()
-MAX_PREFIXES = 16
+_PREFIXES: StartMemo[_Prefix] = StartMemo()
 
 
 #: What stored rows converted to, by the row object: (the row, its message, the message's

@@ -173,7 +173,7 @@ class Agent:
         )
         # A step whose calls wait on approvals (the process that asked died or restarted):
         # run those calls now instead of asking the model again (issue 11).
-        unfinished = await self._unfinished_step(session_id, rows, user["id"])
+        unfinished = await self._unfinished_step(session_id, rows, user)
         if unfinished is not None:
             mid, calls = unfinished
             yield StatusEvent("executing", ", ".join(c["name"] for c in calls))
@@ -282,13 +282,12 @@ class Agent:
         yield StatusEvent("idle")
 
     async def _unfinished_step(
-        self, session_id: str, rows: list[dict[str, Any]], user_id: str
+        self, session_id: str, rows: list[dict[str, Any]], user: dict[str, Any]
     ) -> tuple[str, list[dict[str, Any]]] | None:
         """The last step of this request if it has calls with an approval but no result."""
         if self.gate is None:
             return None
-        # From the end: the request is the last user row, or close to it (a long history).
-        start = next((i for i in range(len(rows) - 1, -1, -1) if rows[i]["id"] == user_id), None)
+        start = _position(rows, user)
         if start is None:
             return None
         later = rows[start + 1 :]

@@ -155,6 +155,8 @@ _TOOL_ESTIMATES: dict[tuple[Any, ...], tuple[int, list[dict[str, Any]]]] = {}
 
 
 def spec_key(spec: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies a tool spec's JSON across requests: its type, name, description and
+    parameters object; ``(id(spec),)`` for a spec of another shape."""
     fn = spec.get("function")
     if not isinstance(fn, dict) or len(spec) != 2 or len(fn) != 3:
         return (id(spec),)  # not the usual shape: this very object (kept alive by the entry)

@@ -26,7 +26,9 @@ import operator
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, Generic, NoReturn, TypeVar
+
+T = TypeVar("T")
 
 #: Conversations held per process: a kernel's session and its subagents' (which share the
 #: parent's store), or the server's most recently read.
@@ -74,21 +76,66 @@ class Row(Frozen):
     __slots__ = ()
 
 
-def conversation_of(rows: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
+def read_only_until(rows: Sequence[Any], start: int = 0) -> int:
+    """The index of the first row from ``start`` on that is not a cache :class:`Row`."""
+    return next((i for i in range(start, len(rows)) if type(rows[i]) is not Row), len(rows))
+
+
+@dataclass
+class Start(Generic[T]):
+    """The start of a conversation's rows and what was worked out from it."""
+
+    rows: list[dict[str, Any]]
+    value: T
+
+
+class StartMemo(Generic[T]):
+    """Per conversation, what a request worked out from the start of its rows, for the next
+    request, whose rows begin with the same read-only objects while nothing older changed.
+
+        n, value = memo.get(rows)      # n rows are the remembered start (0, None: none)
+        memo.put(rows, n, value)       # remember rows[:n] (cache Rows only) and value
+    """
+
+    def __init__(self, size: int = MAX_CONVERSATIONS) -> None:
+        self.size = size
+        self._held: OrderedDict[tuple[Any, Any], Start[T]] = OrderedDict()
+
+    def get(self, rows: Sequence[dict[str, Any]]) -> tuple[int, T | None]:
+        """How many of ``rows`` are the remembered start (checked by identity, at C
+        speed), and its value."""
+        key = _conversation_of(rows)
+        held = self._held.get(key) if key is not None else None
+        if held is None or len(rows) < len(held.rows):
+            return 0, None
+        if not all(map(operator.is_, rows, held.rows)):
+            return 0, None
+        return len(held.rows), held.value
+
+    def put(self, rows: Sequence[dict[str, Any]], n: int, value: T) -> None:
+        """Remember ``rows[:n]`` with ``value`` (nothing for rows not from the cache)."""
+        key = _conversation_of(rows)
+        if key is None:
+            return
+        self._held[key] = Start(list(rows[:n]), value)
+        self._held.move_to_end(key)
+        while len(self._held) > self.size:
+            self._held.popitem(last=False)
+
+    def drop(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Forget the conversation of ``rows``."""
+        self._held.pop(_conversation_of(rows), None)  # type: ignore[arg-type]
+
+    def items(self) -> list[tuple[tuple[Any, Any], Start[T]]]:
+        """(conversation, start) pairs, least recently used first."""
+        return list(self._held.items())
+
+
+def _conversation_of(rows: Sequence[dict[str, Any]]) -> tuple[Any, Any] | None:
     """The (session, facet) of a list of rows from the cache, when its first row says."""
     if not rows or type(rows[0]) is not Row:
         return None
     return (rows[0].get("session_id"), rows[0].get("facet"))
-
-
-def same_start(rows: Sequence[Any], start: Sequence[Any]) -> bool:
-    """Whether ``rows`` begins with the very objects of ``start`` (C speed)."""
-    return len(rows) >= len(start) and all(map(operator.is_, rows, start))
-
-
-def read_only_until(rows: Sequence[Any], start: int = 0) -> int:
-    """The index of the first row from ``start`` on that is not a cache :class:`Row`."""
-    return next((i for i in range(start, len(rows)) if type(rows[i]) is not Row), len(rows))
 
 
 @dataclass
