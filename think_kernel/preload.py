@@ -53,13 +53,13 @@ def _preload() -> None:
     # What a chat kernel imports on its way to its first model request, in the order it does.
     # Modules imported later, while the kernel starts, links and prepares its runtime (found
     # by listing sys.modules there): ipykernel's debugger support (debugpy, ~70 ms), the
-    # link's WebSocket client, the model client's transport, the file watch.
+    # link's WebSocket client, the file watch. (The model client's transport comes with the
+    # runtime; httpx and its backends are imported only behind a proxy.)
     for name in (
         "think_kernel.kernelapp", "think_kernel.runtime", "think_kernel.store",
         "ipykernel.debugger", "IPython.core.debugger", "IPython.core.completerlib",
         "IPython.extensions.storemagic", "psutil", "tornado.websocket",
-        "tornado.simple_httpclient", "httpcore", "anyio._backends._asyncio", "certifi",
-        "inotify_simple",
+        "tornado.simple_httpclient", "certifi", "inotify_simple",
     ):  # fmt: skip
         try:
             importlib.import_module(name)

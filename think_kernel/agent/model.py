@@ -17,9 +17,11 @@ rejects the option is asked again without it, once per client. ``purpose`` trave
 endpoints ignore and proxies can log.
 
 The request is the ``openai`` SDK's ``chat.completions.create(stream=True)`` on the wire (same
-URL, headers, body and server-sent events), sent with ``httpx`` directly: importing the SDK
-(its pydantic types for every API) takes about a second, more than the whole budget of a first
-``%%think`` (issue 17), and parsing each chunk into pydantic objects cost more than the chunk.
+URL, headers, body and server-sent events), sent without the SDK: importing it (its pydantic
+types for every API) takes about a second, more than the whole budget of a first ``%%think``
+(issue 17), and parsing each chunk into pydantic objects cost more than the chunk. The HTTP
+client is our own small one (``transport.py``: h11 on asyncio), or ``httpx`` when a proxy
+variable is set (``HTTPS_PROXY``, ``ALL_PROXY``, ...) or a client is passed in.
 """
 
 from __future__ import annotations
@@ -36,11 +38,10 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-import httpx
-
 from .. import __version__
 from ..store.history import Frozen
 from .tokens import spec_key
+from .transport import HTTPClient, TransportError, TransportTimeout
 
 #: Where requests go when no base URL is given (as the SDK: ``OPENAI_BASE_URL``, else OpenAI).
 DEFAULT_URL = "https://api.openai.com/v1"
@@ -198,15 +199,17 @@ def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError
 
 
 def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """(timeouts, transport errors): httpx's (ours), and httpx2's (what openai 3.x is built
-    on) when something in the process loaded it, so an SDK-based ModelClient is classified
-    the same way. Never imported here (it is not needed, and costs time)."""
-    timeouts: tuple[type[BaseException], ...] = (httpx.TimeoutException,)
-    transport: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
-    other = sys.modules.get("httpx2")
-    if other is not None:
-        timeouts += (other.TimeoutException,)
-        transport += (other.TransportError,)
+    """(timeouts, transport errors): our client's, and those of httpx (used with a proxy)
+    and httpx2 (what openai 3.x is built on) when something in the process loaded them, so an
+    SDK-based ModelClient is classified the same way. Neither is imported here (not needed,
+    and each costs time)."""
+    timeouts: tuple[type[BaseException], ...] = (TransportTimeout,)
+    transport: tuple[type[BaseException], ...] = (TransportError, ConnectionError)
+    for name in ("httpx", "httpx2"):
+        other = sys.modules.get(name)
+        if other is not None:
+            timeouts += (other.TimeoutException,)
+            transport += (other.TransportError,)
     return timeouts, transport
 
 
@@ -260,6 +263,16 @@ class LazyTrustContext(ssl.SSLContext):
         return super().wrap_bio(*args, **kwargs)
 
 
+#: What makes httpx (``trust_env``) send through a proxy; any of them set: httpx is used.
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def proxy_configured(environ: Any = None) -> bool:
+    """True when a proxy variable (any case) is set: our client does not speak to proxies."""
+    env = os.environ if environ is None else environ
+    return any(k.lower() in PROXY_VARIABLES and v.strip() for k, v in env.items())
+
+
 def tls_context() -> ssl.SSLContext:
     """A verifying client context whose trust store loads on first use (see above)."""
     ctx = LazyTrustContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, hostnames checked
@@ -278,7 +291,7 @@ class OpenAIModel:
         api_key: str,
         base_url: str | None = None,
         timeout: float = 120.0,
-        client: httpx.AsyncClient | None = None,
+        client: Any = None,
     ) -> None:
         self.base_url = base_url
         self.usage_option = True  # cleared if the endpoint rejects stream_options
@@ -296,14 +309,23 @@ class OpenAIModel:
             if os.environ.get(env):
                 self.headers[header] = os.environ[env]
         # Our loop retries with visible status: no silent retries here. Redirects are
-        # followed, as the SDK's client does.
-        self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout), follow_redirects=True, verify=tls_context()
-        )
+        # followed, as the SDK's client does. ``client``: an ``httpx.AsyncClient`` (tests,
+        # proxies), else our own.
+        self.client: Any = client
+        if client is None and proxy_configured():
+            import httpx
+
+            self.client = httpx.AsyncClient(
+                timeout=httpx.Timeout(timeout), follow_redirects=True, verify=tls_context()
+            )
+        elif client is None:
+            self.client = HTTPClient(timeout, tls_context())
 
     def warm(self) -> None:
-        """Load now what the first request would load (anyio's asyncio backend, ~30-70 ms);
-        call it on the event loop, ahead of need."""
+        """Load now what the first request would load (with httpx: anyio's asyncio
+        backend, ~30-70 ms); call it on the event loop, ahead of need."""
+        if isinstance(self.client, HTTPClient):
+            return
         try:
             import anyio
 
@@ -347,8 +369,13 @@ class OpenAIModel:
         headers = {**self.headers, "X-Think-Purpose": purpose}
         try:
             content = encode_body(body)
-            request = self.client.build_request("POST", self.url, content=content, headers=headers)
-            response = await self.client.send(request, stream=True)
+            if isinstance(self.client, HTTPClient):
+                response: Any = await self.client.send("POST", self.url, headers, content)
+            else:  # httpx
+                request = self.client.build_request(
+                    "POST", self.url, content=content, headers=headers
+                )
+                response = await self.client.send(request, stream=True)
             try:
                 if response.status_code >= 400:
                     raise _status_error(response.status_code, await response.aread())
@@ -419,9 +446,7 @@ def _encoded(item: Any, kind: str) -> bytes:
     return data
 
 
-async def _event_batches(
-    response: httpx.Response,
-) -> AsyncGenerator[list[dict[str, Any]], None]:
+async def _event_batches(response: Any) -> AsyncGenerator[list[dict[str, Any]], None]:
     """The JSON objects of a server-sent event stream, one list per read from the network,
     up to ``data: [DONE]``. An event that carries an ``error`` (a mid-stream failure) raises
     a ModelError with its message.

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import httpx
 from traitlets import Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from .base import ToolContext, ToolError, ToolOutput
+
+if TYPE_CHECKING:  # imported where used: ~50 ms that a first %%think need not pay
+    import httpx
 
 #: Documentation sites an agent typically needs; extend with FetchConfig.allowed_urls (package
 #: indexes are left out on purpose: installing goes through the user, not the agent's fetch).
@@ -89,6 +92,8 @@ class FetchLog:
 
 
 def _normalise(url: str) -> httpx.URL:
+    import httpx
+
     try:
         u = httpx.URL(url)
     except Exception as e:
@@ -105,6 +110,8 @@ def is_allowed(url: str, prefixes: list[str]) -> bool:
     if u.userinfo:
         return False
     canon = str(u.copy_with(fragment=None))
+    import httpx
+
     for p in prefixes:
         pu = httpx.URL(p)
         pcanon = str(pu)
@@ -133,6 +140,8 @@ async def fetch(
         headers: extra request headers
         body: request body (for methods that allow one)
     """
+    import httpx
+
     cfg, log = _settings(ctx)
     method = method.upper()
     if method not in [m.upper() for m in cfg.allowed_methods]:

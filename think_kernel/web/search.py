@@ -13,9 +13,10 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import httpx
+if TYPE_CHECKING:  # imported where used: ~50 ms that a first %%think need not pay
+    import httpx
 
 Kind = Literal["web", "news"]
 
@@ -269,6 +270,8 @@ class Searcher:
         if not query.strip():
             raise SearchError("the query is empty")
         brave_freshness(freshness)  # a bad value is the caller's mistake, whatever the provider
+        import httpx
+
         failures: list[str] = []
         for provider in self.providers:
             try:

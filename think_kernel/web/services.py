@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-import httpx
-
 from .browser import BrowserManager
 from .cache import ResultCache
 from .config import WebConfig
@@ -26,6 +24,8 @@ from .search import NOT_CONFIGURED, Searcher, providers_from
 from .vision import VisionAsker
 
 if TYPE_CHECKING:
+    import httpx
+
     from .proxy import EgressProxy
 
 
@@ -84,6 +84,8 @@ class WebServices:
     async def http(self) -> httpx.AsyncClient:
         """An HTTP client whose every request (and redirect) goes through the egress proxy."""
         if self._client is None:
+            import httpx  # here: ~50 ms that a first %%think need not pay
+
             url = await self.proxy_url()
             self._client = httpx.AsyncClient(
                 proxy=url,
