@@ -98,22 +98,22 @@ class ModelClient(Protocol):
 
 # How endpoints say a request is over the window: OpenAI and vLLM ("maximum context length
 # is 4096 tokens"), llama.cpp ("exceeds the available context size"), LiteLLM / Anthropic
-# ("prompt is too long"), Ollama and others ("context window", "too many tokens").
-_CONTEXT_ERRORS = re.compile(
-    r"context[_ ]length|context[_ ]window|maximum context|context size|prompt is too long"
-    r"|too many tokens|reduce the length|input is too long|exceeds? the (?:model's )?(?:max|limit)",
-    re.IGNORECASE,
+# ("prompt is too long"), Ollama and others ("context window", "too many tokens"). Patterns,
+# not compiled ones: only an error needs them, and compiling both cost every first %%think
+# ~4 ms (``re`` compiles and caches them at the first error).
+_CONTEXT_ERRORS = (
+    r"(?i)context[_ ]length|context[_ ]window|maximum context|context size|prompt is too long"
+    r"|too many tokens|reduce the length|input is too long|exceeds? the (?:model's )?(?:max|limit)"
 )
-_LIMIT = re.compile(
-    r"(?:maximum context length|context window|context size|context length)"
-    r"\D{0,40}?(\d[\d,]{2,})",
-    re.IGNORECASE,
+_LIMIT = (
+    r"(?i)(?:maximum context length|context window|context size|context length)"
+    r"\D{0,40}?(\d[\d,]{2,})"
 )
 
 
 def context_limit(detail: str) -> int | None:
     """The window an error message names (``maximum context length is 4096 tokens``)."""
-    m = _LIMIT.search(detail)
+    m = re.search(_LIMIT, detail)
     if not m:
         return None
     try:
@@ -175,7 +175,7 @@ def classify(exc: BaseException, base_url: str | None, model: str) -> ModelError
         detail = _detail(exc)
         code = _error_code(exc)
         if status in (400, 413, 422) and (
-            code == "context_length_exceeded" or _CONTEXT_ERRORS.search(detail)
+            code == "context_length_exceeded" or re.search(_CONTEXT_ERRORS, detail)
         ):
             return ModelError(
                 f"the request is larger than {model!r}'s context window: {detail}",
