@@ -270,3 +270,17 @@ async def test_a_proxy_variable_sends_the_request_through_httpx(
             await model.aclose()
         # A proxy gets the absolute URL in the request line.
         assert raw.requests[0][1].startswith("POST http://model.invalid/v1/chat/completions ")
+
+
+async def test_a_key_http_cannot_carry_fails_at_once_and_sends_nothing(
+    fake_model: FakeModel,
+) -> None:
+    for key in ("sk-abc\r\nX-Injected: 1", "sk-\u00e9\u4e2d"):
+        model = OpenAIModel(key, fake_model.url)
+        with pytest.raises(ModelError) as info:
+            try:
+                await text_of(model)
+            finally:
+                await model.aclose()
+        assert not info.value.transient and "cannot be sent" in str(info.value), info.value
+    assert fake_model.requests == []

@@ -52,6 +52,10 @@ class TooManyRedirects(Exception):
     """More than MAX_REDIRECTS redirects (not worth a retry)."""
 
 
+class InvalidRequest(ValueError):
+    """A header HTTP cannot carry (a line break or non-ASCII text in a key): not sent."""
+
+
 def _split(url: str) -> tuple[Origin, str, str]:
     """(scheme, host, port), the Host header and the request target of ``url``."""
     try:
@@ -66,7 +70,11 @@ def _split(url: str) -> tuple[Origin, str, str]:
         raise TransportError(f"no host in the URL {url!r}")
     port = port or (443 if scheme == "https" else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return (scheme, parts.hostname, port), parts.netloc.rpartition("@")[2], target
+    host = parts.netloc.rpartition("@")[2]
+    if not host.isascii():  # an internationalised name: its ASCII (IDNA) form on the wire
+        name = parts.hostname.encode("idna").decode("ascii")
+        host = name + (f":{parts.port}" if parts.port else "")
+    return (scheme, parts.hostname, port), host, target
 
 
 class _Connection(asyncio.Protocol):
@@ -336,8 +344,8 @@ class HTTPClient:
                     if content:
                         chunks += conn.h11.send_with_data_passthrough(h11.Data(data=content)) or []
                     chunks.append(conn.h11.send(h11.EndOfMessage()))
-                except h11.LocalProtocolError as e:
-                    raise TransportError(f"invalid request: {e}") from None
+                except (h11.LocalProtocolError, UnicodeEncodeError) as e:
+                    raise InvalidRequest(f"the request cannot be sent: {e}") from None
                 await conn.write([c for c in chunks if c], self.timeout)
                 event = await conn.next_event(self.timeout)
                 while isinstance(event, h11.InformationalResponse):  # 100 Continue
