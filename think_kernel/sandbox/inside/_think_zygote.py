@@ -42,7 +42,6 @@ from _think_child import child_main, spare_main  # noqa: E402
 from _think_seccomp import build_seccomp_filter  # noqa: E402
 from _think_wire import recv_line, send_msg  # noqa: E402
 
-
 #: How long a fork server leaves a run that has just started alone before it forks a new
 #: spare (see Zygote.refill).
 REFILL_DELAY = 0.02
