@@ -9,6 +9,7 @@ workspace. It must find it nowhere, while the kernel that holds it still uses it
 from __future__ import annotations
 
 import json
+import secrets
 import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +23,9 @@ from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Tier
 from think_kernel.store import location
 
-KEY = "sk-saved-from-the-card-7f3a9c01d2e4"
+# Made anew each run: no file on disk holds it but what the test writes (a copy of this file,
+# e.g. another checkout under /tmp, is readable on tier 3, which has no filesystem isolation).
+KEY = "sk-saved-from-the-card-" + secrets.token_hex(8)
 
 
 @pytest.fixture
