@@ -42,10 +42,6 @@ from _think_child import child_main, spare_main  # noqa: E402
 from _think_seccomp import build_seccomp_filter  # noqa: E402
 from _think_wire import recv_line, send_msg  # noqa: E402
 
-#: How long a fork server leaves a run that has just started alone before it forks a new
-#: spare (see Zygote.refill).
-REFILL_DELAY = 0.02
-
 
 def preload(mods: list[str], code: str) -> list[str]:
     """Import ``mods`` and run the warm-up ``code`` once, in the zygote, before any fork."""
@@ -113,7 +109,6 @@ class Zygote:
         # it reports the spawn).
         self.light = light
         self.lent: dict[int, int] = {}
-        self.started = 0.0  # monotonic time of the last spawn (see refill)
 
     def reap(self) -> None:
         """Collect exited children; report runs that ended."""
@@ -192,22 +187,13 @@ class Zygote:
         theirs.close()
         self.spares.append((pid, mine))
 
-    def refill(self) -> float | None:
-        """Top the spares up (off the critical path: the last request was answered), unless
-        a run started less than REFILL_DELAY ago and is still going: on two cores a fork
-        then competes with it for the CPU, and most commands are over sooner. Returns how
-        long select() may wait before we should look again (None: until something comes)."""
-        if len(self.spares) >= self.n_spares:
-            return None
-        wait = self.started + REFILL_DELAY - time.monotonic()
-        if wait > 0 and (self.runs or self.lent):
-            return wait
+    def refill(self) -> None:
+        """Top the spares up (off the critical path: the last request was answered)."""
         while len(self.spares) < self.n_spares:
             before = len(self.spares)
             self.fork_spare()
             if len(self.spares) == before:
-                return None
-        return None
+                return
 
     def lend(self, line: bytes, req: dict, mine: list[int]) -> bool:
         """Hand a bash run to the bash fork server; False if there is none (any more)."""
@@ -266,7 +252,6 @@ class Zygote:
 
     def spawn(self, line: bytes, req: dict, mine: list[int]) -> None:
         """Start one run: lend a bash run to the bash fork server, else use a spare, or fork."""
-        self.started = time.monotonic()
         if self.lend(line, req, mine):
             return
         pid = 0
@@ -343,7 +328,8 @@ class Zygote:
         fds: list[int] = []
         send_msg(self.ctl, {"ev": "ready", "pid": os.getpid(), "preloaded": loaded})
         while True:
-            for key, _ in sel.select(self.refill()):
+            self.refill()
+            for key, _ in sel.select():
                 if key.data == "sig":
                     try:
                         while os.read(rpipe, 512):
