@@ -91,6 +91,14 @@ async def sandbox_figures(n: int) -> dict[str, float]:
     return {"start_ms": statistics.median(starts), "echo_ms": statistics.median(echo)}
 
 
+def _timed(kc: Any, code: str) -> float:
+    """ms to execute ``code`` in the kernel of client ``kc`` (its reply must be ok)."""
+    t0 = time.perf_counter()
+    reply = kc.execute(code, reply=True, timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return (time.perf_counter() - t0) * 1000
+
+
 def magic_figures(trials: int) -> dict[str, float]:
     """``%load_ext`` + first ``%%think`` (ms) in fresh kernels, warm cells, and baselines."""
     from jupyter_client.manager import KernelManager
@@ -111,28 +119,24 @@ def magic_figures(trials: int) -> dict[str, float]:
             kc.wait_for_ready(timeout=60)
             return km, kc
 
-        def run(kc: Any, code: str) -> float:
-            t0 = time.perf_counter()
-            reply = kc.execute(code, reply=True, timeout=60)
-            assert reply["content"]["status"] == "ok", reply["content"]
-            return (time.perf_counter() - t0) * 1000
-
         for i in range(trials):
             km, kc = start()
             try:
                 fm.reply(text=f"first {i}")
-                out["first"].append(run(kc, "%load_ext think_kernel") + run(kc, "%%think\nhi"))
+                out["first"].append(
+                    _timed(kc, "%load_ext think_kernel") + _timed(kc, "%%think\nhi")
+                )
                 if i == 0:  # 20 at least: the first few after the first still load things
                     for j in range(max(trials, 20)):
                         fm.reply(text=f"warm {j}")
-                        out["warm"].append(run(kc, f"%%think\nquestion {j}"))
-                        out["empty"].append(run(kc, "pass"))
+                        out["warm"].append(_timed(kc, f"%%think\nquestion {j}"))
+                        out["empty"].append(_timed(kc, "pass"))
             finally:
                 kc.stop_channels()
                 km.shutdown_kernel(now=True)
             km, kc = start()
             try:
-                out["base_first"].append(run(kc, "%load_ext autoreload") + run(kc, "pass"))
+                out["base_first"].append(_timed(kc, "%load_ext autoreload") + _timed(kc, "pass"))
             finally:
                 kc.stop_channels()
                 km.shutdown_kernel(now=True)
@@ -166,12 +170,6 @@ def magic_linked(trials: int, tmp: Path) -> dict[str, float]:
             kc.wait_for_ready(timeout=60)
             return kid, kc
 
-        def run(kc: Any, code: str) -> float:
-            t0 = time.perf_counter()
-            reply = kc.execute(code, reply=True, timeout=60)
-            assert reply["content"]["status"] == "ok", reply["content"]
-            return (time.perf_counter() - t0) * 1000
-
         for i in range(trials):
             for kind, first, second in (("think", "%load_ext think_kernel", "%%think\nhi"),
                                         ("base", "%load_ext autoreload", "pass")):  # fmt: skip
@@ -179,7 +177,7 @@ def magic_linked(trials: int, tmp: Path) -> dict[str, float]:
                 try:
                     fm.reply(text=f"linked {i}")
                     key = "first" if kind == "think" else "base_first"
-                    out[key].append(run(kc, first) + run(kc, second))
+                    out[key].append(_timed(kc, first) + _timed(kc, second))
                 finally:
                     kc.stop_channels()
                     srv.call("DELETE", f"api/kernels/{kid}")
