@@ -272,15 +272,20 @@ async def test_a_proxy_variable_sends_the_request_through_httpx(
         assert raw.requests[0][1].startswith("POST http://model.invalid/v1/chat/completions ")
 
 
-async def test_a_key_http_cannot_carry_fails_at_once_and_sends_nothing(
+async def test_what_cannot_be_sent_fails_at_once_and_sends_nothing(
     fake_model: FakeModel,
 ) -> None:
-    for key in ("sk-abc\r\nX-Injected: 1", "sk-\u00e9\u4e2d"):
-        model = OpenAIModel(key, fake_model.url)
+    port = fake_model.url.split(":")[2].split("/")[0]
+    for key, url, says in (
+        ("sk-abc\r\nX-Injected: 1", fake_model.url, "cannot be sent"),
+        ("sk-\u00e9\u4e2d", fake_model.url, "cannot be sent"),
+        ("k", f"localhost:{port}/v1", "needs http:// or https://"),  # no scheme
+    ):
+        model = OpenAIModel(key, url)
         with pytest.raises(ModelError) as info:
             try:
                 await text_of(model)
             finally:
                 await model.aclose()
-        assert not info.value.transient and "cannot be sent" in str(info.value), info.value
+        assert not info.value.transient and says in str(info.value), info.value
     assert fake_model.requests == []

@@ -53,7 +53,8 @@ class TooManyRedirects(Exception):
 
 
 class InvalidRequest(ValueError):
-    """A header HTTP cannot carry (a line break or non-ASCII text in a key): not sent."""
+    """A request that cannot be sent (a URL without http(s):// or a host, a header with a
+    line break or non-ASCII text): nothing is sent, and a retry would not help."""
 
 
 def _split(url: str) -> tuple[Origin, str, str]:
@@ -62,12 +63,10 @@ def _split(url: str) -> tuple[Origin, str, str]:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as e:
-        raise TransportError(f"invalid URL {url!r}: {e}") from None
+        raise InvalidRequest(f"invalid URL {url!r}: {e}") from None
     scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise TransportError(f"unsupported URL scheme {scheme!r} in {url!r}")
-    if not parts.hostname:
-        raise TransportError(f"no host in the URL {url!r}")
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequest(f"the URL {url!r} needs http:// or https:// and a host")
     port = port or (443 if scheme == "https" else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     host = parts.netloc.rpartition("@")[2]
