@@ -298,10 +298,24 @@ async def burst(
     await asyncio.to_thread(
         srv.call, "POST", f"api/think/sessions/{sid}/messages", {"content": "x"}
     )
+    kinds: list[str] = []
     while True:
-        raw = await asyncio.wait_for(ws.read_message(), 30)
+        try:
+            raw = await asyncio.wait_for(ws.read_message(), 30)
+        except TimeoutError:
+            # Say what was seen (a hang once in a few runs of bench/all.py, not understood).
+            rows = srv.call("GET", f"api/think/sessions/{sid}/messages")
+            rows = rows.get("messages", rows) if isinstance(rows, dict) else rows
+            last = [(m.get("role"), m.get("status"), len(m.get("content") or ""),
+                     m.get("error")) for m in rows[-3:]]  # fmt: skip
+            raise TimeoutError(
+                f"no frame for 30 s: {frames} text frames, {len(got)} of {len(expected)} "
+                f"characters (a prefix: {expected.startswith(got)}), last frames {kinds[-5:]}, "
+                f"model requests {len(fm.arrived)}, last messages {last}"
+            ) from None
         assert isinstance(raw, str)
         frame = json.loads(raw)
+        kinds.append(str(frame.get("type")))
         if frame.get("type") == "text_delta":
             frames += 1
             got += frame.get("text", "") or frame.get("delta", "")
