@@ -177,16 +177,18 @@ class _Connection(asyncio.Protocol):
             raise TransportError(f"the connection broke: {self.lost}") from self.lost
         return b""
 
+    def poll(self) -> Any:
+        """The next h11 event from what was read so far (``h11.NEED_DATA`` if none)."""
+        try:
+            return self.h11.next_event()
+        except h11.RemoteProtocolError as e:
+            raise TransportError(f"the endpoint broke HTTP/1.1: {e}") from None
+
     async def next_event(self, timeout: float) -> Any:
         """The next h11 event, reading from the network as needed."""
-        while True:
-            try:
-                event = self.h11.next_event()
-            except h11.RemoteProtocolError as e:
-                raise TransportError(f"the endpoint broke HTTP/1.1: {e}") from None
-            if event is not h11.NEED_DATA:
-                return event
+        while (event := self.poll()) is h11.NEED_DATA:
             self.h11.receive_data(await self.read(timeout))
+        return event
 
     def close(self) -> None:
         self.closed = True
@@ -259,12 +261,7 @@ class Response:
             # Drain what is already here without reading again: one piece per read.
             while isinstance(event, h11.Data):
                 data.append(event.data)
-                try:
-                    event = conn.h11.next_event()
-                except h11.RemoteProtocolError as e:
-                    raise TransportError(f"the endpoint broke HTTP/1.1: {e}") from None
-                if event is h11.NEED_DATA:
-                    break
+                event = conn.poll()
             if data:
                 out = self._decoder.feed(b"".join(data))
                 if out:
@@ -349,6 +346,8 @@ class HTTPClient:
                 event = await conn.next_event(self.timeout)
                 while isinstance(event, h11.InformationalResponse):  # 100 Continue
                     event = await conn.next_event(self.timeout)
+                if not isinstance(event, h11.Response):
+                    raise TransportError("the endpoint closed the connection without answering")
             except TransportError:
                 conn.close()
                 if reused and attempt == 0 and not conn.got:
@@ -357,16 +356,11 @@ class HTTPClient:
             except BaseException:
                 conn.close()
                 raise
-            if isinstance(event, h11.Response):
-                try:
-                    return Response(self, conn, event, self.timeout)
-                except TransportError:  # an encoding we cannot read
-                    conn.close()
-                    raise
-            conn.close()
-            if reused and attempt == 0 and isinstance(event, h11.ConnectionClosed):
-                continue
-            raise TransportError("the endpoint closed the connection without answering")
+            try:
+                return Response(self, conn, event, self.timeout)
+            except TransportError:  # an encoding we cannot read
+                conn.close()
+                raise
         raise AssertionError("unreachable")
 
     async def _connection(self, origin: Origin, fresh: bool) -> tuple[_Connection, bool]:
