@@ -106,12 +106,12 @@ def _normalise(url: str) -> httpx.URL:
 def is_allowed(url: str, prefixes: list[str]) -> bool:
     """True when ``url`` starts with one of ``prefixes`` (host compared case-insensitively,
     userinfo refused, so ``https://docs.python.org@evil.com/`` does not pass)."""
+    import httpx
+
     u = _normalise(url)
     if u.userinfo:
         return False
     canon = str(u.copy_with(fragment=None))
-    import httpx
-
     for p in prefixes:
         pu = httpx.URL(p)
         pcanon = str(pu)
