@@ -17,13 +17,14 @@ import asyncio
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import nbformat
 from jupyter_client.asynchronous import AsyncKernelClient
 
 from think_kernel.collab import ydocs
+from think_kernel.dataclasses_light import dataclass
 
 if TYPE_CHECKING:
     from .documents import DocumentService

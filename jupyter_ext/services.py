@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
+
+from think_kernel.dataclasses_light import dataclass
 
 if TYPE_CHECKING:
     from think_kernel.store import Store

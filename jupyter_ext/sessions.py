@@ -31,10 +31,11 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from think_kernel.agent.events import TaskEvent
+from think_kernel.dataclasses_light import dataclass
 from think_kernel.store import new_id
 
 from .approvals import reject_pending

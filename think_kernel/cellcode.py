@@ -22,8 +22,10 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from .dataclasses_light import dataclass
 
 OutputCallback = Callable[[str, str], Any]
 """(stream, text) with stream "stdout" or "stderr"; may be sync or async."""

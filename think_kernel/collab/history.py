@@ -18,9 +18,11 @@ import sqlite3
 import threading
 import time
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from ..dataclasses_light import dataclass
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (

@@ -24,9 +24,11 @@ import itertools
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Protocol
+
+from ..dataclasses_light import dataclass
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,10 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+
+from ..dataclasses_light import dataclass
 
 V1_CONTROLLERS = ("memory", "pids", "cpu")
 

@@ -21,10 +21,11 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from ..dataclasses_light import dataclass
 from . import launch
 from .config import SandboxConfig
 from .runs import send_line

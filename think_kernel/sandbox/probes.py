@@ -21,9 +21,10 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from ..dataclasses_light import dataclass
 from . import launch
 from .config import SandboxConfig
 from .limits import LimitRow, markdown_table

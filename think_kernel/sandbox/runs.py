@@ -9,8 +9,10 @@ import json
 import os
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from ..dataclasses_light import dataclass
 
 
 @dataclass(eq=False)

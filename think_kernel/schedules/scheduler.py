@@ -35,9 +35,10 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..dataclasses_light import dataclass
 from .when import next_occurrence
 
 if TYPE_CHECKING:

@@ -25,8 +25,10 @@ import copy
 import operator
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, NoReturn, TypeVar
+
+from ..dataclasses_light import dataclass
 
 T = TypeVar("T")
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+
+from ..dataclasses_light import dataclass
 
 TYPES = ("explore", "code", "test", "review", "plan", "fix")
 STATUSES = ("pending", "in_progress", "blocked", "complete", "failed", "cancelled")
@@ -52,6 +53,9 @@ class Limits:
     max_depth: int = 3
     max_children: int = 10
     max_tasks: int = 50
+
+
+DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -218,7 +222,7 @@ def has_cycle(graph: Graph) -> bool:
 # -- operations ------------------------------------------------------------------------------
 
 
-def add(graph: Graph, task: Task, limits: Limits = Limits()) -> dict[str, Task]:
+def add(graph: Graph, task: Task, limits: Limits = DEFAULT_LIMITS) -> dict[str, Task]:
     """Add a new task (``pending``, or ``blocked`` while a dependency is unfinished)."""
     if not task.id or not task.id.strip():
         raise TaskError("a task needs an id")

@@ -21,9 +21,10 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from ..dataclasses_light import dataclass
 from .config import WebConfig
 from .page import NetworkWatch
 

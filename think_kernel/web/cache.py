@@ -14,8 +14,9 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from ..dataclasses_light import dataclass
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from ..dataclasses_light import dataclass
 
 Action = Literal["click", "type", "select", "scroll", "navigate", "press", "hover", "wait"]
 MAX_LINKS = 40

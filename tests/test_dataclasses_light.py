@@ -1,0 +1,141 @@
+"""think_kernel.dataclasses_light behaves like the standard ``@dataclass`` for what we use."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import InitVar, field
+from typing import Any, ClassVar
+
+import pytest
+
+from think_kernel.dataclasses_light import dataclass as light
+
+
+def shapes(dc: Any) -> dict[str, type]:
+    """The same classes, made by ``dc`` (the standard decorator or ours)."""
+
+    @dc(frozen=True, slots=True)
+    class Base:
+        type: ClassVar[str] = "base"
+        a: str
+        b: int = 0
+
+    @dc(frozen=True, slots=True)
+    class Child(Base):
+        type: ClassVar[str] = "child"
+        c: list[int] = field(default_factory=list)
+
+    @dc(frozen=True)
+    class Frozen:
+        x: int
+        y: str = "y"
+
+    @dc
+    class Plain:
+        x: int
+        items: dict[str, int] = field(default_factory=dict)
+
+    @dc(eq=False)
+    class Ident:
+        x: int
+
+    @dc(frozen=True)
+    class Derived:
+        x: int
+        twice: int = field(init=False, repr=False)
+        seed: InitVar[int] = 1
+
+        def __post_init__(self, seed: int) -> None:
+            object.__setattr__(self, "twice", 2 * self.x * seed)
+
+    @dc
+    class Own:
+        x: int
+
+        def __repr__(self) -> str:
+            return "own"
+
+    return {k: v for k, v in locals().items() if isinstance(v, type)}
+
+
+STD, OURS = shapes(dataclasses.dataclass), shapes(light)
+
+
+# Pickling needs module-level classes.
+@light(frozen=True, slots=True)
+class PickledSlots:
+    a: str
+    b: int = 3
+
+
+@light(frozen=True)
+class PickledDict:
+    a: str
+
+
+def both(name: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    return STD[name](*args, **kwargs), OURS[name](*args, **kwargs)
+
+
+def test_repr_eq_hash_match_the_standard_decorator() -> None:
+    for name, args in [("Base", ("a",)), ("Child", ("a", 2, [1])), ("Frozen", (1,)),
+                       ("Plain", (1, {"k": 2})), ("Derived", (3,)), ("Own", (1,))]:  # fmt: skip
+        std, ours = both(name, *args)
+        assert repr(ours) == repr(std)
+        assert (ours == OURS[name](*args)) is (std == STD[name](*args)) is True
+        assert ours != std  # another class: NotImplemented both ways, then identity
+    assert hash(OURS["Base"]("a", 1)) == hash(OURS["Base"]("a", 1))
+    assert OURS["Base"]("a", 1) != OURS["Base"]("a", 2)
+    assert OURS["Child"]("a") != OURS["Base"]("a")  # a subclass is another class
+    with pytest.raises(TypeError):
+        hash(OURS["Plain"](1))  # eq without frozen: unhashable, as with dataclass
+    i1, i2 = OURS["Ident"](1), OURS["Ident"](1)
+    assert i1 != i2 and len({i1, i2}) == 2  # eq=False: identity
+    assert OURS["Derived"](3, seed=2).twice == 12 and "twice" not in repr(OURS["Derived"](3))
+
+
+def test_frozen_fields_are_set_once() -> None:
+    for name in ("Base", "Frozen"):
+        obj = OURS[name](1) if name == "Frozen" else OURS[name]("a")
+        field_name = "x" if name == "Frozen" else "a"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, field_name, 2)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(obj, field_name)
+    with pytest.raises((dataclasses.FrozenInstanceError, AttributeError)):
+        OURS["Frozen"](1).other = 1  # type: ignore[attr-defined]
+    with pytest.raises((dataclasses.FrozenInstanceError, AttributeError)):
+        OURS["Base"]("a").other = 1  # type: ignore[attr-defined]
+    plain = OURS["Plain"](1)
+    plain.x = 2  # not frozen: assignable
+    assert plain.x == 2
+
+
+def test_standard_helpers_work() -> None:
+    child = OURS["Child"]("a", 2, [1])
+    assert [f.name for f in dataclasses.fields(child)] == ["a", "b", "c"]
+    assert dataclasses.replace(child, b=5) == OURS["Child"]("a", 5, [1])
+    assert dataclasses.asdict(child) == {"a": "a", "b": 2, "c": [1]}
+    assert dataclasses.is_dataclass(child) and child.type == "child"
+    assert not hasattr(child, "__dict__")  # slots kept
+    assert OURS["Child"].__match_args__ == STD["Child"].__match_args__
+    assert OURS["Child"]("a").c is not OURS["Child"]("a").c  # default_factory per instance
+
+
+def test_copy_and_pickle() -> None:
+    for obj in (PickledSlots("x"), PickledDict("y")):
+        assert pickle.loads(pickle.dumps(obj)) == obj
+        assert copy.copy(obj) == obj and copy.deepcopy(obj) == obj
+        clone = copy.copy(obj)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            clone.a = "changed"
+
+
+def test_recursive_repr_and_unsupported_options() -> None:
+    plain = OURS["Plain"](1)
+    plain.items["me"] = plain  # type: ignore[assignment]
+    assert "..." in repr(plain)
+    with pytest.raises(TypeError):
+        light(order=True)(type("X", (), {"__annotations__": {"x": "int"}}))
