@@ -142,6 +142,16 @@ async def test_line_endings_and_bursts_in_one_read(fake_model: FakeModel, newlin
     assert [c.kind for c in chunks][-2:] == ["finish", "usage"]
 
 
+async def test_the_first_token_of_a_burst_goes_up_alone(fake_model: FakeModel) -> None:
+    words = [f"w{i} " for i in range(20)]
+    fake_model.reply(tokens=words, together=True)  # one write: one read
+    chunks = await collect(OpenAIModel("k", fake_model.url))
+    texts = [c.text for c in chunks if c.kind == "text"]
+    # The first chunk with content is not merged with what followed it in the same read
+    # (nor held back while that is parsed); the rest of the read goes up together.
+    assert texts == ["w0 ", "".join(words[1:])]
+
+
 def test_the_model_client_does_not_import_the_openai_sdk() -> None:
     code = "import sys, think_kernel.agent.model; print('openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

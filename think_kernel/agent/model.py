@@ -453,10 +453,13 @@ async def _event_batches(response: Any) -> AsyncGenerator[list[dict[str, Any]], 
 
     Lines are split here rather than by ``aiter_lines`` (three generator layers and a text
     decoder per network read), and everything one read brought is handed on at once: a
-    burst of tokens costs the layers above one pass, not one per token (issue 17)."""
+    burst of tokens costs the layers above one pass, not one per token (issue 17). The
+    exception is the stream's first chunk with content: it is handed on by itself, so the
+    first token is not held back while the rest of its read is parsed."""
     buf = b""
     data: list[bytes] = []
     name = b""
+    waiting = True  # for the first chunk that says something
     chunks = response.aiter_bytes()
     async for raw in chunks:
         buf += raw
@@ -501,8 +504,26 @@ async def _event_batches(response: Any) -> AsyncGenerator[list[dict[str, Any]], 
                 message = err.get("message") if isinstance(err, dict) else err
                 raise ModelError(f"the model endpoint reported an error: {message}", False)
             batch.append(obj)
+            if waiting and _says_something(obj):
+                # The first token goes up alone, before the rest of this read is parsed (an
+                # instant model's whole answer can arrive in one read).
+                waiting = False
+                yield batch
+                batch = []
         if batch:
             yield batch
+
+
+def _says_something(obj: dict[str, Any]) -> bool:
+    """True for a stream chunk with text, reasoning or a tool call in it."""
+    for choice in obj.get("choices") or ():
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(delta, dict) and any(delta.get(k) for k in _SAYING):
+            return True
+    return False
+
+
+_SAYING = ("content", "reasoning_content", "reasoning", "tool_calls")
 
 
 _END = object()
