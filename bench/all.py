@@ -4,7 +4,7 @@ the peer's figure (jupyter-ai 3.2.0, from shared/PEERS.md) and the target.
     python bench/all.py --quick     # CI-sized counts (several minutes on 2 cores)
     python bench/all.py             # more trials
 
-The model is the scripted one of tests/fake_model.py (instant). Parts:
+The model is the scripted one of tests/fake_model.py (instant), in a process of its own. Parts:
 
 - chat cold paths through a real server (bench/coldpaths.py), with the kernel pool (size 1)
   and without it (size 0: a kernel per new chat, the baseline);
@@ -33,8 +33,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import coldpaths  # noqa: E402
 import long_session  # noqa: E402
-
-from tests.fake_model import FakeModel  # noqa: E402
 
 # jupyter-ai 3.2.0, measured side by side with Think on 2026-11-23 (shared/PEERS.md).
 PEER = {
@@ -103,7 +101,9 @@ def magic_figures(trials: int) -> dict[str, float]:
     """``%load_ext`` + first ``%%think`` (ms) in fresh kernels, warm cells, and baselines."""
     from jupyter_client.manager import KernelManager
 
-    fm = FakeModel().start()
+    # In a process of its own, as for the chat figures (see coldpaths.ModelProcess): in the
+    # process of the kernel client, its thread and the client's threads shared one GIL.
+    fm = coldpaths.ModelProcess().start()
     out: dict[str, list[float]] = {"first": [], "base_first": [], "warm": [], "empty": []}
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "THINK_"))}
