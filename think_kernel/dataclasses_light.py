@@ -16,6 +16,10 @@ behaviour:
   :class:`dataclasses.FrozenInstanceError`; such a class hashes by its fields, a non-frozen
   one with ``eq`` is unhashable, as with the standard decorator.
 
+The price is paid per instance: a frozen class's ``__init__`` sets each field through the
+shared ``__setattr__`` (~1 us a field more than the standard ``object.__setattr__`` calls;
+an event of two fields ~2.7 us instead of ~0.6 us), far below what one event costs to emit.
+
 Everything else is the standard machinery (``fields()``, ``replace()``, ``asdict()``, slots,
 defaults, ``__post_init__``, ``__match_args__``). ``order`` and ``unsafe_hash`` are not
 supported (nothing here uses them). Type checkers see the standard decorator.
@@ -24,6 +28,7 @@ supported (nothing here uses them). Type checkers see the standard decorator.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import reprlib
 from typing import TYPE_CHECKING, Any
 
@@ -39,27 +44,26 @@ def _repr(self: Any) -> str:
 def _eq(self: Any, other: Any) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    names = type(self).__record_compare__
-    return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+    key = type(self).__record_key__
+    return key(self) == key(other)
 
 
 def _hash(self: Any) -> int:
-    return hash(tuple(getattr(self, n) for n in type(self).__record_compare__))
+    return hash(type(self).__record_key__(self))
 
 
 def _frozen_setattr(self: Any, name: str, value: Any) -> None:
     cls = type(self)
-    if name in cls.__dataclass_fields__:
-        if name in cls.__record_slots__:
-            try:
-                object.__getattribute__(self, name)
-            except AttributeError:  # an unset slot: __init__ sets it
-                object.__setattr__(self, name, value)
-                return
-        elif name not in self.__dict__:
-            object.__setattr__(self, name, value)
-            return
+    if name in cls.__dataclass_fields__ and not (
+        hasattr(self, name) if name in cls.__record_slots__ else name in self.__dict__
+    ):  # a field not set yet: __init__ sets it
+        object.__setattr__(self, name, value)
+        return
     raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _no_fields(self: Any) -> tuple[()]:
+    return ()
 
 
 def _frozen_delattr(self: Any, name: str) -> None:
@@ -76,7 +80,9 @@ def _process(cls: type, repr: bool, eq: bool, frozen: bool, slots: bool, kw: dic
     new: Any = dataclasses.dataclass(cls, repr=False, eq=False, frozen=False, slots=slots, **kw)
     fields = [f for f in dataclasses.fields(new)]
     new.__record_repr__ = tuple(f.name for f in fields if f.repr)
-    new.__record_compare__ = tuple(f.name for f in fields if f.compare)
+    compared = [f.name for f in fields if f.compare]
+    # The fields' values in one C call (one name: the value itself, which compares the same).
+    new.__record_key__ = operator.attrgetter(*compared) if compared else _no_fields
     in_slots: set[str] = set()
     for klass in new.__mro__:
         declared = klass.__dict__.get("__slots__", ())
