@@ -238,7 +238,17 @@ class ChatSessions:
         await self._task_event(run, "queued", detail)
         if not waits:
             await self._start(run)
+        elif self.active(session_id) is None and not await self._running_in_store(session_id):
+            # What it waited for ended while it was being stored, and that end found no
+            # queued run to start: nothing else would ever start it.
+            await self._start_next(session_id)
         return message, row
+
+    async def _running_in_store(self, session_id: str) -> bool:
+        """Whether the store has a running or retrying run of the session (one that a dead
+        server left behind counts until recovery ends it)."""
+        row = await self.store.active_run(session_id)
+        return row is not None and row["status"] != "queued"
 
     async def cancel(self, session_id: str) -> dict[str, Any] | None:
         """Cancel the session's active run and its queued ones; returns within

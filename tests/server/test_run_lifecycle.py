@@ -221,3 +221,34 @@ async def test_a_run_its_kernel_does_not_own_is_recovered(api, ws, think, model_
     assert retrying and "lost the request" in retrying[0]["detail"]
     assert (await store.get_run(row["id"]))["status"] == "complete"
     assert "Recovered the orphan." in _text(tab, row["id"])
+
+
+async def test_a_message_stored_while_the_run_before_it_ends_still_runs(
+    api, ws, think, model_env, monkeypatch
+):
+    # The race bench/all.py met (a burst's message stuck in "queued" for good): the message is
+    # queued behind a running run, and that run ends (finding nothing queued to start) before
+    # the new run is registered.
+    model_env.reply(text="First answer.", chunk_size=2, delay=0.02)
+    model_env.reply(text="Second answer.")
+    sid = await _session(api)
+    tab = await ws(sid)
+    store = think.services.store
+    _, first = await api("POST", f"sessions/{sid}/messages", {"content": "one"})
+    await until(lambda: tab.of("text_delta"), 60, "first run streams")
+    create_run = store.create_run
+
+    async def late_create_run(*args, **kwargs):
+        for _ in range(600):  # until the first run has ended and the session is idle
+            session = await store.get_session(sid)
+            if session["status"] == "idle" and not think.services.chats.runs:
+                break
+            await asyncio.sleep(0.05)
+        return await create_run(*args, **kwargs)
+
+    monkeypatch.setattr(store, "create_run", late_create_run)
+    code, second = await api("POST", f"sessions/{sid}/messages", {"content": "two"})
+    assert code == 201 and second["message"]["status"] == "queued"  # it was, when stored
+    await until(lambda: len(tab.of("task_complete")) == 2, 60, "the second run")
+    assert [f["task_id"] for f in tab.of("task_complete")] == [first["run_id"], second["run_id"]]
+    assert _text(tab, second["run_id"]) == "Second answer."
