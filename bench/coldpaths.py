@@ -303,7 +303,7 @@ async def burst(
         try:
             raw = await asyncio.wait_for(ws.read_message(), 30)
         except TimeoutError:
-            # Say what was seen (a hang once in a few runs of bench/all.py, not understood).
+            # Say what was seen (how the queued-message race, fixed since, showed itself).
             rows = srv.call("GET", f"api/think/sessions/{sid}/messages")
             rows = rows.get("messages", rows) if isinstance(rows, dict) else rows
             last = [(m.get("role"), m.get("status"), len(m.get("content") or ""),
