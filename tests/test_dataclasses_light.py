@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 from dataclasses import InitVar, field
 from typing import Any, ClassVar
@@ -111,6 +112,14 @@ def test_frozen_fields_are_set_once() -> None:
     plain = OURS["Plain"](1)
     plain.x = 2  # not frozen: assignable
     assert plain.x == 2
+    # Built through a mutable twin class: the instance ends as its own class, and __init__
+    # keeps the generated signature and errors.
+    for name in ("Base", "Frozen", "Derived"):
+        obj = OURS[name](1) if name != "Base" else OURS[name]("a")
+        assert type(obj) is OURS[name]
+        assert inspect.signature(OURS[name]) == inspect.signature(STD[name])
+    with pytest.raises(TypeError):
+        OURS["Base"]()  # missing 'a', as with the standard decorator
 
 
 def test_standard_helpers_work() -> None:

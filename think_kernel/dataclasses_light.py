@@ -16,9 +16,11 @@ behaviour:
   :class:`dataclasses.FrozenInstanceError`; such a class hashes by its fields, a non-frozen
   one with ``eq`` is unhashable, as with the standard decorator.
 
-The price is paid per instance: a frozen class's ``__init__`` sets each field through the
-shared ``__setattr__`` (~1 us a field more than the standard ``object.__setattr__`` calls;
-an event of two fields ~2.7 us instead of ~0.6 us), far below what one event costs to emit.
+A frozen instance is built as an instance of a mutable twin class (same layout, the
+generated ``__init__``) and then given its own class: ~1 us for two fields (the standard
+decorator: ~0.5 us), ~1.4 us for ten (standard: ~2 us). Setting each field through a shared
+frozen ``__setattr__`` instead cost ~1 us a field, which a 200-token burst of stream chunks
+felt (~2 ms).
 
 Everything else is the standard machinery (``fields()``, ``replace()``, ``asdict()``, slots,
 defaults, ``__post_init__``, ``__match_args__``). ``order`` and ``unsafe_hash`` are not
@@ -28,6 +30,7 @@ supported (nothing here uses them). Type checkers see the standard decorator.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 import reprlib
 from typing import TYPE_CHECKING, Any
@@ -70,6 +73,27 @@ def _frozen_delattr(self: Any, name: str) -> None:
     raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
 
+def _building_init(cls: Any) -> Any:
+    """The frozen class's ``__init__``: the generated one, run while the instance is of a
+    mutable twin class of the same layout, so that it sets each field at C speed (as fast as
+    the standard frozen ``__init__``; faster with many fields); the instance then becomes
+    what it is. The twin never outlives ``__init__`` (nor does a failed instance)."""
+    generated = cls.__init__
+    twin = type(cls.__name__, (cls,), {
+        "__slots__": (), "__init__": generated, "__qualname__": cls.__qualname__,
+        "__setattr__": object.__setattr__, "__delattr__": object.__delattr__,
+    })  # fmt: skip
+    set_class = object.__setattr__
+
+    @functools.wraps(generated)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        set_class(self, "__class__", twin)
+        generated(self, *args, **kwargs)
+        set_class(self, "__class__", cls)
+
+    return __init__
+
+
 def _process(cls: type, repr: bool, eq: bool, frozen: bool, slots: bool, kw: dict) -> type:
     explicit_hash = "__hash__" in cls.__dict__ and not (
         cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
@@ -93,6 +117,8 @@ def _process(cls: type, repr: bool, eq: bool, frozen: bool, slots: bool, kw: dic
     if eq and not own_eq:
         new.__eq__ = _eq
     if frozen:
+        if kw.get("init", True):
+            new.__init__ = _building_init(new)
         new.__setattr__ = _frozen_setattr
         new.__delattr__ = _frozen_delattr
     if eq and not explicit_hash:
