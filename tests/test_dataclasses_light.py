@@ -105,15 +105,17 @@ def test_frozen_fields_are_set_once() -> None:
             setattr(obj, field_name, 2)
         with pytest.raises(dataclasses.FrozenInstanceError):
             delattr(obj, field_name)
-    with pytest.raises((dataclasses.FrozenInstanceError, AttributeError)):
-        OURS["Frozen"](1).other = 1  # type: ignore[attr-defined]
-    with pytest.raises((dataclasses.FrozenInstanceError, AttributeError)):
-        OURS["Base"]("a").other = 1  # type: ignore[attr-defined]
+    for name, arg in (("Frozen", 1), ("Base", "a")):  # an attribute that is no field
+        raised = []
+        for made in (STD, OURS):
+            with pytest.raises(Exception) as info:
+                made[name](arg).other = 1
+            raised.append(type(info.value))
+        assert raised[0] is raised[1]  # (3.11's frozen slots classes raise a TypeError here)
     plain = OURS["Plain"](1)
     plain.x = 2  # not frozen: assignable
     assert plain.x == 2
-    # Built through a mutable twin class: the instance ends as its own class, and __init__
-    # keeps the generated signature and errors.
+    # __init__ keeps the generated signature and errors.
     for name in ("Base", "Frozen", "Derived"):
         obj = OURS[name](1) if name != "Base" else OURS[name]("a")
         assert type(obj) is OURS[name]
