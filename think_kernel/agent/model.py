@@ -515,15 +515,9 @@ async def _event_batches(response: Any) -> AsyncGenerator[list[dict[str, Any]], 
 
 
 def _says_something(obj: dict[str, Any]) -> bool:
-    """True for a stream chunk with text, reasoning or a tool call in it."""
-    for choice in obj.get("choices") or ():
-        delta = choice.get("delta") if isinstance(choice, dict) else None
-        if isinstance(delta, dict) and any(delta.get(k) for k in _SAYING):
-            return True
-    return False
-
-
-_SAYING = ("content", "reasoning_content", "reasoning", "tool_calls")
+    """True for a stream chunk with text, reasoning or a tool call in it (as :func:`_chunks`
+    reads it)."""
+    return any(c.kind in ("text", "reasoning", "tool_call") for c in _chunks([obj]))
 
 
 _END = object()
