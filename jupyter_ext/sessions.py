@@ -200,8 +200,7 @@ class ChatSessions:
             raise SessionNotFound(session_id)
         if interrupt:
             await self.cancel(session_id)
-        lock = self._send_locks.setdefault(session_id, asyncio.Lock())
-        async with lock:
+        async with self._queue_lock(session_id):
             existing = await self.store.get_message(message_id) if message_id else None
             if existing is not None:
                 done = await self.store.run_of_message(existing["id"])
@@ -238,17 +237,13 @@ class ChatSessions:
         await self._task_event(run, "queued", detail)
         if not waits:
             await self._start(run)
-        elif self.active(session_id) is None and not await self._running_in_store(session_id):
-            # What it waited for ended while it was being stored, and that end found no
-            # queued run to start: nothing else would ever start it.
-            await self._start_next(session_id)
         return message, row
 
-    async def _running_in_store(self, session_id: str) -> bool:
-        """Whether the store has a running or retrying run of the session (one that a dead
-        server left behind counts until recovery ends it)."""
-        row = await self.store.active_run(session_id)
-        return row is not None and row["status"] != "queued"
+    def _queue_lock(self, session_id: str) -> asyncio.Lock:
+        """Held while a message decides to wait and its run is registered, and while the end
+        of a run looks for the next one: a run that ended between the two would find nothing
+        to start, and the message would stay queued for good."""
+        return self._send_locks.setdefault(session_id, asyncio.Lock())
 
     async def cancel(self, session_id: str) -> dict[str, Any] | None:
         """Cancel the session's active run and its queued ones; returns within
@@ -444,13 +439,14 @@ class ChatSessions:
         self._spawn(self._deliver(run))
 
     async def _start_next(self, session_id: str) -> None:
-        if self.active(session_id) is not None:
-            return
-        waiting = self.queued(session_id)
-        if waiting:
-            await self._start(waiting[0])
-        elif await self.store.active_run(session_id) is None:
-            await self.store.update_session(session_id, status="idle")
+        async with self._queue_lock(session_id):
+            if self.active(session_id) is not None:
+                return
+            waiting = self.queued(session_id)
+            if waiting:
+                await self._start(waiting[0])
+            elif await self.store.active_run(session_id) is None:
+                await self.store.update_session(session_id, status="idle")
 
     async def _drop_queued(self, run: _Run) -> None:
         if self.runs.pop(run.id, None) is None:

@@ -239,11 +239,11 @@ async def test_a_message_stored_while_the_run_before_it_ends_still_runs(
     create_run = store.create_run
 
     async def late_create_run(*args, **kwargs):
-        for _ in range(600):  # until the first run has ended and the session is idle
-            session = await store.get_session(sid)
-            if session["status"] == "idle" and not think.services.chats.runs:
+        for _ in range(600):  # until the first run's end has begun (its row is final) ...
+            if (await store.get_run(first["run_id"]))["status"] == "complete":
                 break
             await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # ... and has had time to look for a queued run to start
         return await create_run(*args, **kwargs)
 
     monkeypatch.setattr(store, "create_run", late_create_run)
