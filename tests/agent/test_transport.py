@@ -9,6 +9,7 @@ import gzip
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -277,7 +278,7 @@ async def test_a_proxy_variable_sends_the_request_through_httpx(
 async def test_what_cannot_be_sent_fails_at_once_and_sends_nothing(
     fake_model: FakeModel,
 ) -> None:
-    port = fake_model.url.split(":")[2].split("/")[0]
+    port = urlsplit(fake_model.url).port
     for key, url, says in (
         ("sk-abc\r\nX-Injected: 1", fake_model.url, "cannot be sent"),
         ("sk-\u00e9\u4e2d", fake_model.url, "cannot be sent"),
