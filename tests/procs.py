@@ -7,6 +7,13 @@ import os
 from pathlib import Path
 
 
+def marked_loop(marker: str, body: str = "sleep 0.1") -> str:
+    """A bash command that loops forever in a process whose command line holds ``marker``:
+    a shell of its own, since the bash that runs a command may have been started before it
+    (``prime_bash``), with its bootstrap for a command line."""
+    return f"sh -c 'while true; do {body}; done' {marker}"
+
+
 def processes_with(marker: str) -> list[int]:
     """Pids (not this process's) whose command line holds ``marker``."""
     found = []

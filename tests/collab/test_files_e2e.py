@@ -20,7 +20,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.procs import processes_with
+from tests.procs import marked_loop, processes_with
 from tests.waiting import until
 
 from ..server.conftest import WSClient, write_kernelspec
@@ -216,7 +216,7 @@ async def test_an_edit_from_a_stale_read_never_lands_on_new_typing(
 
 async def _start_loop(chat, model_env, sid, tab) -> str:
     marker = f"stopmark{uuid.uuid4().hex[:8]}"
-    loop = f"# {marker}\nwhile true; do echo tick; sleep 0.1; done"
+    loop = marked_loop(marker, "echo tick; sleep 0.1")
     model_env.reply(tool_calls=[("bash", {"command": loop, "timeout": 60})])
     await chat.send(sid, "run forever")
     await until(lambda: processes_with(marker), 60, "the loop runs in the sandbox")

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
-from tests.procs import processes_with
+from tests.procs import marked_loop, processes_with
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.timeout(180)
 
 def _stop_a_running_tool(kernel: Kernel, model: FakeModel, cell: str) -> None:
     marker = f"stopmark{uuid.uuid4().hex[:8]}"
-    loop = f"# {marker}\nwhile true; do sleep 0.1; done"
+    loop = marked_loop(marker)
     model.reply(tool_calls=[("bash", {"command": loop, "timeout": 120})])
     msg_id = kernel.kc.execute(cell)
     wait_until(lambda: processes_with(marker), 90, "the tool runs in the sandbox")

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from tests.procs import processes_with
+from tests.procs import marked_loop, processes_with
 from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(180)
@@ -41,9 +41,7 @@ async def _next_message_is_answered(api, tab, model_env, sid) -> None:
 
 async def test_kernel_killed_during_a_tool_call(api, ws, think, model_env):
     marker = f"faultmark{uuid.uuid4().hex[:8]}"
-    model_env.reply(
-        tool_calls=[("bash", {"command": f"# {marker}\nwhile true; do sleep 0.2; done"})]
-    )
+    model_env.reply(tool_calls=[("bash", {"command": marked_loop(marker, "sleep 0.2")})])
     model_env.reply(text="The command was cut short; here is what I know.")
     sid = await _session(api)
     tab = await ws(sid)

@@ -19,7 +19,7 @@ import psutil
 import pytest
 import websocket
 
-from tests.procs import processes_with
+from tests.procs import marked_loop, processes_with
 from tests.waiting import wait_until
 
 from .conftest import write_kernelspec
@@ -167,9 +167,7 @@ def test_server_restart_mid_run_recovers(tmp_path, fake_model):
 def test_server_killed_during_a_tool_call_recovers(tmp_path, fake_model):
     env = _setup(tmp_path, fake_model)
     marker = f"restartmark{uuid.uuid4().hex[:8]}"
-    fake_model.reply(
-        tool_calls=[("bash", {"command": f"# {marker}\nwhile true; do sleep 0.2; done"})]
-    )
+    fake_model.reply(tool_calls=[("bash", {"command": marked_loop(marker, "sleep 0.2")})])
     fake_model.reply(text="Answer after the restart.")
     fake_model.reply(text="Next answer.")
     first = Server(tmp_path, env)

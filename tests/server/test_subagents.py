@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from tests.procs import processes_with
+from tests.procs import marked_loop, processes_with
 from tests.waiting import until
 
 pytestmark = pytest.mark.timeout(240)
@@ -216,7 +216,7 @@ async def test_cancel_during_delegation_kills_the_subagents_processes(api, ws, t
     )
     fm.reply(tool_calls=[("wait_for_subagents", {})])
     for key, marker in markers.items():
-        loop = f"# {marker}\nwhile true; do sleep 0.1; done"
+        loop = marked_loop(marker)
         fm.reply_for(key, tool_calls=[("bash", {"command": loop, "timeout": 120})])
     sid = await _session(api)
     tab = await ws(sid)

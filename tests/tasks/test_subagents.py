@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.procs import processes_with
+from tests.procs import marked_loop, processes_with
 from tests.waiting import until
 from think_kernel.commands import run_command
 from think_kernel.runtime import Runtime
@@ -179,7 +179,7 @@ async def test_cancelling_the_request_kills_its_subagents_processes(
     fake_model.reply(tool_calls=delegations)
     fake_model.reply(tool_calls=[("wait_for_subagents", {})])
     for key, marker in markers.items():
-        loop = f"# {marker}\nwhile true; do sleep 0.1; done"
+        loop = marked_loop(marker)
         fake_model.reply_for(key, tool_calls=[("bash", {"command": loop, "timeout": 120})])
     run = asyncio.ensure_future(collect(runtime, "loop twice"))
     await until(lambda: all(processes_with(m) for m in markers.values()), 60, "both loops running")
