@@ -41,17 +41,23 @@ def sandbox_processes(session_id: str) -> list[tuple[int, str, str]]:
     return found
 
 
-def leftovers(sb: Sandbox) -> list[tuple[int, str, str]]:
-    """Sandbox processes beyond the zygote, its bash fork server, the warm worker and both
-    fork servers' spares (bwrap itself excluded).
+def is_primed_bash(cmdline: str) -> bool:
+    """A bash started ahead of its command (``prime_bash``), waiting for it."""
+    return cmdline.startswith("bash -c IFS= read -r n <&4 && ")
 
-    These share the zygote's command line (they are forks), so anything else - or more of
-    them than expected, or a zombie - is a leftover.
+
+def leftovers(sb: Sandbox) -> list[tuple[int, str, str]]:
+    """Sandbox processes beyond the zygote, its bash fork server, the warm worker, both
+    fork servers' spares and the primed bash runs (bwrap itself excluded).
+
+    The first ones share the zygote's command line (they are forks), the primed ones have
+    theirs, so anything else - or more of them than expected, or a zombie - is a leftover.
     """
     procs = [p for p in sandbox_processes(sb.session_id) if "bwrap" not in p[2].split(" ")[0]]
     ours = [p for p in procs if "_think_zygote.py" in p[2] and p[1] != "Z"]
-    if len(ours) <= 3 + 2 * sb.config.prefork:  # and idle pre-forked children of both
-        return [p for p in procs if p not in ours]
+    primed = [p for p in procs if is_primed_bash(p[2]) and p[1] != "Z"]
+    if len(ours) <= 3 + 2 * sb.config.prefork and len(primed) <= sb.config.prime_bash:
+        return [p for p in procs if p not in ours and p not in primed]
     return procs
 
 

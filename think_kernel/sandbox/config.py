@@ -170,6 +170,16 @@ class SandboxConfig(Configurable):
         help="Children the zygote keeps forked in advance, so a fresh run or bash command "
         "does not wait for fork(); a count, 0 = fork on demand. Default: 1.",
     )
+    prime_bash = Int(
+        1,
+        min=0,
+        config=True,
+        help="Bash processes kept started ahead of the next commands, 0 = none. Each is a "
+        "bash, confined and under the session's identity like any run, that waits for its "
+        "command on a socket only the kernel holds: a command does not wait for the exec "
+        "of bash and its start-up. It runs the command with `eval` (a syntax error says "
+        "`eval:` where `bash -c` says `-c:`). Default: 1.",
+    )
     preload_code = Unicode(
         "import io, numpy as np, pandas as pd\n"
         "df = pd.DataFrame({'a': np.arange(3), 'b': list('xyz')})\n"

@@ -374,7 +374,12 @@ async def _wedge(sb: Sandbox) -> Probe:
         return Probe("a wedged launcher", False, "launcher not found")
     os.kill(pid, signal.SIGSTOP)
     res = await sb.run_bash("echo back", timeout=20)
-    ok = res.ok and res.stdout == "back\n" and any("replaced" in w for w in res.warnings)
+    # A bash started ahead of the command (prime_bash) runs it without the launcher; its
+    # exit status cannot come back, and the launcher is replaced then: the next one runs.
+    again = res if res.ok else await sb.run_bash("echo back", timeout=20)
+    took = res.duration_ms + (again.duration_ms if again is not res else 0)
+    ok = (again.ok and again.stdout == "back\n" and res.stdout == "back\n"
+          and any("replaced" in w for w in res.warnings))  # fmt: skip
     return Probe("a wedged launcher (SIGSTOP from outside)", ok,
-                 f"replaced, the run took {res.duration_ms / 1000:.1f} s" if ok else
-                 f"run result: {res.error or res.stdout!r}")  # fmt: skip
+                 f"replaced, the run took {took / 1000:.1f} s" if ok else
+                 f"run result: {again.error or again.stdout!r}")  # fmt: skip

@@ -134,7 +134,7 @@ def classify(
         res.ok, res.error_category, res.error = False, "killed", str(ex["error"])
     elif ex.get("lost"):
         res.ok, res.error_category = False, "killed"
-        res.error = f"the sandbox process died unexpectedly; {diag()}"
+        res.error = kill_detail or f"the sandbox process died unexpectedly; {diag()}"
     elif sig is not None:
         res.ok, res.error_category = False, "killed"
         name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)

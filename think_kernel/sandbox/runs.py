@@ -38,6 +38,10 @@ class Run:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     warnings: list[str] = field(default_factory=list)
     worker: str = ""  # whose processes these are ("" the session's; a subagent's key)
+    limits: dict | None = None  # the rlimits it was started with
+    pipes: list[int] = field(default_factory=list)  # read ends of its output pipes
+    took: bool = False  # a primed bash run said it took its command
+    chan_done: asyncio.Event = field(default_factory=asyncio.Event)  # set with chan_closed
 
 
 def open_pipes(run: Run, names: tuple[str, ...] = ("stdout", "stderr")) -> list[int]:
@@ -67,6 +71,7 @@ def open_pipes(run: Run, names: tuple[str, ...] = ("stdout", "stderr")) -> list[
             queue.put_nowait(("eof", stream, b""))
 
         loop.add_reader(r, on_readable)
+        run.pipes.append(r)
         writers.append(w)
     return writers
 
@@ -82,11 +87,16 @@ async def serve_channel(run: Run, sock: socket.socket) -> None:
             while b"\n" in buf:
                 line, _, rest = bytes(buf).partition(b"\n")
                 buf[:] = rest
-                run.queue.put_nowait(("msg", json.loads(line), b""))
+                msg = json.loads(line)
+                if msg.get("ev") == "took":
+                    run.took = True
+                else:
+                    run.queue.put_nowait(("msg", msg, b""))
     except (OSError, ValueError):
         pass
     finally:
         run.chan_closed = True
+        run.chan_done.set()
         run.queue.put_nowait(("chan_eof", "", b""))
         sock.close()
 

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import inspect
 import os
+import select
 import shutil
 import socket
 import tempfile
@@ -36,6 +37,21 @@ OutputCallback = Callable[[str, str], Awaitable[None] | None]
 _EXIT_GRACE = 1.0  # seconds to wait for pipes to close after the process is gone
 _KILL_GRACE = 3.0  # seconds to wait for the zygote to report a killed run
 _PING_DEADLINE = 1.0  # seconds a launcher has to answer a ping before it counts as wedged
+_QUIET_EXIT = 0.25  # seconds after a run's output ended with no exit before its launcher is pinged
+_MAX_ARG = 128 * 1024  # MAX_ARG_STRLEN: the longest argument execve takes (with its NUL)
+
+
+def _untouched(run: Run) -> bool:
+    """True if nothing came out of ``run`` yet. Output before its command was planted by
+    other code of the session: under a kernel of the user's uid, sandboxed code can reopen
+    a waiting process's pipes through /proc. Its pipes are polled here, as the event loop
+    may not have read them yet."""
+    if not run.queue.empty():
+        return False
+    poll = select.poll()
+    for fd in run.pipes:
+        poll.register(fd, select.POLLIN)
+    return not poll.poll(0)  # data, an end or a closed fd (POLLNVAL): not untouched
 
 
 class SandboxError(RuntimeError):
@@ -67,6 +83,9 @@ class Sandbox:
         self._launcher_lock = asyncio.Lock()
         self._launcher: Launcher | None = None
         self._closed = False
+        #: The next bash run, started ahead of its command (``prime_bash``).
+        self._primed: list[Run] = []
+        self._priming = 0
 
     @property
     def identity(self) -> tuple[int, int] | None:
@@ -257,6 +276,7 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
+        self._primed.clear()
         async with self._launcher_lock:
             if self._launcher is not None:
                 await self._launcher.stop(graceful=True, kill_session=self._kill_session)
@@ -324,26 +344,7 @@ class Sandbox:
         notes: list[str] = []
         for attempt in (1, 2):
             launcher = await self._ensure_launcher()
-            run = Run(next(self._ids), kind, launcher=launcher)
-            out_w, err_w = open_pipes(run)
-            chan_k, chan_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            loop_k, loop_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._spawn_task(self.loopback.serve(loop_k))
-            self._runs[run.id] = run
-            msg = {"op": "spawn", "id": run.id, "kind": kind, "limits": self.config.limits()}
-            try:
-                await launcher.send({**msg, **payload}, [out_w, err_w, chan_c.fileno(),
-                                                         loop_c.fileno()])  # fmt: skip
-                sent = True
-            except OSError:
-                sent = False
-            finally:
-                os.close(out_w)
-                os.close(err_w)
-                chan_c.close()
-                loop_c.close()
-            run.chan = chan_k
-            self._spawn_task(serve_channel(run, chan_k))
+            run, sent = await self._start(launcher, kind, payload)
             if sent:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(run.spawned.wait(), ack)
@@ -358,6 +359,80 @@ class Sandbox:
             await self._replace_launcher(launcher)
         raise SandboxError(f"the sandbox launcher does not answer; {self._diag()}")
 
+    async def _start(self, launcher: Launcher, kind: str, payload: dict) -> tuple[Run, bool]:
+        """Make a run's pipes and sockets and ask ``launcher`` to start it; True if the
+        request went out."""
+        run = Run(next(self._ids), kind, launcher=launcher, limits=self.config.limits())
+        out_w, err_w = open_pipes(run)
+        chan_k, chan_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        loop_k, loop_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._spawn_task(self.loopback.serve(loop_k))
+        self._runs[run.id] = run
+        msg = {"op": "spawn", "id": run.id, "kind": kind, "limits": run.limits}
+        try:
+            await launcher.send({**msg, **payload}, [out_w, err_w, chan_c.fileno(),
+                                                     loop_c.fileno()])  # fmt: skip
+            sent = True
+        except OSError:
+            sent = False
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+            chan_c.close()
+            loop_c.close()
+        run.chan = chan_k
+        self._spawn_task(serve_channel(run, chan_k))
+        return run, sent
+
+    async def _prime(self) -> None:
+        """Start bash runs ahead of their commands (``prime_bash`` of them): the exec of bash
+        and its start-up then happen while nobody waits."""
+        launcher = self._launcher
+        while (not self._closed and launcher is not None and launcher is self._launcher
+               and launcher.alive
+               and len(self._primed) + self._priming < self.config.prime_bash):  # fmt: skip
+            self._priming += 1
+            try:
+                run, sent = await self._start(launcher, "bash", {"primed": True})
+            except OSError:  # out of file descriptors: commands start the usual way
+                return
+            finally:
+                self._priming -= 1
+            if not sent or self._closed:
+                await self._kill(run, "stale")
+                return
+            self._primed.append(run)
+
+    async def _take_primed(self, command: str, ack: float) -> Run | None:
+        """A primed bash run, given ``command``; None if none can take it (the caller then
+        starts a run the usual way)."""
+        try:
+            data = command.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        # bash -c refuses a NUL and an argument over 128 KiB: such commands take the usual
+        # path and fail as they always did.
+        if not 0 < len(data) < _MAX_ARG or b"\0" in data:
+            return None
+        while self._primed:
+            run = self._primed.pop(0)
+            if run.exit is None and not run.spawned.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(run.spawned.wait(), ack)
+            if (run.spawned.is_set() and run.exit is None and run.pid is not None
+                    and run.launcher is self._launcher and run.chan is not None
+                    and run.limits == self.config.limits() and _untouched(run)):  # fmt: skip
+                try:
+                    await asyncio.get_running_loop().sock_sendall(
+                        run.chan, b"%d\n" % len(data) + data
+                    )
+                    return run
+                except OSError:
+                    pass  # it died: its end of the socket is closed
+            if run.exit is None:
+                await self._kill(run, "stale")
+        return None
+
     async def _run_child(
         self,
         kind: str,
@@ -368,18 +443,41 @@ class Sandbox:
     ) -> ExecResult:
         start = time.perf_counter()
         seconds = self._timeout(limit)
-        run = await self._spawn(kind, payload, seconds)
-        run.worker = worker
-        self._active.add(run)
-        try:
-            res = await self._collect(run, seconds, on_output, need_exit=True)
-        except asyncio.CancelledError:
-            await asyncio.shield(self._kill_cancelled(run))
-            raise
-        finally:
-            self._active.discard(run)
-            run.done.set()
+        ack = min(self.config.launcher_timeout, max(1.0, seconds / 4))
+        for attempt in (1, 2):
+            taken = None
+            if kind == "bash" and attempt == 1:
+                taken = await self._take_primed(payload["command"], ack)
+            primed = taken is not None
+            run = taken or await self._spawn(kind, payload, seconds)
+            run.worker = worker
+            self._active.add(run)
+            try:
+                res = await self._collect(run, seconds, on_output, need_exit=True)
+            except asyncio.CancelledError:
+                await asyncio.shield(self._kill_cancelled(run))
+                raise
+            finally:
+                self._active.discard(run)
+                run.done.set()
+                if kind == "bash" and self.config.prime_bash:
+                    # After the run, not beside it: the exec of the next bash would compete
+                    # with this one for the CPUs (and its launcher's attention).
+                    self._spawn_task(self._prime())
+            if not (primed and await self._died_before_its_command(run)):
+                break
         return self._finish(res, run, start)
+
+    async def _died_before_its_command(self, run: Run) -> bool:
+        """True if a primed bash run ended without having taken its command (other code of
+        the session killed it while it waited): the command never ran, and may be run again.
+        Its "took" line precedes the command, so once its channel is closed the answer is
+        certain."""
+        if run.took or run.kill_reason is not None or run.exit is None:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(run.chan_done.wait(), _EXIT_GRACE)
+        return run.chan_closed and not run.took
 
     async def _run_warm(
         self, code: str, limit: float | None, on_output: OutputCallback | None, worker: str = ""
@@ -472,6 +570,7 @@ class Sandbox:
         deadline = loop.time() + limit
         grace_set = False
         noted = False
+        asked = False
         ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0
         watch = self._watch(run)
 
@@ -494,13 +593,26 @@ class Sandbox:
                 if ended and not grace_set:
                     deadline = min(deadline, loop.time() + _EXIT_GRACE) if run.exit else deadline
                     grace_set = True
+                wait = max(0, deadline - loop.time())
+                # Its output ended but no exit came: the process closed its pipes, or its
+                # launcher cannot report (wedged). Asked once, after a quiet spell.
+                quiet = need_exit and not asked and len(eofs) == 2 and run.exit is None
                 try:
                     kind, a, b = await asyncio.wait_for(
-                        run.queue.get(), max(0, deadline - loop.time())
+                        run.queue.get(), min(wait, _QUIET_EXIT) if quiet else wait
                     )
                 except TimeoutError:
                     if ended:
                         break  # something kept our pipes open; give up on them
+                    if quiet and wait > _QUIET_EXIT:
+                        asked = True
+                        if await self._check_launcher(run):
+                            run.kill_detail = (
+                                "its output ended, but the sandbox launcher stopped answering "
+                                "before it reported the exit status (it was replaced)"
+                            )
+                            break
+                        continue
                     if run.kill_reason is None:
                         await self._kill(run, "timeout")
                         # The kill goes through the launcher: make sure it still answers.

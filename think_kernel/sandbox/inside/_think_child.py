@@ -20,6 +20,18 @@ from _think_wire import recv_line, send_msg
 LOOPBACK_FD = 3
 CHANNEL_FD = 4
 
+#: What a primed bash run (issue 17) runs: it waits for ``<byte count>\n<command>`` on the
+#: channel (a socket only the kernel holds, which no other process can open through
+#: /proc), says it took it, closes the channel and runs the command. ``read -N`` counts
+#: bytes under LC_ALL=C; a command cut short (the kernel went away mid-send) fails the read:
+#: nothing runs (exit 111). The kernel knows from the "took" line whether a primed bash that
+#: died (killed by other code of the session) had begun its command.
+PRIMED_BASH = (
+    f'IFS= read -r n <&{CHANNEL_FD} && LC_ALL=C IFS= read -r -N "$n" c <&{CHANNEL_FD} '
+    f"&& printf '%s\\n' '{{\"ev\": \"took\"}}' >&{CHANNEL_FD} && exec {CHANNEL_FD}<&- "
+    '&& unset n || exit 111; eval "unset c; $c"'
+)
+
 
 def has_children() -> bool:
     """True if we have any child at all, running or exited (ECHILD means none)."""
@@ -143,7 +155,11 @@ def child_main(
         install_seccomp(program)
     os.chdir(cfg["cwd"])
     if kind == "bash":
-        os.execve(cfg["bash"], ["bash", "-c", req["command"]], dict(os.environ))
+        command = req.get("command")
+        if command is None:  # primed: the command comes later, on the channel
+            os.set_inheritable(CHANNEL_FD, True)
+            command = PRIMED_BASH
+        os.execve(cfg["bash"], ["bash", "-c", command], dict(os.environ))
     _std_streams()
     chan_sock = socket.socket(fileno=CHANNEL_FD)
     runner = Runner(chan_sock)

@@ -6,6 +6,8 @@ object per line (see ``_think_wire``):
 
 kernel -> zygote   {"op": "spawn", "id", "kind": "python"|"bash"|"warm", "code"?,
                     "command"?, "limits"}  + 4 fds: stdout, stderr, channel, loopback
+                   (a bash run without "command" is primed: it waits for its command
+                   on the channel, see ``_think_child.PRIMED_BASH``)
                    {"op": "kill", "id"}  /  {"op": "ping", "n"}
 zygote -> kernel   {"ev": "ready", "pid", "preloaded"} / {"ev": "spawned", "id", "pid"}
                    {"ev": "exit", "id", "code", "signal", "error"?}  /  {"ev": "pong", "n"}
