@@ -53,6 +53,13 @@ async def test_memory_is_capped_across_processes(open_sandbox: SandboxFactory, t
             "b = bytearray(400 * 1024 * 1024)\nfor j in range(0, len(b), 4096): b[j] = 1"
         )
         assert big.error_category == "memory" and "session_memory_mb" in big.error, big
+        # The same from bash, which forks the command when it is not its last one, or when
+        # the bash was started ahead of the command (prime_bash, the second one here): the
+        # run then ends with 128 + 9, not by the signal.
+        alloc = "b = bytearray(400 << 20); [b.__setitem__(j, 1) for j in range(0, len(b), 4096)]"
+        for command in (f'python3 -c "{alloc}" && echo done', f'python3 -c "{alloc}"'):
+            res = await sb.run_bash(command)
+            assert res.error_category == "memory" and "session_memory_mb" in res.error, res
         # The legitimate use: processes that fit together run to the end.
         fits = await sb.run_python(SPREAD.format(n=3, mib=50), fresh=True, timeout=60)
         assert fits.ok and "CODES [0, 0, 0]" in fits.stdout, fits

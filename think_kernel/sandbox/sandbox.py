@@ -14,6 +14,7 @@ import inspect
 import os
 import select
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -650,8 +651,12 @@ class Sandbox:
         res = classify(kind=run.kind, exit=run.exit, kill_reason=run.kill_reason,
                        kill_detail=run.kill_detail, report=result, out=out, outputs=outputs,
                        limit=limit, diag=self._diag)  # fmt: skip
-        if (res.error_category == "killed" and run.kill_reason is None and self.cgroup
-                and self.cgroup.oom_kills() > ooms):  # fmt: skip
+        # Bash reports a command killed for memory as 128 + 9 when it forked the command
+        # (not its last one, or a primed bash, which forks them all).
+        killed = res.error_category == "killed" or (
+            run.kind == "bash" and res.exit_code == 128 + signal.SIGKILL
+        )
+        if killed and run.kill_reason is None and self.cgroup and self.cgroup.oom_kills() > ooms:
             res.error_category = "memory"
             res.error = (f"killed: the session reached its memory limit "
                          f"({self.config.session_memory_mb} MiB, session_memory_mb)")  # fmt: skip
