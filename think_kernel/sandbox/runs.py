@@ -52,6 +52,7 @@ def open_pipes(run: Run, names: tuple[str, ...] = ("stdout", "stderr")) -> list[
     # Bind to the queue of *this* cell: a warm worker gets a new queue per cell, and the EOF
     # of an earlier pipe must not end a later cell early.
     queue = run.queue
+    run.pipes = []
     for name in names:
         r, w = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(r, False)
