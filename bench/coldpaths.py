@@ -13,6 +13,9 @@ With an instant scripted model (tests/fake_model.py), medians of the trials:
    second (WebSocket) client; first token -> first text at the client, in the burst and in
    a stream paced like a real model's (a token every 2 ms)
 6. resident memory (RSS, kernel + its sandbox processes) of an idle chat and of a spare kernel
+7. a five-``bash`` turn in a chat that ran bash before: per model call, the time outside the
+   model (the loop and the sandboxed ``echo``), the measure of shared/PEERS.md; with a bash
+   started ahead of each command and without (the baseline), two servers interleaved
 
 ``--pool 0`` measures without pre-started kernels (the baseline of 1 and 2).
 """
@@ -161,13 +164,17 @@ def free_port() -> int:
 class Server:
     """A jupyter_server subprocess with the extension, its kernels on the scripted model."""
 
-    def __init__(self, tmp: Path, model_url: str, pool: int) -> None:
+    def __init__(self, tmp: Path, model_url: str, pool: int, prime: int = 1) -> None:
         self.tmp = tmp
         self.root = tmp / "root"
         self.root.mkdir(exist_ok=True)
         self.port = free_port()
+        config = tmp / "config"  # the kernels' think_kernel_config.py
+        config.mkdir(exist_ok=True)
+        (config / "think_kernel_config.py").write_text(f"c.SandboxConfig.prime_bash = {prime}\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "THINK_"))}
         env.update(
+            JUPYTER_CONFIG_DIR=str(config),
             JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
             JUPYTER_DATA_DIR=str(tmp / "data"),
             PYTHONPATH=str(REPO),
@@ -336,6 +343,47 @@ def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
+def five_bash_turns(turns: int, tmp: Path) -> dict[str, float]:
+    """Median ms outside the model per model call of a five-``bash`` turn (``echo``), in a
+    chat that ran bash before, with a bash started ahead of each command (``prime_bash``
+    1) and without (0): two servers (no pool: nothing starts beside the turns), their
+    turns interleaved."""
+    fm = ModelProcess().start()
+    servers: dict[int, tuple[Server, str]] = {}
+    steps: dict[int, list[float]] = {1: [], 0: []}
+    try:
+        for prime in steps:
+            d = tmp / f"five{prime}"
+            d.mkdir()
+            srv = Server(d, fm.url, 0, prime)
+            servers[prime] = (srv, "")
+            srv.wait_up()
+            sid = srv.call("POST", "api/think/sessions", {"title": "five"})["id"]
+            servers[prime] = (srv, sid)
+            fm.reply(tool_calls=[("bash", {"command": "echo warm"})])
+            fm.reply(text="warm")
+            n = len(fm.arrived)
+            srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": "warm"})
+            wait_for(lambda: len(fm.arrived) >= n + 2, 120)  # noqa: B023
+            wait_idle(srv, sid)
+        for _ in range(turns):
+            for prime, (srv, sid) in servers.items():
+                for i in range(5):
+                    fm.reply(tool_calls=[("bash", {"command": f"echo step{i}"})])
+                fm.reply(text="done")
+                n, ends = len(fm.arrived), len(fm.ended)
+                srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": "five"})
+                wait_for(lambda: len(fm.arrived) >= n + 6)  # noqa: B023
+                arrived, ended = fm.arrived, fm.ended
+                steps[prime] += [(arrived[n + k + 1] - ended[ends + k]) * 1000 for k in range(5)]
+                wait_idle(srv, sid)
+    finally:
+        for srv, _ in servers.values():
+            srv.stop()
+        fm.stop()
+    return {f"prime{p}": median(v) for p, v in steps.items()}
+
+
 def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
     """Every measure with ``pool`` spare kernels."""
     fm = ModelProcess().start()
@@ -433,6 +481,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ensure_bytecode()
     with tempfile.TemporaryDirectory() as tmp:
         res = run(args.pool, trials, Path(tmp))
+        res["five_bash_step_ms"] = five_bash_turns(trials, Path(tmp))
     print(json.dumps(res, indent=1))
     return res
 
