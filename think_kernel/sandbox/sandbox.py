@@ -84,7 +84,8 @@ class Sandbox:
         self._launcher_lock = asyncio.Lock()
         self._launcher: Launcher | None = None
         self._closed = False
-        #: The next bash run, started ahead of its command (``prime_bash``).
+        #: Bash runs started ahead of their commands (``prime_bash``), oldest first, and
+        #: how many are being started.
         self._primed: list[Run] = []
         self._priming = 0
 
