@@ -73,9 +73,10 @@ def loop_overhead(steps: int) -> dict[str, float]:
 
 async def sandbox_figures(n: int) -> dict[str, float]:
     """Session sandbox start (ms, median of 3), and a sandboxed ``echo`` (ms): back to back,
-    and after a 10 ms pause (less than any model call between two of an agent's commands),
-    with a bash started ahead of each command (``prime_bash``, the default) and without
-    (the baseline), interleaved."""
+    and after a 10 ms pause (less than what separates two commands of an agent: a model
+    call and the loop's work, 11-19 ms outside the model in the five-bash turn), with a
+    bash started ahead of each command (``prime_bash``, the default) and without (the
+    baseline), interleaved."""
     from think_kernel.sandbox import Sandbox, SandboxConfig
 
     starts: list[float] = []
