@@ -33,7 +33,6 @@ class Run:
     kill_reason: str | None = None
     kill_detail: str = ""
     chan: socket.socket | None = None
-    chan_closed: bool = False
     spawned: asyncio.Event = field(default_factory=asyncio.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     warnings: list[str] = field(default_factory=list)
@@ -41,7 +40,12 @@ class Run:
     limits: dict | None = None  # the rlimits it was started with
     pipes: list[int] = field(default_factory=list)  # read ends of its output pipes
     took: bool = False  # a primed bash run said it took its command
-    chan_done: asyncio.Event = field(default_factory=asyncio.Event)  # set with chan_closed
+    chan_done: asyncio.Event = field(default_factory=asyncio.Event)  # its channel closed
+
+    @property
+    def chan_closed(self) -> bool:
+        """Its channel was closed (the process's end, or ours)."""
+        return self.chan_done.is_set()
 
 
 def open_pipes(run: Run, names: tuple[str, ...] = ("stdout", "stderr")) -> list[int]:
@@ -96,7 +100,6 @@ async def serve_channel(run: Run, sock: socket.socket) -> None:
     except (OSError, ValueError):
         pass
     finally:
-        run.chan_closed = True
         run.chan_done.set()
         run.queue.put_nowait(("chan_eof", "", b""))
         sock.close()

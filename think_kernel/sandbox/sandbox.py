@@ -338,11 +338,15 @@ class Sandbox:
         t = self.config.timeout if timeout is None or timeout <= 0 else timeout
         return min(float(t), float(self.config.max_timeout))
 
+    def _ack(self, limit: float) -> float:
+        """How long a run's start may take to be acknowledged: capped so a replacement of
+        the launcher (about a zygote start-up) still fits in the run's timeout ``limit``."""
+        return min(self.config.launcher_timeout, max(1.0, limit / 4))
+
     async def _spawn(self, kind: str, payload: dict, limit: float) -> Run:
         """Start a process through the launcher; a launcher that does not acknowledge in
         time is replaced once (issue 9: a wedged launcher used to stall the session)."""
-        # Capped so a replacement (about a zygote start-up) still fits in the run's timeout.
-        ack = min(self.config.launcher_timeout, max(1.0, limit / 4))
+        ack = self._ack(limit)
         notes: list[str] = []
         for attempt in (1, 2):
             launcher = await self._ensure_launcher()
@@ -445,11 +449,10 @@ class Sandbox:
     ) -> ExecResult:
         start = time.perf_counter()
         seconds = self._timeout(limit)
-        ack = min(self.config.launcher_timeout, max(1.0, seconds / 4))
         for attempt in (1, 2):
             taken = None
             if kind == "bash" and attempt == 1:
-                taken = await self._take_primed(payload["command"], ack)
+                taken = await self._take_primed(payload["command"], self._ack(seconds))
             primed = taken is not None
             run = taken or await self._spawn(kind, payload, seconds)
             run.worker = worker
