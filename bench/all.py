@@ -11,7 +11,8 @@ The model is the scripted one of tests/fake_model.py (instant), in a process of 
 - the loop's own cost per model call at 10 and 2,000 stored messages (bench/long_session.py);
 - the sandbox: start of a session sandbox (what a first call would wait for without a
   pre-started one: the baseline) and a steady-state ``echo``, with a bash started ahead of
-  it (``prime_bash``) and without (the baseline); a five-``bash`` turn through the server;
+  it (``prime_bash``) and without (the baseline); a five-``bash`` turn through the server,
+  with the CPU time the kernel, its sandbox, the server and the scripted model use per call;
 - ``%load_ext think_kernel`` + the first ``%%think`` in a fresh python3 kernel, and a warm
   ``%%think`` cell, next to ``%load_ext autoreload`` + an empty cell in another fresh kernel.
 """
@@ -258,6 +259,14 @@ def main() -> None:
     row("5-bash turn, outside the model, per model call", ms(five["prime1"]),
         ms(five["prime0"]) + " npb", PEER["five_step"], "<= 10 ms (5 + echo)",
         five["prime1"] <= 10)  # fmt: skip
+    c1, c0 = five["cpu1"], five["cpu0"]
+    busy = sum(c1.values()) + five["cpu_model"]
+    print(
+        f"  CPU per call: kernel {c1['kernel']:.1f} ms, its sandbox {c1['sandbox']:.1f} ms "
+        f"({c0['sandbox']:.1f} npb), server {c1['server']:.1f} ms, scripted model "
+        f"{five['cpu_model']:.1f} ms: {busy:.1f} ms; a whole call, the model's part "
+        f"included, took {five['wall1']:.1f} ms (on 2 cores, at least {busy / 2:.1f})"
+    )
     row("loop cost per model call, 10 messages", ms(loop["h10"]), "", PEER["loop"], "<= 5 ms",
         loop["h10"] <= 5)  # fmt: skip
     row("loop cost per model call, 2,000 messages", ms(loop["h2000"]), ms(loop["h10"]) + " h10",

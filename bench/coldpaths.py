@@ -15,7 +15,11 @@ With an instant scripted model (tests/fake_model.py), medians of the trials:
 6. resident memory (RSS, kernel + its sandbox processes) of an idle chat and of a spare kernel
 7. a five-``bash`` turn in a chat that ran bash before: per model call, the time outside the
    model (the loop and the sandboxed ``echo``), the measure of shared/PEERS.md; with a bash
-   started ahead of each command and without (the baseline), two servers interleaved
+   started ahead of each command and without (the baseline), two servers interleaved; and
+   the CPU time the kernel, its sandbox, the server and the model use per call
+
+Waits on the model are blocking calls into its process, not polls: on 2 cores a poll every
+2 ms took CPU from the processes measured.
 
 ``--pool 0`` measures without pre-started kernels (the baseline of 1 and 2).
 """
@@ -31,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -51,12 +56,20 @@ class TimedModel(fake.FakeModel):
         super().__init__()
         self.arrived: list[float] = []
         self.ended: list[float] = []
+        self.changed = threading.Condition()
 
     def record(self, body: dict[str, Any], internal: bool = False) -> None:
         """Note the arrival time of main-loop requests."""
         if not internal:
-            self.arrived.append(time.time())
+            with self.changed:
+                self.arrived.append(time.time())
+                self.changed.notify_all()
         super().record(body, internal)
+
+    def wait(self, name: str, count: int, timeout: float) -> bool:
+        """Block until ``name`` (``arrived`` or ``ended``) holds ``count`` times."""
+        with self.changed:
+            return self.changed.wait_for(lambda: len(getattr(self, name)) >= count, timeout)
 
 
 _orig_stream = fake._Handler._stream
@@ -65,7 +78,9 @@ _orig_stream = fake._Handler._stream
 async def _timed_stream(self: Any, model: str, r: Any, prompt: int | None) -> None:
     await _orig_stream(self, model, r, prompt)
     if isinstance(self.fm, TimedModel):
-        self.fm.ended.append(time.time())
+        with self.fm.changed:
+            self.fm.ended.append(time.time())
+            self.fm.changed.notify_all()
 
 
 fake._Handler._stream = _timed_stream  # type: ignore[method-assign]
@@ -82,6 +97,8 @@ def _serve_model(conn: Any) -> None:
             conn.send(None)
         elif op == "get":
             conn.send(list(getattr(fm, arg)))
+        elif op == "wait":
+            conn.send(fm.wait(*arg))
         else:
             fm.stop()
             conn.send(None)
@@ -110,6 +127,11 @@ class ModelProcess:
         self.url = self._conn.recv()
         return self
 
+    @property
+    def pid(self) -> int:
+        """The child's pid."""
+        return int(self._proc.pid or 0)
+
     def _get(self, name: str) -> list[float]:
         self._conn.send(("get", name))
         return list(self._conn.recv())
@@ -128,6 +150,13 @@ class ModelProcess:
     def first_token_at(self) -> list[float]:
         """When each stream's first token was sent."""
         return self._get("first_token_at")
+
+    def wait(self, name: str, count: int, timeout: float = 60.0) -> None:
+        """Until ``name`` (``arrived`` or ``ended``) holds ``count`` times, without polling:
+        a poll every few ms would take CPU from the processes measured (2 cores)."""
+        self._conn.send(("wait", (name, count, timeout)))
+        if not self._conn.recv():
+            raise TimeoutError(f"{name} did not reach {count} in {timeout} s")
 
     def reply(self, **kwargs: Any) -> None:
         """Script the next reply (see tests/fake_model.Reply)."""
@@ -237,7 +266,7 @@ def post_to_model(srv: Server, fm: ModelProcess, sid: str, text: str) -> float:
     n = len(fm.arrived)
     t0 = time.time()
     srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": text})
-    wait_for(lambda: len(fm.arrived) > n)
+    fm.wait("arrived", n + 1)
     ms = (fm.arrived[n] - t0) * 1000
     wait_idle(srv, sid)
     return ms
@@ -331,7 +360,7 @@ async def burst(
                 last_at = time.time()
                 break
     ws.close()
-    wait_for(lambda: len(fm.ended) > ends, 10)
+    fm.wait("ended", ends + 1, 10)
     return {
         "frames": frames,
         "end_ms": (last_at - fm.ended[ends]) * 1000,
@@ -343,14 +372,39 @@ def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def five_bash_turns(turns: int, tmp: Path) -> dict[str, float]:
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds these processes used, with their children already reaped (a sandbox's
+    runs are reaped by its fork servers)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def chat_kernel(srv: Server, sid: str) -> int:
+    """The pid of the kernel serving chat ``sid``."""
+    kernels = srv.call("GET", "api/think/kernels")["kernels"]
+    return int(next(k["pid"] for k in kernels if k.get("session_id") == sid))
+
+
+def five_bash_turns(turns: int, tmp: Path) -> dict[str, Any]:
     """Median ms outside the model per model call of a five-``bash`` turn (``echo``), in a
     chat that ran bash before, with a bash started ahead of each command (``prime_bash``
     1) and without (0): two servers (no pool: nothing starts beside the turns), their
-    turns interleaved."""
+    turns interleaved. Also the CPU time each part used per bash call and its next model
+    request (``cpu1``/``cpu0``: the kernel, its sandbox, the server; the scripted model's
+    for both together) and the wall time of a whole call, the model's part included
+    (``wall1``/``wall0``): on 2 cores it cannot be less than half their sum."""
     fm = ModelProcess().start()
     servers: dict[int, tuple[Server, str]] = {}
     steps: dict[int, list[float]] = {1: [], 0: []}
+    cpu: dict[int, dict[str, float]] = {1: {}, 0: {}}
+    wall = {1: 0.0, 0: 0.0}
+    parts: dict[int, dict[str, list[int]]] = {}
     try:
         for prime in steps:
             d = tmp / f"five{prime}"
@@ -364,24 +418,44 @@ def five_bash_turns(turns: int, tmp: Path) -> dict[str, float]:
             fm.reply(text="warm")
             n = len(fm.arrived)
             srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": "warm"})
-            wait_for(lambda: len(fm.arrived) >= n + 2, 120)  # noqa: B023
+            fm.wait("arrived", n + 2, 120)
             wait_idle(srv, sid)
+            kernel = chat_kernel(srv, sid)
+            sandbox = [p for p in tree(kernel) if p != kernel]
+            parts[prime] = {"kernel": [kernel], "sandbox": sandbox, "server": [srv.proc.pid]}
+        model = [fm.pid]
+        model_cpu = 0.0
         for _ in range(turns):
             for prime, (srv, sid) in servers.items():
                 for i in range(5):
                     fm.reply(tool_calls=[("bash", {"command": f"echo step{i}"})])
                 fm.reply(text="done")
                 n, ends = len(fm.arrived), len(fm.ended)
+                before = {k: cpu_s(v) for k, v in parts[prime].items()}
+                before_model = cpu_s(model)
+                t0 = time.perf_counter()
                 srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": "five"})
-                wait_for(lambda: len(fm.arrived) >= n + 6)  # noqa: B023
+                fm.wait("arrived", n + 6)
+                wall[prime] += time.perf_counter() - t0
+                # From the post to the sixth request: five bash calls and their requests
+                # (not the polls of wait_idle below, which cost the server CPU).
+                for k, v in parts[prime].items():
+                    cpu[prime][k] = cpu[prime].get(k, 0.0) + cpu_s(v) - before[k]
+                model_cpu += cpu_s(model) - before_model
+                wait_idle(srv, sid)
                 arrived, ended = fm.arrived, fm.ended
                 steps[prime] += [(arrived[n + k + 1] - ended[ends + k]) * 1000 for k in range(5)]
-                wait_idle(srv, sid)
     finally:
         for srv, _ in servers.values():
             srv.stop()
         fm.stop()
-    return {f"prime{p}": median(v) for p, v in steps.items()}
+    calls = turns * 5
+    out: dict[str, Any] = {f"prime{p}": median(v) for p, v in steps.items()}
+    for p, used in cpu.items():
+        out[f"cpu{p}"] = {k: v * 1000 / calls for k, v in used.items()}
+    out["cpu_model"] = model_cpu * 1000 / (2 * calls)
+    out["wall1"], out["wall0"] = (wall[p] * 1000 / calls for p in (1, 0))
+    return out
 
 
 def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
@@ -428,7 +502,7 @@ def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
             n = len(fm.arrived)
             ends = len(fm.ended)
             srv.call("POST", f"api/think/sessions/{sid}/messages", {"content": "run"})
-            wait_for(lambda: len(fm.arrived) >= n + 2)  # noqa: B023
+            fm.wait("arrived", n + 2)
             bash_turn.append((fm.arrived[n + 1] - fm.ended[ends]) * 1000)
             wait_idle(srv, sid)
         out["first_bash_ms"] = median(bash_turn)
