@@ -15,8 +15,9 @@ After that, frames (JSON objects with a ``type``):
 - kernel -> server ``items``: ``{"items": [{"n": 17, "kind": "event" | "run_started" |
   "run_end", "session_id": ..., ...}]}``. ``n`` counts up per kernel process (``epoch``); the
   server stores events with the id ``E:n`` (a duplicate is skipped) and answers ``{"type":
-  "ack", "n": 17}`` once stored. The kernel keeps unacknowledged items and resends them after
-  a reconnect, so a dropped link loses nothing and repeats nothing.
+  "ack", "n": 17}`` once stored (one ack for all stored within ``ACK_DELAY``). The kernel
+  keeps unacknowledged items and resends them after a reconnect, so a dropped link loses
+  nothing and repeats nothing.
 - kernel -> server ``rpc`` ``{"id", "method", "params"}`` -> ``rpc_result`` ``{"id",
   "result"}`` or ``rpc_error`` ``{"id", "error": {"code", "message"}}``; handlers come from
   :meth:`KernelLinks.register_rpc`. A repeated id (resent after a reconnect) gets the cached
@@ -55,6 +56,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_LINK_FRAME = 16 * 1024 * 1024
 MAX_HELLO_FRAME = 4096  # a hello is ~300 bytes; nothing bigger is read before authentication
+# Items stored are acknowledged together, at most this often (s): an ack only lets the kernel
+# drop what it would resend after a reconnect (the server drops duplicates), and one frame
+# per stored batch woke the kernel ~5 times per model call of a tool turn.
+ACK_DELAY = 0.05
 
 
 def link_mac(key: bytes, *parts: str) -> str:
@@ -360,11 +365,11 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
             return False
 
     def queue_ack(self, n: int) -> None:
-        """Acknowledge items up to ``n`` (one ack frame per loop iteration)."""
+        """Acknowledge items up to ``n`` (one ack frame per ``ACK_DELAY``)."""
         self._ack_n = max(self._ack_n, n)
         if not self._ack_scheduled:
             self._ack_scheduled = True
-            asyncio.get_running_loop().call_soon(self._send_ack)
+            asyncio.get_running_loop().call_later(ACK_DELAY, self._send_ack)
 
     def _send_ack(self) -> None:
         self._ack_scheduled = False

@@ -132,6 +132,35 @@ async def test_replayed_items_are_dropped(think, identity, server_url, api):
         await link.close()
 
 
+async def test_acks_come_together(think, identity, server_url, api):
+    """Items stored one by one are acknowledged together (one ack per ``ACK_DELAY``), not
+    with one frame each: an ack only frees what the kernel would resend."""
+    _, s = await api("POST", "sessions", {})
+    rt = Recorder(s["id"])
+    link = KernelLink(rt, server_url, *kernel_identity(identity[1]))
+    acks = []
+    handle = link._handle
+
+    def counting(frame):
+        if frame.get("type") == "ack":
+            acks.append(frame["n"])
+        handle(frame)
+
+    link._handle = counting
+    link.start()
+    try:
+        await asyncio.wait_for(link.connected.wait(), 10)
+        for i in range(30):  # each alone in its frame: the link writes at once after 2 ms
+            rt.emit({"type": "status", "status": "thinking", "detail": str(i)})
+            await asyncio.sleep(0.005)
+        await until(lambda: link.pending == 0, 10, "all acknowledged")
+        assert acks[-1] == 30 and len(acks) <= 15, acks
+        _, ev = await api("GET", f"sessions/{s['id']}/events")
+        assert [e["data"]["detail"] for e in ev["events"]] == [str(i) for i in range(30)]
+    finally:
+        await link.close()
+
+
 async def test_handshake_refuses_a_wrong_key_or_unknown_kernel(think, identity, server_url, api):
     kid, _ = identity
     url = server_url.replace("http", "ws", 1) + "api/think/link"
