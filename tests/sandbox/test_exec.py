@@ -189,11 +189,17 @@ async def test_bash_runs_fork_from_a_server_without_the_preload(sandbox: Sandbox
     server = host_pid_of(sandbox.session_id, int(bash.stdout))
     assert server != zygote and parent_of(server) == zygote
     assert not maps_mention(server, "numpy")
+    # The zygote starts without site (-S), forks that server, then loads site: its Python
+    # runs have site-packages, .pth files applied, and site's builtins.
     py = await sandbox.run_python(
-        "import os, sys\nprint(os.getppid(), 'numpy' in sys.modules)", fresh=True
+        "import os, sys\n"
+        "print(os.getppid(), 'numpy' in sys.modules, any(p.endswith('site-packages') for p in "
+        "sys.path), callable(exit))",
+        fresh=True,
     )
+    assert py.ok, py
     inside_zygote = host_pid_of(sandbox.session_id, int(py.stdout.split()[0]))
-    assert (inside_zygote, py.stdout.split()[1]) == (zygote, "True"), py
+    assert (inside_zygote, *py.stdout.split()[1:]) == (zygote, "True", "True", "True"), py
     # Its runs start again and again (a spare is forked for the next one).
     outs = [await sandbox.run_bash(f"echo run{i}") for i in range(3)]
     assert [r.stdout for r in outs] == ["run0\n", "run1\n", "run2\n"]

@@ -76,7 +76,7 @@ class Launcher:
     def _command(self, child_fd: int, cgroup_fds: list[int]) -> list[str]:
         spec = self.spec
         as_root = os.geteuid() == 0
-        cmd = [sys.executable, "-I", str(launch.ZYGOTE)]
+        cmd = [sys.executable, "-I", "-S", str(launch.ZYGOTE)]  # site: see the zygote's main()
         if spec.tier == Tier.BUBBLEWRAP:
             bwrap = find_bwrap(spec.config.bwrap_path)
             assert bwrap is not None

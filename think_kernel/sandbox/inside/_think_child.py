@@ -13,7 +13,6 @@ import socket
 import sys
 
 import _think_confine as confine
-from _think_runner import Runner
 from _think_seccomp import install_seccomp
 from _think_wire import recv_line, send_msg
 
@@ -160,6 +159,9 @@ def child_main(
             os.set_inheritable(CHANNEL_FD, True)
             command = PRIMED_BASH
         os.execve(cfg["bash"], ["bash", "-c", command], dict(os.environ))
+    # Imported here: the bash fork server never loads it (the zygote has, for its children).
+    from _think_runner import Runner
+
     _std_streams()
     chan_sock = socket.socket(fileno=CHANNEL_FD)
     runner = Runner(chan_sock)
@@ -169,7 +171,7 @@ def child_main(
     warm_loop(runner, req["limits"])
 
 
-def warm_loop(runner: Runner, limits: dict) -> None:
+def warm_loop(runner: Runner, limits: dict) -> None:  # noqa: F821 (a string annotation)
     """Serve cells forever: each request brings fresh stdout/stderr pipes for that cell."""
     confine.set_child_subreaper()  # a cell's orphans come back to us, even after setsid()
     buf = bytearray()

@@ -36,13 +36,19 @@ import signal
 import socket
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _think_confine as confine  # noqa: E402
 from _think_child import child_main, spare_main  # noqa: E402
 from _think_seccomp import build_seccomp_filter  # noqa: E402
 from _think_wire import recv_line, send_msg  # noqa: E402
+
+
+def print_exc() -> None:
+    """The traceback on stderr (imported only then: the bash fork server stays small)."""
+    import traceback
+
+    traceback.print_exc()
 
 
 def preload(mods: list[str], code: str) -> list[str]:
@@ -184,7 +190,7 @@ class Zygote:
                 mine.close()
                 spare_main(self.cfg, theirs, self.program)
             except BaseException:
-                traceback.print_exc()
+                print_exc()
             os._exit(70)
         theirs.close()
         self.spares.append((pid, mine))
@@ -276,7 +282,7 @@ class Zygote:
                 try:
                     child_main(self.cfg, req, mine, self.program)
                 except BaseException:
-                    traceback.print_exc()
+                    print_exc()
                 os._exit(70)
         for fd in mine:
             os.close(fd)
@@ -399,7 +405,7 @@ def start_light(
             program = confinement(cfg, sorted({*protected, me}))
             Zygote({**cfg, "zygote_pid": me}, theirs, program).serve([])
         except BaseException:
-            traceback.print_exc()
+            print_exc()
         os._exit(70)
     theirs.close()
     return pid, mine
@@ -417,6 +423,14 @@ def main() -> None:
     light = start_light(cfg, ctl, protected)
     if light is not None:
         protected = sorted({*protected, light[0]})
+    # Started with -S, the zygote forked the bash fork server above without site-packages
+    # (its .pth files) or the Python runner: a smaller process, and each bash run's fork
+    # and exec cost less. Both are loaded now, once, for the zygote's own children.
+    import site
+
+    site.main()
+    import _think_runner  # noqa: F401
+
     uid, gid = cfg.get("drop_uid"), cfg.get("drop_gid")
     as_session = uid is not None and os.geteuid() == 0
     with confine.acting_as(uid if as_session else None, gid if as_session else None):
