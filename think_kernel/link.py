@@ -48,6 +48,15 @@ MAX_ITEMS_PER_FRAME = 500
 COALESCE_INTERVAL = 0.02
 # An item enqueued this long (s) after the last one written at once is written at once too.
 WRITE_AT_ONCE_AFTER = 0.002
+# Events nobody waits on to the millisecond (statuses, tool calls and their output, usage,
+# tasks) may wait this long (s) to share a frame with the next items: each frame wakes the
+# server, and answering it wakes the kernel. An RPC, a text delta, an approval, the end of
+# an answer or of a run, or a status "waiting" or "idle" sends them at once, in order.
+LAZY_WRITE = 0.01
+LAZY_EVENTS = frozenset(
+    {"status", "tool_call", "tool_progress", "tool_result", "usage", "task_created",
+     "task_updated", "subagent_tool_call", "subagent_tool_result"}
+)  # fmt: skip
 RuntimeSource = Any  # a Runtime, or an async callable returning one
 
 
@@ -123,6 +132,17 @@ def start_link(
     return link
 
 
+def _lazy(item: dict[str, Any]) -> bool:
+    """Whether the item may wait ``LAZY_WRITE`` for company (see there)."""
+    event = item.get("event")
+    if item.get("kind") != "event" or not isinstance(event, dict):
+        return False
+    kind = event.get("type")
+    if kind == "status":  # "waiting" (for a person) and "idle" go at once
+        return event.get("status") in ("thinking", "executing")
+    return kind in LAZY_EVENTS
+
+
 class KernelLink:
     """One kernel's reliable, authenticated connection to the server extension."""
 
@@ -149,6 +169,7 @@ class KernelLink:
         self._sent = 0
         self._last_write = float("-inf")  # time.monotonic() of the last write at once
         self._wake = asyncio.Event()
+        self._lazy_timer: asyncio.TimerHandle | None = None
         self._ws: Any = None
         self._ids = itertools.count(1)
         self._rpc: dict[int, tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = {}
@@ -233,6 +254,10 @@ class KernelLink:
         self._n += 1
         item["n"] = self._n
         self._outbox.append(item)
+        if _lazy(item):
+            if self._lazy_timer is None:
+                self._lazy_timer = asyncio.get_running_loop().call_later(LAZY_WRITE, self._lazy_due)
+            return
         now = time.monotonic()
         if self._ws is not None and now - self._last_write >= WRITE_AT_ONCE_AFTER:
             # The first item after a quiet spell goes now: the writer task would only run
@@ -243,6 +268,10 @@ class KernelLink:
         else:
             self._wake.set()
 
+    def _lazy_due(self) -> None:
+        self._lazy_timer = None
+        self._wake.set()
+
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call a server RPC method; raises LinkError. Bound it with ``asyncio.timeout``."""
         rid = next(self._ids)
@@ -250,6 +279,8 @@ class KernelLink:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._rpc[rid] = (frame, fut)
         if self._ws is not None:
+            self._coalescer.flush()
+            self._write_unsent()  # the server sees the items queued before, first
             self._write(frame)
         try:
             return await fut

@@ -150,13 +150,58 @@ async def test_acks_come_together(think, identity, server_url, api):
     link.start()
     try:
         await asyncio.wait_for(link.connected.wait(), 10)
-        for i in range(30):  # each alone in its frame: the link writes at once after 2 ms
+        for i in range(30):  # each alone in its frame (a status waits LAZY_WRITE = 10 ms)
             rt.emit({"type": "status", "status": "thinking", "detail": str(i)})
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.015)
         await until(lambda: link.pending == 0, 10, "all acknowledged")
         assert acks[-1] == 30 and len(acks) <= 15, acks
         _, ev = await api("GET", f"sessions/{s['id']}/events")
         assert [e["data"]["detail"] for e in ev["events"]] == [str(i) for i in range(30)]
+    finally:
+        await link.close()
+
+
+async def test_lazy_events_share_a_frame_and_precede_rpcs(think, identity, server_url, api):
+    """Statuses (like tool calls, usage, tasks) wait up to LAZY_WRITE for company; an RPC or
+    an urgent item (here a status "idle") sends them first, in order."""
+    _, s = await api("POST", "sessions", {})
+
+    async def echo(info, params):
+        return {}
+
+    think.register_rpc("test.lazy", echo)
+    rt = Recorder(s["id"])
+    link = KernelLink(rt, server_url, *kernel_identity(identity[1]))
+    frames = []
+    write = link._write
+
+    def recording(frame):
+        if frame["type"] == "items":
+            frames.append([i["event"]["detail"] for i in frame["items"]])
+        elif frame["type"] == "rpc":
+            frames.append(frame["method"])
+        write(frame)
+
+    link._write = recording
+    link.start()
+
+    def status(state, detail):
+        rt.emit({"type": "status", "status": state, "detail": detail})
+
+    try:
+        await asyncio.wait_for(link.connected.wait(), 10)
+        status("thinking", "1")
+        status("executing", "2")
+        assert frames == []  # waiting for company
+        await asyncio.wait_for(link.request("test.lazy"), 10)
+        status("thinking", "3")
+        await asyncio.sleep(0.1)  # nothing else comes: sent after LAZY_WRITE
+        status("thinking", "4")
+        status("idle", "5")
+        await until(lambda: link.pending == 0, 10, "all acknowledged")
+        assert frames == [["1", "2"], "test.lazy", ["3"], ["4", "5"]], frames
+        _, ev = await api("GET", f"sessions/{s['id']}/events")
+        assert [e["data"]["detail"] for e in ev["events"]] == ["1", "2", "3", "4", "5"]
     finally:
         await link.close()
 
@@ -229,7 +274,7 @@ async def test_link_frames_leave_at_once(think, identity, server_url, api):
             assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
         await until(lambda: link.pending == 0, 10, "nothing in flight")
         await asyncio.sleep(0.01)  # a quiet spell
-        rt.emit({"type": "status", "status": "thinking"})
+        rt.emit({"type": "status", "status": "idle"})  # not one that may wait (LAZY_EVENTS)
         assert link.pending == 1  # queued for the server's ack...
         assert link._sent == link._n  # ...and already written, without yielding the loop
         await until(lambda: link.pending == 0, 10, "ack")
