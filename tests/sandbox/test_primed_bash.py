@@ -158,6 +158,9 @@ async def test_a_wedged_launcher_under_a_primed_command(tier: Tier) -> None:
         async with await Sandbox.create(ws, "wedge", config) as sb:
             assert (await sb.run_bash("true")).ok
             assert await until(lambda: len(primed_pids(sb)) == 1, 10)
+            # ...and the kernel heard it was spawned (the zygote relays that: stopped before,
+            # the command would not take the waiting bash, but start on a new launcher).
+            assert await until(lambda: sb._primed and sb._primed[0].spawned.is_set(), 10)
             zygote = sb.launcher_pid()
             assert zygote is not None
             os.kill(zygote, signal.SIGSTOP)
