@@ -48,10 +48,11 @@ MAX_ITEMS_PER_FRAME = 500
 COALESCE_INTERVAL = 0.02
 # An item enqueued this long (s) after the last one written at once is written at once too.
 WRITE_AT_ONCE_AFTER = 0.002
-# Events nobody waits on to the millisecond (statuses, tool calls and their output, usage,
-# tasks) may wait this long (s) to share a frame with the next items: each frame wakes the
-# server, and answering it wakes the kernel. An RPC, a text delta, an approval, the end of
-# an answer or of a run, or a status "waiting" or "idle" sends them at once, in order.
+# Events nobody waits on to the millisecond (the status "executing", tool calls and their
+# output, usage, tasks) may wait this long (s) to share a frame with the next items: each
+# frame wakes the server, and answering it wakes the kernel. An RPC, a text delta, an
+# approval, the end of an answer or of a run, or any other status sends them at once, in
+# order.
 LAZY_WRITE = 0.01
 LAZY_EVENTS = frozenset(
     {"status", "tool_call", "tool_progress", "tool_result", "usage", "task_created",
@@ -138,8 +139,11 @@ def _lazy(item: dict[str, Any]) -> bool:
     if item.get("kind") != "event" or not isinstance(event, dict):
         return False
     kind = event.get("type")
-    if kind == "status":  # "waiting" (for a person) and "idle" go at once
-        return event.get("status") in ("thinking", "executing")
+    if kind == "status":
+        # "thinking" opens a model step: what waits goes with it, and the server handles it
+        # while the model works, not on the way of its first token. "waiting" (for a
+        # person) and "idle" go at once too.
+        return event.get("status") == "executing"
     return kind in LAZY_EVENTS
 
 

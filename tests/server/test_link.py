@@ -150,8 +150,8 @@ async def test_acks_come_together(think, identity, server_url, api):
     link.start()
     try:
         await asyncio.wait_for(link.connected.wait(), 10)
-        for i in range(30):  # each alone in its frame (a status waits LAZY_WRITE = 10 ms)
-            rt.emit({"type": "status", "status": "thinking", "detail": str(i)})
+        for i in range(30):  # each alone in its frame
+            rt.emit({"type": "status", "status": "executing", "detail": str(i)})
             await asyncio.sleep(0.015)
         await until(lambda: link.pending == 0, 10, "all acknowledged")
         assert acks[-1] == 30 and len(acks) <= 15, acks
@@ -162,8 +162,9 @@ async def test_acks_come_together(think, identity, server_url, api):
 
 
 async def test_lazy_events_share_a_frame_and_precede_rpcs(think, identity, server_url, api):
-    """Statuses (like tool calls, usage, tasks) wait up to LAZY_WRITE for company; an RPC or
-    an urgent item (here a status "idle") sends them first, in order."""
+    """The status "executing" (like tool calls, usage, tasks) waits up to LAZY_WRITE for
+    company; an RPC or an urgent item (here a status "thinking", which opens a model step)
+    sends it first, in order."""
     _, s = await api("POST", "sessions", {})
 
     async def echo(info, params):
@@ -190,14 +191,14 @@ async def test_lazy_events_share_a_frame_and_precede_rpcs(think, identity, serve
 
     try:
         await asyncio.wait_for(link.connected.wait(), 10)
-        status("thinking", "1")
+        status("executing", "1")
         status("executing", "2")
         assert frames == []  # waiting for company
         await asyncio.wait_for(link.request("test.lazy"), 10)
-        status("thinking", "3")
+        status("executing", "3")
         await asyncio.sleep(0.1)  # nothing else comes: sent after LAZY_WRITE
-        status("thinking", "4")
-        status("idle", "5")
+        status("executing", "4")
+        status("thinking", "5")
         await until(lambda: link.pending == 0, 10, "all acknowledged")
         assert frames == [["1", "2"], "test.lazy", ["3"], ["4", "5"]], frames
         _, ev = await api("GET", f"sessions/{s['id']}/events")
