@@ -16,6 +16,10 @@ import _think_confine as confine
 from _think_seccomp import install_seccomp
 from _think_wire import recv_line, send_msg
 
+TYPE_CHECKING = False  # without importing typing: the bash fork server stays small
+if TYPE_CHECKING:
+    from _think_runner import Runner
+
 LOOPBACK_FD = 3
 CHANNEL_FD = 4
 
@@ -171,7 +175,7 @@ def child_main(
     warm_loop(runner, req["limits"])
 
 
-def warm_loop(runner: Runner, limits: dict) -> None:  # noqa: F821 (a string annotation)
+def warm_loop(runner: Runner, limits: dict) -> None:
     """Serve cells forever: each request brings fresh stdout/stderr pipes for that cell."""
     confine.set_child_subreaper()  # a cell's orphans come back to us, even after setsid()
     buf = bytearray()
