@@ -54,9 +54,10 @@ WRITE_AT_ONCE_AFTER = 0.002
 # approval, the end of an answer or of a run, or any other status sends them at once, in
 # order.
 LAZY_WRITE = 0.01
+# Statuses have their own rule (see _lazy).
 LAZY_EVENTS = frozenset(
-    {"status", "tool_call", "tool_progress", "tool_result", "usage", "task_created",
-     "task_updated", "subagent_tool_call", "subagent_tool_result"}
+    {"tool_call", "tool_progress", "tool_result", "usage", "task_created", "task_updated",
+     "subagent_tool_call", "subagent_tool_result"}
 )  # fmt: skip
 RuntimeSource = Any  # a Runtime, or an async callable returning one
 
