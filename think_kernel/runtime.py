@@ -214,6 +214,7 @@ class Runtime:
         self.learned_windows: dict[str, int] = {}
         self.pending_attachments: list[dict[str, Any]] = []
         self._titles: set[asyncio.Future[None]] = set()
+        self._titled: set[str] = set()  # sessions seen with a title
         self._idle_warm: asyncio.TimerHandle | None = None  # see warm_when_idle
         self._runs = 0
         self.gate: ApprovalGate | None = None  # made with the store (start)
@@ -793,14 +794,19 @@ class Runtime:
                 return
 
     async def _title_later(self, agent: Agent, request: str) -> None:
-        """Name an untitled session with the fast model, in the background (issue 14)."""
+        """Name an untitled session with the fast model, in the background (issue 14).
+        Even the check is made there: a run ends without waiting for one more read."""
         assert self.store is not None
-        session = await self.store.get_session(self.session_id)
-        if session is None or session.get("title") or not request.strip():
-            return
         session_id, store = self.session_id, self.store
+        if session_id in self._titled or not request.strip():
+            return
 
         async def name() -> None:
+            session = await store.get_session(session_id)
+            if session is None or session.get("title"):
+                if session is not None:
+                    self._titled.add(session_id)  # a title stays: no read for it again
+                return
             title = await make_title(agent.caller(session_id), request)
             current = await store.get_session(session_id)
             if title and current is not None and not current.get("title"):

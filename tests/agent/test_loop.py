@@ -368,3 +368,55 @@ async def test_a_retried_request_keeps_its_completed_steps_in_order(
     assert fake_model.requests[-1]["messages"][1]["content"] == "list then answer"
     users = [m for m in await store.get_messages(runtime.session_id) if m["role"] == "user"]
     assert len(users) == 1
+
+
+class _AtOnce:
+    """A model in the process that answers (or fails) before the loop waits on anything:
+    the insert of the step's row, started as the request leaves, has not run yet."""
+
+    def __init__(self, outcome: object) -> None:
+        self.outcome = outcome
+
+    async def stream(self, messages, tools, model, *, purpose="step"):  # noqa: ANN001, ANN201
+        from think_kernel.agent.model import Chunk
+
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        yield Chunk("text", text=str(self.outcome))
+        yield Chunk("finish", text="stop")
+
+
+async def test_a_step_row_is_stored_before_anything_names_it(tmp_path) -> None:
+    """Issue 17: a step's row is stored while its request is on the way, yet no event names
+    it, and no update changes it, before it exists; whatever the model did first."""
+    from think_kernel.agent.model import ModelError
+
+    cfg = ThinkConfig(base_url="http://unused", api_key="k", retry_delays=[])
+    rt = Runtime(cfg, tmp_path, model=_AtOnce("hi"), extensions=[])  # type: ignore[arg-type]
+    await rt.start()
+    try:
+        seen = []
+        async for ev in rt.run("answer at once"):
+            if ev.type == "text_delta":
+                seen.append(await rt.store.get_message(ev.message_id))
+        assert seen and seen[0] is not None and seen[0]["status"] == "streaming", seen
+        last = (await rt.store.get_messages(rt.session_id))[-1]
+        assert (last["role"], last["status"], last["content"]) == ("assistant", "complete", "hi")
+
+        rt._model = _AtOnce(ModelError("refused at once", transient=False, code="bad_request"))
+        events = await collect(rt, "fail at once")
+        assert events[-2]["type"] == "error" and "refused at once" in events[-2]["message"]
+        last = (await rt.store.get_messages(rt.session_id, statuses=("error",)))[-1]
+        assert (last["role"], last["error"]) == ("assistant", "refused at once")
+
+        rt._model = _AtOnce(RuntimeError("a bug below the loop"))
+        try:
+            await collect(rt, "break at once")
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("the bug was swallowed")
+        rows = await rt.store.get_messages(rt.session_id, statuses=("cancelled", "streaming"))
+        assert [(r["role"], r["status"]) for r in rows] == [("assistant", "cancelled")], rows
+    finally:
+        await rt.close()

@@ -71,6 +71,7 @@ class _Step:
     finish: str = ""
     usage: Chunk | None = None
     estimated_in: int = 0
+    stored: Any = None  # the insert of the step's row (an asyncio future; see Agent.run)
 
 
 class Agent:
@@ -203,24 +204,32 @@ class Agent:
             ):
                 yield event
             role = "vision" if ctx.has_images else self.step_role
-            reply = await self.store.add_message(
-                session_id,
-                "assistant",
-                "",
-                status="streaming",
-                model=caller.model(role),
-                model_role=role,
-                parent_id=user["id"],
-                heartbeat_at=time.time(),
-            )
-            mid = reply["id"]
+            # The step's row is stored while the request is on its way: the model has it one
+            # SQLite commit sooner (issue 17). Nothing about the step is yielded, and no
+            # update of the row is made, before the insert is done (``step.stored``).
+            mid = new_id("m_")
             step = _Step()
+            step.stored = asyncio.ensure_future(
+                self.store.add_message(
+                    session_id,
+                    "assistant",
+                    "",
+                    id=mid,
+                    status="streaming",
+                    model=caller.model(role),
+                    model_role=role,
+                    parent_id=user["id"],
+                    heartbeat_at=time.time(),
+                )
+            )
             try:
                 async for event in self._stream_with_retries(
                     ctx, specs, mid, step, caller, role, session_id, user["id"]
                 ):
                     yield event
+                reply = await step.stored
             except ModelError as e:
+                await step.stored
                 await self.store.update_message(
                     mid, status="error", content=step.text, error=str(e), checkpoint=None
                 )
@@ -229,6 +238,7 @@ class Agent:
                 return
             except BaseException:
                 with contextlib.suppress(Exception):
+                    await asyncio.shield(step.stored)  # a cancelled run's row exists, then
                     await asyncio.shield(
                         self.store.update_message(mid, status="cancelled", content=step.text)
                     )
@@ -325,6 +335,8 @@ class Agent:
                     yield event
                 return
             except ModelError as e:
+                if step.stored is not None:
+                    await step.stored  # the row exists before anything about it changes
                 if e.code == "context_length" and not compacted:
                     # One compaction and one retry (issue 14); the endpoint may have told us
                     # its real window, which later requests then respect.
@@ -381,6 +393,8 @@ class Agent:
         async for chunk in self.model.stream(
             ctx.messages, specs, caller.model(role), purpose="step"
         ):
+            if step.stored is not None and not step.stored.done():
+                await step.stored  # the request is out: its row first (see ``run``)
             kind = chunk.kind
             if kind == "text":
                 step.text += chunk.text
