@@ -150,3 +150,26 @@ def test_recursive_repr_and_unsupported_options() -> None:
     assert "..." in repr(plain)
     with pytest.raises(TypeError):
         light(order=True)(type("X", (), {"__annotations__": {"x": "int"}}))
+
+
+def test_frozen_setattr_is_shared_code_and_behaves_as_the_standard() -> None:
+    """Issue 17: a frozen class's __setattr__ / __delattr__ are closures of one compiled
+    function each (not compiled per class), and refuse or allow exactly what the standard
+    ones do, also in a plain subclass (whose own attributes may be set)."""
+    import think_kernel.dataclasses_light as dl
+
+    if dl._STD_FROZEN is None:  # a Python whose dataclasses differ: the standard ones are used
+        assert OURS["Frozen"].__setattr__.__code__.co_filename == "<string>"
+        return
+    codes = {OURS[n].__setattr__.__code__ for n in ("Base", "Child", "Frozen", "Derived")}
+    assert codes == {dl._frozen_get_del_attr(object, [], None)[0].__code__}
+    assert OURS["Frozen"].__setattr__.__qualname__ == STD["Frozen"].__setattr__.__qualname__
+    assert dataclasses._frozen_get_del_attr is dl._STD_FROZEN  # put back after each class
+    for made in (STD, OURS):
+        sub = type("Sub", (made["Frozen"],), {})(1)
+        sub.note = "a subclass's own attribute"  # allowed, as with the standard decorator
+        del sub.note
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'x'"):
+            sub.x = 2
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'y'"):
+            del sub.y
