@@ -370,6 +370,9 @@ class KernelLink:
             chunk = unsent[start : start + MAX_ITEMS_PER_FRAME]
             self._write({"type": "items", "items": chunk})
             self._sent = chunk[-1]["n"]
+        if self._lazy_timer is not None:  # what waited went along: nothing left to wake for
+            self._lazy_timer.cancel()
+            self._lazy_timer = None
 
     async def _writer(self) -> None:
         while True:

@@ -195,10 +195,12 @@ async def test_lazy_events_share_a_frame_and_precede_rpcs(think, identity, serve
         status("executing", "2")
         assert frames == []  # waiting for company
         await asyncio.wait_for(link.request("test.lazy"), 10)
+        assert link._lazy_timer is None  # what waited went with the RPC: no wake-up left
         status("executing", "3")
         await asyncio.sleep(0.1)  # nothing else comes: sent after LAZY_WRITE
         status("executing", "4")
         status("thinking", "5")
+        assert link._lazy_timer is None
         await until(lambda: link.pending == 0, 10, "all acknowledged")
         assert frames == [["1", "2"], "test.lazy", ["3"], ["4", "5"]], frames
         _, ev = await api("GET", f"sessions/{s['id']}/events")
