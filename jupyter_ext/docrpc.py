@@ -5,6 +5,8 @@ register_document_rpcs(ext)   # from ThinkExtension.initialize_settings
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,6 +18,11 @@ from .roomfiles import RoomFiles
 RpcHandler = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 MAX_HOLD = 3600.0  # seconds a sandboxed run may hold autosaves (its kernel may die)
 MAX_SYNC_PATHS = 10_000
+#: The item a kernel sends, without waiting for an answer, to end the hold of a run that
+#: changed no file (``think_kernel.collab.workspace.CollabWorkspace.sync_rooms``).
+RELEASE = "doc.release"
+
+log = logging.getLogger(__name__)
 
 
 def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> DocumentService:
@@ -117,6 +124,27 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
 
     handlers["doc.flush"] = flush
     handlers["doc.sync"] = sync
+    releasing: set[asyncio.Task[Any]] = set()
+
+    def release(kernel_info: Any, item: dict[str, Any]) -> None:
+        """A run changed no file: its hold ends, and what waited for it is saved (the same
+        as a ``doc.sync`` of no paths, in the order of the kernel's items, unanswered)."""
+        lease = item.get("lease")
+        if item.get("kind") != RELEASE or room_files is None or not isinstance(lease, str):
+            return
+        task = asyncio.ensure_future(room_files.sync([], lease))
+        releasing.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            releasing.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.warning("Think: could not end a hold: %s", t.exception())
+
+        task.add_done_callback(done)
+
+    links = getattr(getattr(ext, "services", None), "links", None)
+    if links is not None:
+        links.item_listeners.append(release)
 
     def wrap(fn: RpcHandler) -> RpcHandler:
         async def handler(kernel_info: Any, params: dict[str, Any]) -> dict[str, Any]:

@@ -136,6 +136,8 @@ def start_link(
 
 def _lazy(item: dict[str, Any]) -> bool:
     """Whether the item may wait ``LAZY_WRITE`` for company (see there)."""
+    if item.get("kind") == "doc.release":  # a run's hold ends: it goes with its result
+        return True
     event = item.get("event")
     if item.get("kind") != "event" or not isinstance(event, dict):
         return False

@@ -115,6 +115,42 @@ async def test_write_then_run_is_exact(chat, model_env, peers, jp_root_dir):
     await wait_change(human, lambda: str(human.text()) == f"{expected[-1]}\n")
 
 
+async def test_a_read_only_run_ends_its_hold_without_a_round_trip(
+    chat, model_env, peers, jp_root_dir
+):
+    """Issue 17: a sandboxed run that changed no file gives its lease back in an item that
+    goes with its result (no ``doc.sync`` request, no answer to wait for); a run that
+    changed one still merges it into the open room first. Every hold ends either way."""
+    (jp_root_dir / "held.txt").write_text("one\n")
+    human = await peers("held.txt")
+    sid, tab = await chat.session()
+    await chat.warm(sid, tab)
+    files = chat.think.settings["think_documents"].files
+    rpc = chat.think.services.links._rpc
+    asked: list[list[str]] = []
+    sync = rpc["doc.sync"]
+
+    async def counted(info: Any, params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(list(params.get("paths") or []))
+        return await sync(info, params)
+
+    rpc["doc.sync"] = counted
+    model_env.reply(tool_calls=[("bash", {"command": "cat held.txt"})])
+    model_env.reply(tool_calls=[("bash", {"command": "echo two >> held.txt"})])
+    model_env.reply(tool_calls=[("bash", {"command": "wc -l held.txt"})])
+    model_env.reply(text="done")
+    await chat.send(sid, "read, append, count")
+    await until(lambda: len(tab.of("task_complete")) >= 2, 60, "the run")
+    outputs = [r["output"] for r in _results(tab, "bash")[1:]]
+    assert outputs[0].startswith("one") and outputs[2].startswith("2 held.txt"), outputs
+    assert asked == [["held.txt"]], asked  # only the append asked for a merge
+    await wait_change(human, lambda: str(human.text()) == "one\ntwo\n")
+    await until(lambda: not files.holds, 5, "every hold ended")
+    # With no hold left, what the person types is saved again.
+    human.type_at(human.text(), 0, "zero\n")
+    await until(lambda: disk_text(jp_root_dir, "held.txt") == "zero\none\ntwo\n", 20, "saved")
+
+
 def _typing_words(n: int) -> list[str]:
     return [f"t{i} " for i in range(n)]
 

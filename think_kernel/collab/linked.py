@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,10 @@ class PrefixedLink:
     def __init__(self, link: Link, prefix: str) -> None:
         self.link = link
         self.prefix = prefix.strip("/")
+        # Unanswered items (a hold's end: no path in them) go straight through, where the
+        # link can send them (see CollabWorkspace.sync_rooms).
+        push = getattr(link, "push", None)
+        self.push: Callable[[dict[str, Any]], None] | None = push if callable(push) else None
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Forward the request with the path moved under the prefix."""
