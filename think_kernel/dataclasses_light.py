@@ -85,14 +85,14 @@ if _STD_FROZEN is not None and _STD_FROZEN.__code__.co_varnames[:3] != ("cls", "
 
 
 def _standard(cls: type, frozen: bool, slots: bool, kw: dict) -> Any:
-    if not (frozen and _STD_FROZEN is not None):
-        return dataclasses.dataclass(cls, repr=False, eq=False, frozen=frozen, slots=slots, **kw)
-    # Another thread making a frozen dataclass meanwhile gets the same behaviour either way.
-    dataclasses._frozen_get_del_attr = _frozen_get_del_attr  # type: ignore[attr-defined]
+    swap = frozen and _STD_FROZEN is not None
+    if swap:  # another thread making a frozen dataclass meanwhile behaves the same either way
+        dataclasses._frozen_get_del_attr = _frozen_get_del_attr  # type: ignore[attr-defined]
     try:
-        return dataclasses.dataclass(cls, repr=False, eq=False, frozen=True, slots=slots, **kw)
+        return dataclasses.dataclass(cls, repr=False, eq=False, frozen=frozen, slots=slots, **kw)
     finally:
-        dataclasses._frozen_get_del_attr = _STD_FROZEN  # type: ignore[attr-defined]
+        if swap:
+            dataclasses._frozen_get_del_attr = _STD_FROZEN  # type: ignore[attr-defined]
 
 
 def _process(cls: type, repr: bool, eq: bool, frozen: bool, slots: bool, kw: dict) -> type:

@@ -54,6 +54,9 @@ WRITE_AT_ONCE_AFTER = 0.002
 # approval, the end of an answer or of a run, or any other status sends them at once, in
 # order.
 LAZY_WRITE = 0.01
+# Items other than events that may wait too: a sandboxed run's hold ends ("doc.release",
+# think_kernel/collab/workspace.py), with the run's result.
+LAZY_KINDS = frozenset({"doc.release"})
 # Statuses have their own rule (see _lazy).
 LAZY_EVENTS = frozenset(
     {"tool_call", "tool_progress", "tool_result", "usage", "task_created", "task_updated",
@@ -136,7 +139,7 @@ def start_link(
 
 def _lazy(item: dict[str, Any]) -> bool:
     """Whether the item may wait ``LAZY_WRITE`` for company (see there)."""
-    if item.get("kind") == "doc.release":  # a run's hold ends: it goes with its result
+    if item.get("kind") in LAZY_KINDS:
         return True
     event = item.get("event")
     if item.get("kind") != "event" or not isinstance(event, dict):
