@@ -21,6 +21,11 @@ MAX_SYNC_PATHS = 10_000
 #: The item a kernel sends, without waiting for an answer, to end the hold of a run that
 #: changed no file (``think_kernel.collab.workspace.CollabWorkspace.sync_rooms``).
 RELEASE = "doc.release"
+#: The item that starts a run's hold when no room was open, so there was nothing to flush:
+#: ``{"kind": "doc.hold", "lease", "path", "hold"}`` (the kernel made the lease). The server
+#: tells kernels whether any room is open in ``{"type": "rooms", "open": bool}`` frames.
+HOLD = "doc.hold"
+MAX_LEASE = 64
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +147,35 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
 
         task.add_done_callback(done)
 
+    def hold(kernel_info: Any, item: dict[str, Any]) -> None:
+        """A run started while no room was open: hold autosaves as ``doc.flush`` would have
+        (a room may open during the run). Taken as the item arrives, so before the request
+        or item that ends it."""
+        if item.get("kind") != HOLD or room_files is None:
+            return
+        lease = item.get("lease")
+        try:
+            folder = check_path(str(item.get("path") or "."))
+            seconds = min(max(float(item.get("hold") or 0), 0.0), MAX_HOLD)
+        except (DocumentError, TypeError, ValueError) as e:
+            log.info("Think: a hold refused: %s", e)
+            return
+        if isinstance(lease, str) and 0 < len(lease) <= MAX_LEASE and seconds > 0:
+            room_files.hold("" if folder == "." else folder, seconds, lease)
+
     links = getattr(getattr(ext, "services", None), "links", None)
     if links is not None:
         links.item_listeners.append(release)
+        links.arrival_listeners.append(hold)
+        if room_files is not None:
+            room_files.open_listeners.append(
+                lambda now: links.broadcast({"type": "rooms", "open": now})
+            )
+            links.connect_listeners.append(
+                lambda info, _new: links.send(
+                    info.kernel_id, {"type": "rooms", "open": room_files.any_open}
+                )
+            )
 
     def wrap(fn: RpcHandler) -> RpcHandler:
         async def handler(kernel_info: Any, params: dict[str, Any]) -> dict[str, Any]:

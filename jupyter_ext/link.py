@@ -119,6 +119,10 @@ class KernelLinks:
         self._rpc: dict[str, RpcHandler] = {}
         self._waiters: dict[str, list[asyncio.Future[LinkHandler]]] = {}
         self.item_listeners: list[ItemListener] = []
+        #: Called as each new item arrives, before the items ahead of it are stored (for
+        #: what must happen before any later request of the kernel, which does not wait for
+        #: the store).
+        self.arrival_listeners: list[ItemListener] = []
         self.connect_listeners: list[ConnectListener] = []
         self.pong_listeners: list[PongListener] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -139,6 +143,11 @@ class KernelLinks:
         """Send a frame to a kernel; False if its link is down (the caller retries)."""
         conn = self.conns.get(kernel_id)
         return conn is not None and conn.send_frame(frame)
+
+    def broadcast(self, frame: dict[str, Any]) -> None:
+        """Send a frame to every kernel with a live link."""
+        for conn in list(self.conns.values()):
+            conn.send_frame(frame)
 
     async def wait(self, kernel_id: str) -> LinkHandler:
         """Wait until the kernel's link is up (wrap in ``asyncio.wait_for`` to bound it)."""
@@ -223,6 +232,11 @@ class KernelLinks:
                 self._ack(info, n)  # already queued or stored: a resend after a reconnect
                 continue
             state.last_n = n
+            for listener in self.arrival_listeners:
+                try:
+                    listener(info, item)
+                except Exception:  # a bad item must not stop the ones after it
+                    log.exception("kernel link item listener failed")
             session_id = str(item.get("session_id") or "")
             if item.get("kind") == "event" and isinstance(item.get("event"), dict):
                 frame = dict(item["event"])

@@ -134,6 +134,7 @@ class ThinkFileLoader(FileLoader):
         loader.files = files
         loader.bases = {}
         files.loaders[loader.file_id] = loader
+        files.rooms_changed()
         return loader
 
     @property
@@ -144,6 +145,7 @@ class ThinkFileLoader(FileLoader):
     async def clean(self) -> None:
         """Stop watching (the room closed)."""
         self.files.loaders.pop(self.file_id, None)
+        self.files.rooms_changed()
         await super().clean()
 
     def observe(
@@ -282,6 +284,10 @@ class RoomFiles:
         # file id -> our loader; the mapping's own lookup queries the file id database
         self.loaders: dict[str, ThinkFileLoader] = {}
         self._holds_changed = asyncio.Event()
+        #: Called with :attr:`any_open` whenever it changes (kernels skip the flush request
+        #: of a run while no room is open, see jupyter_ext/docrpc.py).
+        self.open_listeners: list[Callable[[bool], None]] = []
+        self._told: bool | None = None
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -306,7 +312,28 @@ class RoomFiles:
         assert isinstance(mapping, ThinkFileLoaderMapping)
         mapping.files = self
         self.mapping = mapping
+        self.rooms_changed()
         return True
+
+    @property
+    def any_open(self) -> bool:
+        """Whether a document room may be open: a file has a loader (a room holds it, or
+        is starting or closing), or ours are not installed yet (then nobody knows)."""
+        if self.mapping is None:
+            return self._ydoc_ext is not None
+        return bool(self.loaders) or bool(getattr(self.mapping, "_FileLoaderMapping__dict", 1))
+
+    def rooms_changed(self) -> None:
+        """Tell the listeners when :attr:`any_open` changed."""
+        now = self.any_open
+        if now == self._told:
+            return
+        self._told = now
+        for listener in list(self.open_listeners):
+            try:
+                listener(now)
+            except Exception:
+                log.exception("Think: a room listener failed")
 
     def install_later(self) -> None:
         """Install once the event loop turns (jupyter_server_ydoc may load after us)."""
@@ -423,12 +450,15 @@ class RoomFiles:
             self.deferred.discard(room_id)
         if jobs:
             await asyncio.gather(*jobs)
-        lease = None
-        if hold > 0:
-            lease = uuid.uuid4().hex
-            self.holds[lease] = (folder, time.monotonic() + hold)
-            self._holds_changed.set()
-        return saved, lease
+        return saved, self.hold(folder, hold) if hold > 0 else None
+
+    def hold(self, folder: str, seconds: float, lease: str | None = None) -> str:
+        """Hold autosaves under ``folder`` for ``seconds`` (until :meth:`sync` releases the
+        lease); ``lease`` is the kernel's own when it did not ask for a flush first."""
+        lease = lease or uuid.uuid4().hex
+        self.holds[lease] = (folder, time.monotonic() + seconds)
+        self._holds_changed.set()
+        return lease
 
     async def sync(self, paths: list[str], lease: str | None = None) -> list[str]:
         """Merge the named files' changes on disk into their rooms now; release ``lease``

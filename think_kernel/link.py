@@ -54,9 +54,10 @@ WRITE_AT_ONCE_AFTER = 0.002
 # approval, the end of an answer or of a run, or any other status sends them at once, in
 # order.
 LAZY_WRITE = 0.01
-# Items other than events that may wait too: a sandboxed run's hold ends ("doc.release",
-# think_kernel/collab/workspace.py), with the run's result.
-LAZY_KINDS = frozenset({"doc.release"})
+# Items other than events that may wait too: a sandboxed run's hold starts while no room is
+# open ("doc.hold"), and ends ("doc.release", think_kernel/collab/workspace.py), with the
+# run's events.
+LAZY_KINDS = frozenset({"doc.hold", "doc.release"})
 # Statuses have their own rule (see _lazy).
 LAZY_EVENTS = frozenset(
     {"tool_call", "tool_progress", "tool_result", "usage", "task_created", "task_updated",
@@ -173,6 +174,9 @@ class KernelLink:
         self.store_path: str | None = None
         self.root_dir: str | None = None
         self.session_id: str | None = None
+        #: Whether the server has any document room open (its "rooms" frames; None while
+        #: not connected or not told): with none, a run needs no flush request.
+        self.rooms_open: bool | None = None
         self.connected = asyncio.Event()
         self._outbox: deque[dict[str, Any]] = deque()
         self._n = 0
@@ -317,6 +321,7 @@ class KernelLink:
                 log.debug("think link: %s", e)
             finally:
                 self._ws = None
+                self.rooms_open = None
                 self.connected.clear()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0 if self.refused else 2.0)
@@ -415,6 +420,8 @@ class KernelLink:
                     entry[1].set_exception(
                         LinkError(str(err.get("code", "error")), str(err.get("message", "")))
                     )
+        elif kind == "rooms":
+            self.rooms_open = frame.get("open") is True
         elif kind == "chat":
             self._chat(frame)
         elif kind == "cancel":

@@ -151,6 +151,61 @@ async def test_a_read_only_run_ends_its_hold_without_a_round_trip(
     await until(lambda: disk_text(jp_root_dir, "held.txt") == "zero\none\ntwo\n", 20, "saved")
 
 
+@pytest.mark.parametrize("cleanup_delay", [0.5])
+async def test_with_no_room_open_a_run_asks_for_no_flush_and_still_holds(
+    chat, model_env, peers, jp_root_dir
+):
+    """Issue 17: while no document room is open there is nothing to save before a run, and
+    the run asks for no flush: its hold starts with an unanswered item and a lease made by
+    the kernel. A room opened during that run still waits for it before it autosaves, and
+    loses nothing; while a room is open runs flush first again, and once it closed, not."""
+    (jp_root_dir / "notes.txt").write_text("one\n")
+    sid, tab = await chat.session()
+    await chat.warm(sid, tab)
+    files = chat.think.settings["think_documents"].files
+    rpc = chat.think.services.links._rpc
+    flushes: list[dict[str, Any]] = []
+    flush = rpc["doc.flush"]
+
+    async def counted(info: Any, params: dict[str, Any]) -> dict[str, Any]:
+        flushes.append(params)
+        return await flush(info, params)
+
+    rpc["doc.flush"] = counted
+    assert not files.any_open
+    # The first command waits for a file the test makes once the person typed meanwhile.
+    script = "while [ ! -e go ]; do sleep 0.05; done; echo two >> notes.txt"
+    model_env.reply(tool_calls=[("bash", {"command": script})])
+    model_env.reply(tool_calls=[("bash", {"command": "cat notes.txt"})])
+    model_env.reply(text="done")
+    await chat.send(sid, "append, then read")
+    await until(lambda: any(lease.startswith("k") for lease in files.holds), 60, "the hold")
+    human = await peers("notes.txt")
+    assert files.any_open
+    human.type_at(human.text(), 0, "zero\n")
+    await asyncio.sleep(1.0)  # five autosave delays
+    assert disk_text(jp_root_dir, "notes.txt") == "one\n"  # held: the run owns the disk
+    (jp_root_dir / "go").write_text("")
+    await until(lambda: len(tab.of("task_complete")) >= 2, 60, "the run")
+    want = "zero\none\ntwo\n"
+    await wait_change(human, lambda: str(human.text()) == want)
+    await until(lambda: disk_text(jp_root_dir, "notes.txt") == want, 20, "saved")
+    await until(lambda: not files.holds, 5, "every hold ended")
+    # The second command ran with the room open: it asked for a flush, and read it all.
+    assert len(flushes) == 1, flushes
+    assert _results(tab, "bash")[-1]["output"].startswith(want)
+    # The room closes (cleanup_delay after its last client): no flush any more.
+    await human.close()
+    await until(lambda: not files.any_open, 20, "the room closed")
+    model_env.reply(tool_calls=[("bash", {"command": "wc -l notes.txt"})])
+    model_env.reply(text="counted")
+    await chat.send(sid, "count")
+    await until(lambda: len(tab.of("task_complete")) >= 3, 60, "the count")
+    assert _results(tab, "bash")[-1]["output"].startswith("3 notes.txt")
+    assert len(flushes) == 1, flushes
+    await until(lambda: not files.holds, 5, "every hold ended")
+
+
 def _typing_words(n: int) -> list[str]:
     return [f"t{i} " for i in range(n)]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from tornado.websocket import websocket_connect
@@ -207,6 +208,49 @@ async def test_lazy_events_share_a_frame_and_precede_rpcs(think, identity, serve
         assert [e["data"]["detail"] for e in ev["events"]] == ["1", "2", "3", "4", "5"]
     finally:
         await link.close()
+
+
+async def test_rooms_news_and_holds_that_need_no_answer(think, identity, server_url, api):
+    """Issue 17: the server tells each kernel whether any document room is open (none
+    here: no collaboration), and a run's hold may then start with an unanswered item.
+    Holds that are not well formed change nothing, and the link carries on."""
+    _, s = await api("POST", "sessions", {})
+    files = think.settings["think_documents"].files
+    link = KernelLink(Recorder(s["id"]), server_url, *kernel_identity(identity[1]))
+    link.start()
+    try:
+        await until(lambda: link.rooms_open is False, 10, "told that no room is open")
+        for listener in files.open_listeners:
+            listener(True)
+        await until(lambda: link.rooms_open is True, 10, "told that a room opened")
+        for listener in files.open_listeners:
+            listener(False)
+        await until(lambda: link.rooms_open is False, 10, "told that it closed")
+        for bad in (
+            {"lease": "a", "path": "../up", "hold": 5},
+            {"lease": "b" * 65, "hold": 5},
+            {"lease": 7, "hold": 5},
+            {"lease": "", "hold": 5},
+            {"lease": "c", "hold": "nan"},
+            {"lease": "d", "hold": "soon"},
+            {"lease": "e", "hold": -1},
+            {"lease": "f", "path": "/etc", "hold": 5},
+        ):
+            link.push({"kind": "doc.hold", **bad})
+        link.push({"kind": "doc.hold", "lease": "kgood", "path": "sub/x/..", "hold": 1e9})
+        await until(lambda: link.pending == 0, 10, "all acknowledged")
+        assert list(files.holds) == ["kgood"]
+        folder, expiry = files.holds["kgood"]
+        assert folder == "sub" and expiry - time.monotonic() <= 3600  # MAX_HOLD
+        link.push({"kind": "doc.release", "lease": "kgood"})
+        await until(lambda: not files.holds, 10, "released")
+        assert await asyncio.wait_for(link.request("doc.flush", {"path": "."}), 10) == {
+            "saved": [],
+            "lease": None,
+        }
+    finally:
+        await link.close()
+    assert link.rooms_open is None  # not connected: nothing known
 
 
 async def test_handshake_refuses_a_wrong_key_or_unknown_kernel(think, identity, server_url, api):

@@ -27,19 +27,34 @@ class PrefixedLink:
     def __init__(self, link: Link, prefix: str) -> None:
         self.link = link
         self.prefix = prefix.strip("/")
-        # Unanswered items (a hold's end: no path in them) go straight through, where the
-        # link can send them (see CollabWorkspace.sync_rooms).
-        push = getattr(link, "push", None)
-        self.push: Callable[[dict[str, Any]], None] | None = push if callable(push) else None
+        # Unanswered items (a hold's start and end, see CollabWorkspace) go through, where
+        # the link can send them, with their path moved like a request's.
+        inner = getattr(link, "push", None)
+        self._inner_push: Callable[[dict[str, Any]], None] | None = (
+            inner if callable(inner) else None
+        )
+        self.push = self._push if self._inner_push is not None else None
+
+    @property
+    def rooms_open(self) -> bool | None:
+        """The link's knowledge of open rooms (None: it has none)."""
+        return getattr(self.link, "rooms_open", None)
+
+    def _push(self, item: dict[str, Any]) -> None:
+        assert self._inner_push is not None
+        self._inner_push(self._moved(item))
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Forward the request with the path moved under the prefix."""
-        if self.prefix and params and isinstance(params.get("path"), str):
+        return await self.link.request(method, self._moved(params or {}))
+
+    def _moved(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.prefix and isinstance(params.get("path"), str):
             params = {**params, "path": f"{self.prefix}/{params['path'].lstrip('/')}"}
-        if self.prefix and params and isinstance(params.get("paths"), list):
+        if self.prefix and isinstance(params.get("paths"), list):
             paths = [f"{self.prefix}/{str(p).lstrip('/')}" for p in params["paths"]]
             params = {**params, "paths": paths}
-        return await self.link.request(method, params or {})
+        return params
 
 
 def linked_access(root: Path, link: Any) -> tuple[CollabWorkspace, LinkNotebookAccess] | None:
