@@ -74,6 +74,9 @@ class EventPipeline:
         """Drain the queue forever (cancel the task to stop)."""
         while True:
             await self._wake.wait()
+            # Requests that came in the same frames go first (issue 17): a kernel waits on
+            # their answers (a run's doc.flush), nobody on the storing of its events.
+            await asyncio.sleep(0)
             self._wake.clear()
             while self._queue:
                 batch = self._queue[: self.max_batch]

@@ -24,6 +24,7 @@ as a model's call would be; answered by a ``tool_result`` item, a resend is drop
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import inspect
@@ -32,10 +33,11 @@ import json
 import logging
 import os
 import secrets
+import socket
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -294,12 +296,33 @@ class KernelLink:
         self._rpc[rid] = (frame, fut)
         if self._ws is not None:
             self._coalescer.flush()
-            self._write_unsent()  # the server sees the items queued before, first
-            self._write(frame)
+            with self._corked():
+                self._write_unsent()  # the server sees the items queued before, first
+                self._write(frame)
         try:
             return await fut
         finally:
             self._rpc.pop(rid, None)
+
+    @contextlib.contextmanager
+    def _corked(self) -> Iterator[None]:
+        """Frames written in the block leave in one TCP segment where the socket allows it:
+        the server then reads an RPC with the items before it, and answers it before it
+        stores them (issue 17; see jupyter_ext/pipeline.py)."""
+        sock = None
+        cork = getattr(socket, "TCP_CORK", None)
+        try:
+            if cork is not None:
+                sock = self._ws.protocol.stream.socket
+                sock.setsockopt(socket.IPPROTO_TCP, cork, 1)
+        except Exception:  # not TCP (a Unix socket), or closing: frames go as they are
+            sock = None
+        try:
+            yield
+        finally:
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, cork, 0)  # sends what it held
 
     def _write(self, frame: dict[str, Any]) -> None:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 
 import pytest
@@ -251,6 +252,46 @@ async def test_rooms_news_and_holds_that_need_no_answer(think, identity, server_
     finally:
         await link.close()
     assert link.rooms_open is None  # not connected: nothing known
+
+
+async def test_an_rpc_is_answered_before_the_items_ahead_of_it_are_stored(
+    think, identity, server_url, api
+):
+    """Issue 17: a request that comes with items (a run's ``doc.flush`` right after its tool
+    calls) is answered before those items are stored: the kernel waits on the answer,
+    nobody on the storing. The items are still stored, all and in order."""
+    _, s = await api("POST", "sessions", {})
+    store = think.services.store
+    stored_when_asked: list[int] = []
+
+    async def probe(info, params):
+        stored_when_asked.append(await store.last_event_seq(s["id"]))
+        return {}
+
+    think.register_rpc("test.probe", probe)
+    rt = Recorder(s["id"])
+    link = KernelLink(rt, server_url, *kernel_identity(identity[1]))
+    link.start()
+    try:
+        await asyncio.wait_for(link.connected.wait(), 10)
+        for round_ in range(3):
+            before = await store.last_event_seq(s["id"])
+            for i in range(3):
+                rt.emit({"type": "status", "status": "executing", "detail": f"{round_}.{i}"})
+            await asyncio.wait_for(link.request("test.probe"), 10)
+            assert stored_when_asked[-1] == before  # answered first
+            await until(lambda: link.pending == 0, 10, "all acknowledged")
+        _, ev = await api("GET", f"sessions/{s['id']}/events")
+        details = [e["data"]["detail"] for e in ev["events"]]
+        assert details == [f"{r}.{i}" for r in range(3) for i in range(3)]
+        # The kernel writes the items and the request in one TCP segment (TCP_CORK), so the
+        # server reads them together; the cork is off again afterwards.
+        sock = link._ws.protocol.stream.socket
+        with link._corked():
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0
+    finally:
+        await link.close()
 
 
 async def test_handshake_refuses_a_wrong_key_or_unknown_kernel(think, identity, server_url, api):

@@ -84,7 +84,9 @@ class FileSync:
         lease = None
         if rooms is not None:
             try:
-                lease = await asyncio.wait_for(rooms.flush_rooms(hold), SYNC_TIMEOUT)
+                # asyncio.timeout, not wait_for: no task, so no loop turn before the request
+                async with asyncio.timeout(SYNC_TIMEOUT):
+                    lease = await rooms.flush_rooms(hold)
             except Exception as e:  # the link is down, the server refused: best effort
                 log.warning("could not save the open documents before a run: %s", e)
                 if out is not None:
@@ -102,9 +104,8 @@ class FileSync:
         rooms = self.rooms
         if rooms is not None:
             try:
-                out.merged = await asyncio.wait_for(
-                    rooms.sync_rooms(out.changes.paths(), lease), SYNC_TIMEOUT
-                )
+                async with asyncio.timeout(SYNC_TIMEOUT):
+                    out.merged = await rooms.sync_rooms(out.changes.paths(), lease)
             except Exception as e:  # the link is down, the server refused: best effort
                 # The rooms' own poll merges them within a second or so.
                 log.warning("could not merge the run's files into the open documents: %s", e)
