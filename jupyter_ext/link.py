@@ -279,6 +279,7 @@ class KernelLinks:
         params = frame.get("params")
         state.rpc_running.add(rid)
         task = asyncio.create_task(self._run_rpc(info, state, rid, handler, params))
+        self.pipeline.let_requests_first()
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

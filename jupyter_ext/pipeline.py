@@ -47,6 +47,7 @@ class EventPipeline:
         self.max_batch = max_batch
         self._queue: list[_Item] = []
         self._wake = asyncio.Event()
+        self._after_requests = False
 
     def submit(
         self,
@@ -58,6 +59,14 @@ class EventPipeline:
         """Queue a frame; ``done(seq)`` runs once it is stored (seq 0: duplicate/control)."""
         self._queue.append(_Item(session_id, frame, event_id, done))
         self._wake.set()
+
+    def let_requests_first(self) -> None:
+        """A request came behind queued frames (a run's doc.flush after its tool calls):
+        its task runs before they are stored (issue 17). A kernel waits on the answer,
+        nobody on the storing; frames with no request behind them (a stream's text) are
+        not held back."""
+        if self._queue:
+            self._after_requests = True
 
     async def emit(self, session_id: str, frame: dict[str, Any]) -> int:
         """Store and publish a frame the server itself produces; return its seq."""
@@ -74,9 +83,9 @@ class EventPipeline:
         """Drain the queue forever (cancel the task to stop)."""
         while True:
             await self._wake.wait()
-            # Requests that came in the same frames go first (issue 17): a kernel waits on
-            # their answers (a run's doc.flush), nobody on the storing of its events.
-            await asyncio.sleep(0)
+            if self._after_requests:
+                self._after_requests = False
+                await asyncio.sleep(0)  # see let_requests_first
             self._wake.clear()
             while self._queue:
                 batch = self._queue[: self.max_batch]
