@@ -206,6 +206,45 @@ async def test_with_no_room_open_a_run_asks_for_no_flush_and_still_holds(
     await until(lambda: not files.holds, 5, "every hold ended")
 
 
+async def test_an_agent_write_is_on_disk_for_the_next_run_with_no_one_watching(
+    chat, model_env, jp_root_dir
+):
+    """Issue 17 with the first of the issues ("a file written by the agent was still stale on
+    disk when the next bash ran"): with no tab open, a run asks for no flush; the agent's
+    write then opens a room on the server, which tells the kernel before it answers the
+    write, and the next run asks for the flush and reads what was written.
+
+    A room the server opened for the agent has no client to leave it, so
+    jupyter-collaboration never closes it: from then on every run flushes first (as all did
+    before issue 17's change)."""
+    sid, tab = await chat.session()
+    await chat.warm(sid, tab)
+    files = chat.think.settings["think_documents"].files
+    rpc = chat.think.services.links._rpc
+    flushes: list[dict[str, Any]] = []
+    flush = rpc["doc.flush"]
+
+    async def counted(info: Any, params: dict[str, Any]) -> dict[str, Any]:
+        flushes.append(params)
+        return await flush(info, params)
+
+    rpc["doc.flush"] = counted
+    assert not files.any_open
+    for turn, word in enumerate(("one", "two")):
+        model_env.reply(tool_calls=[("bash", {"command": "cat w.txt 2>/dev/null; true"})])
+        model_env.reply(tool_calls=[("write_file", {"path": "w.txt", "content": f"{word}\n"})])
+        model_env.reply(tool_calls=[("bash", {"command": "cat w.txt"})])
+        model_env.reply(text="written")
+        await chat.send(sid, f"write {word}")
+        await until(lambda n=turn + 2: len(tab.of("task_complete")) >= n, 60, "the run")
+        outputs = [r["output"] for r in _results(tab, "bash")[-2:]]
+        assert outputs[1].startswith(f"{word}\n"), outputs
+        assert files.any_open
+    # No flush before the write of the first turn; each run after it flushed.
+    assert len(flushes) == 3, flushes
+    await until(lambda: not files.holds, 5, "every hold ended")
+
+
 def _typing_words(n: int) -> list[str]:
     return [f"t{i} " for i in range(n)]
 
