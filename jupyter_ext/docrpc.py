@@ -108,12 +108,16 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
 
     handlers["doc.execute_cell"] = execute_cell
 
+    def held(q: dict[str, Any]) -> tuple[str, float]:
+        """The folder (``""``: the root) and seconds of a flush's or a hold's ``path``/``hold``."""
+        folder = check_path(str(q.get("path") or "."))
+        seconds = min(max(float(q.get("hold") or 0), 0.0), MAX_HOLD)
+        return "" if folder == "." else folder, seconds
+
     async def flush(kernel_info: Any, q: dict[str, Any]) -> dict[str, Any]:
         if room_files is None:
             return {"saved": [], "lease": None}
-        folder = check_path(str(q.get("path") or "."))
-        hold = min(max(float(q.get("hold") or 0), 0.0), MAX_HOLD)
-        saved, lease = await room_files.flush("" if folder == "." else folder, hold)
+        saved, lease = await room_files.flush(*held(q))
         return {"saved": saved, "lease": lease}
 
     async def sync(kernel_info: Any, q: dict[str, Any]) -> dict[str, Any]:
@@ -155,13 +159,12 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
             return
         lease = item.get("lease")
         try:
-            folder = check_path(str(item.get("path") or "."))
-            seconds = min(max(float(item.get("hold") or 0), 0.0), MAX_HOLD)
+            folder, seconds = held(item)
         except (DocumentError, TypeError, ValueError) as e:
             log.info("Think: a hold refused: %s", e)
             return
         if isinstance(lease, str) and 0 < len(lease) <= MAX_LEASE and seconds > 0:
-            room_files.hold("" if folder == "." else folder, seconds, lease)
+            room_files.hold(folder, seconds, lease)
 
     links = getattr(getattr(ext, "services", None), "links", None)
     if links is not None:

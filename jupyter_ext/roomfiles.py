@@ -317,11 +317,12 @@ class RoomFiles:
 
     @property
     def any_open(self) -> bool:
-        """Whether a document room may be open: a file has a loader (a room holds it, or
-        is starting or closing), or ours are not installed yet (then nobody knows)."""
+        """Whether a document room may be open: a file has a loader in the extension's
+        mapping (a room holds it, or is starting or closing; ours are a subset), or ours are
+        not installed yet, or the mapping is not the shape we know (then nobody knows)."""
         if self.mapping is None:
             return self._ydoc_ext is not None
-        return bool(self.loaders) or bool(getattr(self.mapping, "_FileLoaderMapping__dict", 1))
+        return bool(getattr(self.mapping, "_FileLoaderMapping__dict", True))
 
     def rooms_changed(self) -> None:
         """Tell the listeners when :attr:`any_open` changed."""

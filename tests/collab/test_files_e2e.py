@@ -151,6 +151,20 @@ async def test_a_read_only_run_ends_its_hold_without_a_round_trip(
     await until(lambda: disk_text(jp_root_dir, "held.txt") == "zero\none\ntwo\n", 20, "saved")
 
 
+def _counted(chat: Any, method: str) -> list[dict[str, Any]]:
+    """The parameters of every ``method`` request kernels make from now on."""
+    rpc = chat.think.services.links._rpc
+    asked: list[dict[str, Any]] = []
+    handler = rpc[method]
+
+    async def counted(info: Any, params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return await handler(info, params)
+
+    rpc[method] = counted
+    return asked
+
+
 @pytest.mark.parametrize("cleanup_delay", [0.5])
 async def test_with_no_room_open_a_run_asks_for_no_flush_and_still_holds(
     chat, model_env, peers, jp_root_dir
@@ -163,15 +177,7 @@ async def test_with_no_room_open_a_run_asks_for_no_flush_and_still_holds(
     sid, tab = await chat.session()
     await chat.warm(sid, tab)
     files = chat.think.settings["think_documents"].files
-    rpc = chat.think.services.links._rpc
-    flushes: list[dict[str, Any]] = []
-    flush = rpc["doc.flush"]
-
-    async def counted(info: Any, params: dict[str, Any]) -> dict[str, Any]:
-        flushes.append(params)
-        return await flush(info, params)
-
-    rpc["doc.flush"] = counted
+    flushes = _counted(chat, "doc.flush")
     assert not files.any_open
     # The first command waits for a file the test makes once the person typed meanwhile.
     script = "while [ ! -e go ]; do sleep 0.05; done; echo two >> notes.txt"
@@ -220,15 +226,7 @@ async def test_an_agent_write_is_on_disk_for_the_next_run_with_no_one_watching(
     sid, tab = await chat.session()
     await chat.warm(sid, tab)
     files = chat.think.settings["think_documents"].files
-    rpc = chat.think.services.links._rpc
-    flushes: list[dict[str, Any]] = []
-    flush = rpc["doc.flush"]
-
-    async def counted(info: Any, params: dict[str, Any]) -> dict[str, Any]:
-        flushes.append(params)
-        return await flush(info, params)
-
-    rpc["doc.flush"] = counted
+    flushes = _counted(chat, "doc.flush")
     assert not files.any_open
     for turn, word in enumerate(("one", "two")):
         model_env.reply(tool_calls=[("bash", {"command": "cat w.txt 2>/dev/null; true"})])
