@@ -471,6 +471,9 @@ class ThinkExtension(ExtensionApp):
         if svc.scheduler is not None:
             await svc.scheduler.close()
         await svc.links.close()
+        documents = self.settings.get("think_documents")
+        if documents is not None and documents.files is not None:
+            documents.files.close()
         if svc.store is not None:
             await svc.store.close()
 

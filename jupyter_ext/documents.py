@@ -6,8 +6,9 @@
 
 Every operation resolves the room's document afresh through the public API
 ``settings["jupyter_server_ydoc"].get_document(..., copy=False, create=True)``: a document kept
-across calls goes stale once its room is cleaned up (60 s after the last client leaves) and
-edits to it would be swallowed. Between that await and the edit there is no other await, so the
+across calls goes stale once its room is cleaned up (60 s after the last client leaves, or
+after the agent last used a room no client joined: :meth:`RoomFiles.used`) and edits to it
+would be swallowed. Between that await and the edit there is no other await, so the
 edit lands in the live room in one transaction whose origin is ``Think:<action id>``; the room
 then broadcasts it, writes it to its ystore and autosaves it. Nothing is written to disk behind
 a room: a file that does not exist yet is created empty through the contents manager (no room
@@ -237,6 +238,8 @@ class DocumentService:
         if doc is None:
             raise DocumentError(f"no collaboration room for {path!r}")
         self.activity(doc)
+        if self.files is not None:
+            self.files.used(doc.ydoc)  # closed once idle if no tab joins it
         return doc
 
     async def _create_empty(self, path: str) -> None:

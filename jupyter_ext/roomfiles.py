@@ -22,6 +22,12 @@ depends on those internals; ``tests/collab/test_roomfiles.py`` fails if they mov
 - while a sandboxed run holds a lease on a folder, autosaves under it wait (the run owns the
   disk); :meth:`RoomFiles.sync` merges what the run changed and saves what waited.
 
+A room the server opens for the agent (``DocumentService`` asks for the document with
+``create=True`` when no tab has the file open) has no client, so jupyter-collaboration, which
+cleans a room up only when its last client leaves, never would: :meth:`RoomFiles.used` closes
+it once it was unused for the extension's ``document_cleanup_delay``, with nothing unsaved and
+still no client. Until then each sandboxed run flushes first (see :attr:`RoomFiles.any_open`).
+
 Saving goes through the same contents manager call the room's autosave uses.
 """
 
@@ -51,6 +57,8 @@ from .activity import RoomActivity
 
 log = logging.getLogger(__name__)
 DISK_ORIGIN = "disk"
+#: Seconds between looks at an idle room the agent opened while it still has unsaved changes.
+UNSAVED_RETRY = 1.0
 
 
 @dataclass
@@ -288,6 +296,8 @@ class RoomFiles:
         #: of a run while no room is open, see jupyter_ext/docrpc.py).
         self.open_listeners: list[Callable[[bool], None]] = []
         self._told: bool | None = None
+        self._used: dict[str, float] = {}  # room id -> when the agent last used it
+        self._closers: dict[str, asyncio.Task[None]] = {}
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -378,6 +388,91 @@ class RoomFiles:
             loader = self.loaders.get(room_id.split(":", 2)[-1])
             if loader is not None:
                 yield room_id, room, loader
+
+    # -- rooms opened for the agent ----------------------------------------------------------
+
+    def used(self, ydoc: Any) -> None:
+        """The agent just used the room of ``ydoc``: once it has been unused for the cleanup
+        delay, close it if no client joined and nothing is unsaved (a room a tab joined is
+        jupyter-collaboration's to close, after its last client left)."""
+        delay = getattr(self._ydoc_ext, "document_cleanup_delay", None)
+        server = getattr(self._ydoc_ext, "ywebsocket_server", None)
+        if delay is None or server is None:
+            return  # configured to keep documents in memory forever
+        room_id = next((k for k, r in list(server.rooms.items()) if r.ydoc is ydoc), None)
+        if room_id is None:
+            return
+        self._used[room_id] = time.monotonic()
+        if room_id not in self._closers:
+            self._closers[room_id] = asyncio.ensure_future(self._close_when_idle(room_id, delay))
+
+    async def _close_when_idle(self, room_id: str, delay: float) -> None:
+        try:
+            while True:
+                wait = self._used[room_id] + delay - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    continue
+                # Under the room's lock, as jupyter-collaboration cleans a tab's room up: the
+                # agent's next use waits in get_document, then finds no room and opens one.
+                async with self._room_lock(room_id):
+                    room = self.room(room_id)
+                    if room is None or room.clients or room.cleaner is not None:
+                        return  # gone, or a tab joined: jupyter-collaboration cleans it up
+                    if self._used[room_id] + delay > time.monotonic():
+                        continue  # used again while the lock was taken
+                    if self._unsaved(room_id, room):
+                        self._used[room_id] = time.monotonic() - delay + UNSAVED_RETRY
+                        continue
+                    await self._close(room_id, room)
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Think: could not close the idle room %s", room_id)
+        finally:
+            self._closers.pop(room_id, None)
+            self._used.pop(room_id, None)
+
+    def _room_lock(self, room_id: str) -> asyncio.Lock:
+        """The lock jupyter-collaboration takes to create or clean up that room."""
+        locks = getattr(self._ydoc_ext, "_room_locks", None)
+        if not isinstance(locks, dict):
+            return asyncio.Lock()  # not the shape we know: the checks above still hold
+        return locks.setdefault(room_id, asyncio.Lock())
+
+    def _unsaved(self, room_id: str, room: DocumentRoom) -> bool:
+        """Whether closing the room now could lose something: it is still loading, its
+        autosave waits for a hold, or it holds changes its file does not have."""
+        if not room.ready:
+            return True
+        loader = self.loaders.get(room_id.split(":", 2)[-1])
+        if loader is None:
+            return False  # not ours: as jupyter-collaboration, rely on the autosave
+        return (
+            room_id in self.deferred
+            or self.held(loader.known_path)
+            or self.dirty(room, loader, room_id)
+        )
+
+    async def _close(self, room_id: str, room: DocumentRoom) -> None:
+        """Delete the room, then its file's loader if no room uses it (with its lock held)."""
+        ext = self._ydoc_ext
+        await ext.ywebsocket_server.delete_room(room=room)
+        file_id = room_id.split(":", 2)[-1]
+        loader = self.loaders.get(file_id)
+        log.info(
+            "Think: closed the room of %s (opened for the agent, no client, idle)",
+            loader.known_path if loader is not None else file_id,
+        )
+        mapping = ext.file_loaders
+        if file_id in mapping and mapping[file_id].number_of_subscriptions == 0:
+            await mapping.remove(file_id)
+
+    def close(self) -> None:
+        """Stop the timers (the server stops)."""
+        for task in list(self._closers.values()):
+            task.cancel()
 
     # -- holds -------------------------------------------------------------------------------
 

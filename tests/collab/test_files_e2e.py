@@ -151,6 +151,16 @@ async def test_a_read_only_run_ends_its_hold_without_a_round_trip(
     await until(lambda: disk_text(jp_root_dir, "held.txt") == "zero\none\ntwo\n", 20, "saved")
 
 
+async def _bash_turn(chat: Any, model_env: Any, sid: str, tab: WSClient, command: str) -> str:
+    """One more run of one ``bash`` call; its output."""
+    done = len(tab.of("task_complete"))
+    model_env.reply(tool_calls=[("bash", {"command": command})])
+    model_env.reply(text="ran")
+    await chat.send(sid, f"run {command}")
+    await until(lambda: len(tab.of("task_complete")) > done, 60, f"the run of {command}")
+    return str(_results(tab, "bash")[-1]["output"])
+
+
 def _counted(chat: Any, method: str) -> list[dict[str, Any]]:
     """The parameters of every ``method`` request kernels make from now on."""
     rpc = chat.think.services.links._rpc
@@ -203,11 +213,7 @@ async def test_with_no_room_open_a_run_asks_for_no_flush_and_still_holds(
     # The room closes (cleanup_delay after its last client): no flush any more.
     await human.close()
     await until(lambda: not files.any_open, 20, "the room closed")
-    model_env.reply(tool_calls=[("bash", {"command": "wc -l notes.txt"})])
-    model_env.reply(text="counted")
-    await chat.send(sid, "count")
-    await until(lambda: len(tab.of("task_complete")) >= 3, 60, "the count")
-    assert _results(tab, "bash")[-1]["output"].startswith("3 notes.txt")
+    assert (await _bash_turn(chat, model_env, sid, tab, "wc -l notes.txt")).startswith("3 ")
     assert len(flushes) == 1, flushes
     await until(lambda: not files.holds, 5, "every hold ended")
 
@@ -218,11 +224,8 @@ async def test_an_agent_write_is_on_disk_for_the_next_run_with_no_one_watching(
     """Issue 17 with the first of the issues ("a file written by the agent was still stale on
     disk when the next bash ran"): with no tab open, a run asks for no flush; the agent's
     write then opens a room on the server, which tells the kernel before it answers the
-    write, and the next run asks for the flush and reads what was written.
-
-    A room the server opened for the agent has no client to leave it, so
-    jupyter-collaboration never closes it: from then on every run flushes first (as all did
-    before issue 17's change)."""
+    write, and the next run asks for the flush and reads what was written. (The room stays
+    open for the cleanup delay, 60 s here, after the agent last used it.)"""
     sid, tab = await chat.session()
     await chat.warm(sid, tab)
     files = chat.think.settings["think_documents"].files
@@ -240,6 +243,31 @@ async def test_an_agent_write_is_on_disk_for_the_next_run_with_no_one_watching(
         assert files.any_open
     # No flush before the write of the first turn; each run after it flushed.
     assert len(flushes) == 3, flushes
+    await until(lambda: not files.holds, 5, "every hold ended")
+
+
+@pytest.mark.parametrize("cleanup_delay", [2.0])
+async def test_a_room_opened_for_the_agent_closes_and_runs_stop_flushing(
+    chat, model_env, jp_root_dir
+):
+    """The room the agent's write opened has no client: jupyter-collaboration alone would
+    keep it (and every later run would flush first) forever. It closes once the agent has not
+    used it for the cleanup delay; the kernel is told, and the next run asks for no flush and
+    still reads what was written."""
+    sid, tab = await chat.session()
+    await chat.warm(sid, tab)
+    files = chat.think.settings["think_documents"].files
+    flushes = _counted(chat, "doc.flush")
+    model_env.reply(tool_calls=[("write_file", {"path": "w.txt", "content": "one\n"})])
+    model_env.reply(tool_calls=[("bash", {"command": "cat w.txt"})])
+    model_env.reply(text="written")
+    await chat.send(sid, "write")
+    await until(lambda: len(tab.of("task_complete")) >= 2, 60, "the run")
+    assert _results(tab, "bash")[-1]["output"].startswith("one\n")
+    assert len(flushes) == 1, flushes  # the room was open for the cat
+    await until(lambda: not files.any_open, 20, "the room closed")
+    assert (await _bash_turn(chat, model_env, sid, tab, "cat w.txt")).startswith("one\n")
+    assert len(flushes) == 1, flushes
     await until(lambda: not files.holds, 5, "every hold ended")
 
 

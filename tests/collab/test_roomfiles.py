@@ -54,6 +54,11 @@ def test_the_upstream_internals_we_rely_on_are_there():
         assert callable(getattr(FileLoader, name)), name
     assert "FileLoader" in FileLoaderMapping.__getitem__.__code__.co_names
     assert callable(DocumentRoom._on_outofband_change)  # what our loader no longer calls
+    # What RoomFiles.used reads to close a room opened for the agent as upstream closes one
+    from jupyter_server_ydoc.app import YDocExtension
+
+    assert isinstance(YDocExtension._room_locks, dict)
+    assert isinstance(DocumentRoom.cleaner, property)
 
 
 async def test_flush_writes_the_room_now_and_is_free_when_clean(docs, files, peers, jp_root_dir):
@@ -147,6 +152,50 @@ async def test_a_hold_keeps_autosaves_off_the_disk_until_released(docs, files, p
     _, lease = await files.flush("", hold=0.3)
     tab.type_at(tab.text(), 0, "later ")
     await until(lambda: disk_text(jp_root_dir, "h.txt").startswith("later "), 10, "resumed")
+
+
+@pytest.mark.parametrize("cleanup_delay", [0.5])
+async def test_a_room_opened_for_the_agent_closes_once_idle_and_saved(docs, files, jp_root_dir):
+    """No tab ever joins the room the agent's write opened: jupyter-collaboration would keep it
+    forever (and every run would flush first). It closes after the cleanup delay, never with
+    a save still waiting for a hold; the agent's next use opens it again from disk."""
+    told: list[bool] = []
+    files.open_listeners.append(told.append)
+    await docs.write_text("a.txt", "one\n", action_id="a1")
+    assert files.any_open and told == [True]
+    await until(lambda: disk_text(jp_root_dir, "a.txt") == "one\n", 10, "saved")
+    _, lease = await files.flush("", hold=30)  # a run owns the disk
+    await docs.write_text("a.txt", "two\n", action_id="a2")
+    await asyncio.sleep(1.5)  # three cleanup delays: the unsaved room must stay
+    assert files.any_open and disk_text(jp_root_dir, "a.txt") == "one\n"
+    await files.sync([], lease)  # the run ended: the room saves, then closes
+    assert disk_text(jp_root_dir, "a.txt") == "two\n"
+    await until(lambda: not files.any_open, 10, "the room closed")
+    assert told == [True, False] and not list(files.rooms()) and not files.loaders
+    assert (await docs.read_text("a.txt"))["content"] == "two\n"  # open again, from disk
+    assert files.any_open and told == [True, False, True]
+    # Used again and again: it stays open while in use.
+    for i in range(6):
+        await docs.write_text("a.txt", f"{i}\n", action_id=f"b{i}")
+        await asyncio.sleep(0.2)
+    assert files.any_open
+    await until(lambda: not files.any_open, 10, "closed again")
+    assert disk_text(jp_root_dir, "a.txt") == "5\n"
+
+
+@pytest.mark.parametrize("cleanup_delay", [0.5])
+async def test_a_room_a_tab_joined_is_closed_after_its_last_client(docs, files, peers, jp_root_dir):
+    """Opened for the agent, then a tab joins: it stays open while the tab is there (the
+    person's typing is saved), and closes as upstream closes it after the tab left."""
+    await docs.write_text("b.txt", "agent\n", action_id="a1")
+    tab = await peers("b.txt")
+    await asyncio.sleep(1.5)
+    assert files.any_open
+    tab.type_at(tab.text(), 0, "person ")
+    await until(lambda: disk_text(jp_root_dir, "b.txt") == "person agent\n", 10, "saved")
+    await tab.close()
+    await until(lambda: not files.any_open, 10, "the room closed")
+    assert (await docs.read_text("b.txt"))["content"] == "person agent\n"
 
 
 async def test_a_notebook_changed_on_disk_merges_cell_by_cell(docs, files, peers, jp_root_dir):
