@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 
 import {
   SCRIPTS,
@@ -113,6 +113,8 @@ describe('Approvals in the sidebar', () => {
     page = await openLab(context, lab);
     await openChat(page);
   });
+
+  afterEach(t => lab?.reportFailure(t));
 
   after(async () => {
     await browser?.close();

@@ -5,7 +5,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 
 import {
   launchBrowser,
@@ -103,6 +103,8 @@ describe('Think chat in JupyterLab', () => {
     page = await openLab(context, lab);
     await openChat(page);
   });
+
+  afterEach(t => lab?.reportFailure(t));
 
   after(async () => {
     await browser?.close();

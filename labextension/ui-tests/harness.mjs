@@ -215,6 +215,40 @@ export async function startLab({
     async modelStats() {
       return model ? model.stats() : null;
     },
+    /**
+     * In an `afterEach`: when the test failed, print the end of the server's log and what
+     * the fake model was asked, so a failure on CI can be read from its output alone.
+     */
+    async reportFailure(t) {
+      if (t.passed) {
+        return;
+      }
+      const lines = fs
+        .readFileSync(path.join(tmp, 'lab.log'), 'utf8')
+        .split('\n');
+      const asked = model ? (await model.stats()).requests.length : null;
+      let events = '';
+      try {
+        const { sessions } = await this.api('GET', 'sessions');
+        const sid = sessions[0]?.id;
+        const { events: rows } = await this.api(
+          'GET',
+          `sessions/${sid}/events`
+        );
+        events = rows
+          .slice(-40)
+          .map(e => JSON.stringify(e).slice(0, 300))
+          .join('\n');
+        events = `the last events of session ${sid}:\n${events}\n`;
+      } catch (e) {
+        events = `(events not read: ${e})\n`;
+      }
+      process.stderr.write(
+        `--- "${t.name}" failed; model requests so far: ${asked}; ` +
+          `the last ${Math.min(lines.length, 150)} lines of the server log:\n` +
+          `${lines.slice(-150).join('\n')}\n${events}--- end of the report\n`
+      );
+    },
     async stop() {
       model?.stop();
       try {

@@ -8,7 +8,7 @@
 
 /* global atob, DataTransfer, File, DragEvent */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 
 import {
   launchBrowser,
@@ -78,6 +78,8 @@ describe('Long sessions in the Think sidebar', () => {
     await openChat(page);
     await newSession(page);
   });
+
+  afterEach(t => lab?.reportFailure(t));
 
   after(async () => {
     await browser?.close();

@@ -8,7 +8,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 
 import {
   SCRIPTS,
@@ -51,6 +51,8 @@ describe('Reminders', () => {
     page = await openLab(context, lab);
     await openChat(page);
   });
+
+  afterEach(t => lab?.reportFailure(t));
 
   after(async () => {
     await browser?.close();

@@ -10,7 +10,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 
 import {
   SCRIPTS,
@@ -198,6 +198,8 @@ describe('Tasks and subagents in the sidebar', () => {
     page = await openLab(context, lab);
     await openChat(page);
   });
+
+  afterEach(t => lab?.reportFailure(t));
 
   after(async () => {
     await browser?.close();
