@@ -417,7 +417,7 @@ class RoomFiles:
                 # agent's next use waits in get_document, then finds no room and opens one.
                 async with self._room_lock(room_id):
                     room = self.room(room_id)
-                    if room is None or room.clients or room.cleaner is not None:
+                    if room is None or room.clients or _cleaning(room):
                         return  # gone, or a tab joined: jupyter-collaboration cleans it up
                     if self._used[room_id] + delay > time.monotonic():
                         continue  # used again while the lock was taken
@@ -602,6 +602,13 @@ class RoomFiles:
                 jobs.append(loader.save(model, room.ydoc.get_state()))
         if jobs:
             await asyncio.gather(*jobs)
+
+
+def _cleaning(room: DocumentRoom) -> bool:
+    """Whether jupyter-collaboration will clean the room up (its last client left; a client
+    that came back cancelled that)."""
+    cleaner = room.cleaner
+    return cleaner is not None and not cleaner.done()
 
 
 def _under(path: str, folder: str) -> bool:
