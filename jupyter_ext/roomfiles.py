@@ -385,9 +385,13 @@ class RoomFiles:
         for room_id, room in list(server.rooms.items()):
             if not isinstance(room, DocumentRoom) or not room.ready:
                 continue
-            loader = self.loaders.get(room_id.split(":", 2)[-1])
+            loader = self._loader_of(room_id)
             if loader is not None:
                 yield room_id, room, loader
+
+    def _loader_of(self, room_id: str) -> ThinkFileLoader | None:
+        """Our loader of the file a room holds, if it has one."""
+        return self.loaders.get(_file_id(room_id))
 
     # -- rooms opened for the agent ----------------------------------------------------------
 
@@ -446,7 +450,7 @@ class RoomFiles:
         autosave waits for a hold, or it holds changes its file does not have."""
         if not room.ready:
             return True
-        loader = self.loaders.get(room_id.split(":", 2)[-1])
+        loader = self._loader_of(room_id)
         if loader is None:
             return False  # not ours: as jupyter-collaboration, rely on the autosave
         return (
@@ -459,7 +463,7 @@ class RoomFiles:
         """Delete the room, then its file's loader if no room uses it (with its lock held)."""
         ext = self._ydoc_ext
         await ext.ywebsocket_server.delete_room(room=room)
-        file_id = room_id.split(":", 2)[-1]
+        file_id = _file_id(room_id)
         loader = self.loaders.get(file_id)
         log.info(
             "Think: closed the room of %s (opened for the agent, no client, idle)",
@@ -602,6 +606,11 @@ class RoomFiles:
                 jobs.append(loader.save(model, room.ydoc.get_state()))
         if jobs:
             await asyncio.gather(*jobs)
+
+
+def _file_id(room_id: str) -> str:
+    """The file id in a document room's id (``format:type:file id``)."""
+    return room_id.split(":", 2)[-1]
 
 
 def _cleaning(room: DocumentRoom) -> bool:
