@@ -31,6 +31,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from think_kernel.waits import wait_for
+
 log = logging.getLogger(__name__)
 JUPYTER_SESSION_TYPE = "think-chat"
 
@@ -189,7 +191,7 @@ class ChatKernels:
 
         async def ready() -> str:
             try:
-                await asyncio.wait_for(self._ready(kernel_id), self.start_timeout)
+                await wait_for(self._ready(kernel_id), self.start_timeout)
             except BaseException:
                 await self._shutdown_kernel(kernel_id)
                 raise
@@ -268,7 +270,7 @@ class ChatKernels:
             await self.kernel_manager.start_kernel(kernel_name=self.kernel_name, path="", env=env)
         )
         try:
-            await asyncio.wait_for(self._ready(kid), self.start_timeout)
+            await wait_for(self._ready(kid), self.start_timeout)
         except BaseException:
             await self._shutdown_kernel(kid)
             raise

@@ -25,6 +25,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 
 from think_kernel.collab import ydocs
 from think_kernel.dataclasses_light import dataclass
+from think_kernel.waits import wait_for
 
 if TYPE_CHECKING:
     from .documents import DocumentService
@@ -141,7 +142,7 @@ class CellExecutor:
         if wait > 0 and not ex.done.is_set() and len(ex.outputs) <= since:
             ex.changed.clear()
             try:
-                await asyncio.wait_for(ex.changed.wait(), wait)
+                await wait_for(ex.changed.wait(), wait)
             except TimeoutError:
                 pass
         return ex.to_dict(since)

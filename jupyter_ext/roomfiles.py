@@ -52,6 +52,7 @@ from pycrdt import Map, Text
 from think_kernel.collab import ydocs
 from think_kernel.collab.merge import merge_disk, merge_notebook
 from think_kernel.dataclasses_light import dataclass
+from think_kernel.waits import wait_for
 
 from .activity import RoomActivity
 
@@ -510,7 +511,7 @@ class RoomFiles:
             self._holds_changed.clear()
             try:
                 wait = max(0.01, soonest - time.monotonic() + 0.01)
-                await asyncio.wait_for(self._holds_changed.wait(), wait)
+                await wait_for(self._holds_changed.wait(), wait)
             except TimeoutError:
                 pass
         if self.deferred:

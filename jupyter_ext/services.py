@@ -8,6 +8,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from think_kernel.dataclasses_light import dataclass
+from think_kernel.waits import wait_for
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -50,5 +51,5 @@ class Services:
     async def wait_ready(self, timeout: float = 30.0) -> None:
         """Start the extension if needed and wait for the store (TimeoutError after it)."""
         if not self.ready.is_set() and self.starter is not None:
-            await asyncio.wait_for(self.starter(), timeout)
-        await asyncio.wait_for(self.ready.wait(), timeout)
+            await wait_for(self.starter(), timeout)
+        await wait_for(self.ready.wait(), timeout)

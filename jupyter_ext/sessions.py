@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from think_kernel.agent.events import TaskEvent
 from think_kernel.dataclasses_light import dataclass
 from think_kernel.store import new_id
+from think_kernel.waits import wait_for
 
 from .approvals import reject_pending
 from .chatkernels import ChatKernels
@@ -264,7 +265,7 @@ class ChatSessions:
             if run.kernel_id is not None:
                 self.links.send(run.kernel_id, {"type": "cancel", "run_id": run.id})
             try:
-                await asyncio.wait_for(run.done.wait(), self.cancel_timeout)
+                await wait_for(run.done.wait(), self.cancel_timeout)
             except TimeoutError:
                 # The kernel did not confirm in time: the run is cancelled for the user anyway,
                 # and a late run_end from the kernel is ignored.
@@ -481,7 +482,7 @@ class ChatSessions:
             kid = await self.ensure_kernel(run.session_id)
             run.kernel_id = kid
             await self.store.update_run(run.id, kernel_id=kid, status="running")
-            await asyncio.wait_for(self.links.wait(kid), self.start_timeout)
+            await wait_for(self.links.wait(kid), self.start_timeout)
             if self.runs.get(run.id) is run and run.state == "running" and run.epoch is None:
                 self._send_chat(kid, run)
         except asyncio.CancelledError:

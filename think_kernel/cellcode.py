@@ -26,6 +26,7 @@ from dataclasses import field
 from typing import Any
 
 from .dataclasses_light import dataclass
+from .waits import wait_for
 
 OutputCallback = Callable[[str, str], Any]
 """(stream, text) with stream "stdout" or "stderr"; may be sync or async."""
@@ -156,7 +157,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
         try:
-            await asyncio.wait_for(proc.wait(), GRACE_SECONDS)
+            await wait_for(proc.wait(), GRACE_SECONDS)
             return
         except TimeoutError:
             continue

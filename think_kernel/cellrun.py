@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import display, update_display
 
 from .kernelexec import KernelExec, execute
+from .waits import wait_for
 
 if TYPE_CHECKING:
     from .magics import ThinkMagics
@@ -305,7 +306,7 @@ class CellRun:
                 wait = self._wait_for(box)
                 if wait > 0:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(wake.wait(), wait)
+                        await wait_for(wake.wait(), wait)
                 wake.clear()
                 if self._step(box):
                     break

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from think_kernel.dataclasses_light import dataclass
 from think_kernel.store import new_id
+from think_kernel.waits import wait_for
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -85,7 +86,7 @@ class KernelCalls:
         with self.chats.hold(sid):
             try:
                 kid = await self.chats.ensure_kernel(sid)
-                await asyncio.wait_for(self.links.wait(kid), self.start_timeout)
+                await wait_for(self.links.wait(kid), self.start_timeout)
             except TimeoutError:
                 raise CallFailed("the think kernel did not connect in time") from None
             except Exception as e:

@@ -23,6 +23,8 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from think_kernel.waits import wait_for
+
 from ..base import ThinkHandler
 from ..services import Services
 from .asgi import serve_asgi
@@ -246,7 +248,7 @@ class McpHandler(ThinkHandler):
         if not self.endpoint.ready.is_set():
             self.endpoint.start()  # a host that never ran the start hook (tests)
             try:
-                await asyncio.wait_for(self.endpoint.ready.wait(), 10)
+                await wait_for(self.endpoint.ready.wait(), 10)
             except TimeoutError:
                 raise web.HTTPError(503, "the MCP endpoint is not ready") from None
         if not await serve_asgi(self, self.endpoint.handle, self._gone, PATH):

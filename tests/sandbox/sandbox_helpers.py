@@ -46,6 +46,12 @@ def is_primed_bash(cmdline: str) -> bool:
     return cmdline.startswith("bash -c IFS= read -r n <&4 && ")
 
 
+def primed_pids(sb: Sandbox) -> list[int]:
+    """Host pids of the sandbox's primed bash runs (alive, not zombies)."""
+    return [p for p, state, cmd in sandbox_processes(sb.session_id)
+            if is_primed_bash(cmd) and state != "Z"]  # fmt: skip
+
+
 def leftovers(sb: Sandbox) -> list[tuple[int, str, str]]:
     """Sandbox processes beyond the zygote, its bash fork server, the warm worker, both
     fork servers' spares and the primed bash runs (bwrap itself excluded).

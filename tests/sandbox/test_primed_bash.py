@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from sandbox_helpers import is_primed_bash, leftovers, make_config, sandbox_processes
+from sandbox_helpers import leftovers, make_config, primed_pids
 
 from tests.waiting import until
 from think_kernel.sandbox import Sandbox, Tier, available_tiers
@@ -24,11 +24,6 @@ sys.path.insert(0, str(INSIDE_DIR))
 from _think_child import CHANNEL_FD, PRIMED_BASH  # noqa: E402
 
 in_session_loop = pytest.mark.asyncio(loop_scope="session")  # where the sandbox fixture lives
-
-
-def primed_pids(sb: Sandbox) -> list[int]:
-    return [p for p, state, cmd in sandbox_processes(sb.session_id)
-            if is_primed_bash(cmd) and state != "Z"]  # fmt: skip
 
 
 def inside_pid(host_pid: int) -> int:

@@ -33,6 +33,8 @@ from urllib.parse import urljoin, urlsplit
 
 import h11
 
+from ..waits import wait_for
+
 MAX_REDIRECTS = 20  # as httpx
 MAX_IDLE = 8  # idle connections kept per origin
 HIGH_WATER = 1 << 20  # bytes read ahead of the consumer before the socket is paused
@@ -378,7 +380,7 @@ class HTTPClient:
             tls = self.tls or ssl.create_default_context()
         conn = _Connection(origin, loop)
         try:
-            await asyncio.wait_for(
+            await wait_for(
                 loop.create_connection(
                     lambda: conn, host, port, ssl=tls, server_hostname=host if tls else None
                 ),

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.events import ApprovalRequested, ApprovalResolved, Event, StatusEvent
 from ..dataclasses_light import dataclass
+from ..waits import wait_for
 from .describe import describe_call
 from .policy import Policy
 from .record import decide, decision_record
@@ -202,7 +203,7 @@ class ApprovalGate:
                 waker.clear()
                 wait = self.poll if current.get("expires_at") is None else min(self.poll, left)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waker.wait(), max(0.01, wait))
+                    await wait_for(waker.wait(), max(0.01, wait))
         except asyncio.CancelledError:
             # A cancelled run rejects what it was waiting for (the record says so).
             record = decision_record("reject", reason="the run was cancelled", source="cancel")

@@ -9,12 +9,12 @@ tools keep workspace-relative paths and still cannot reach outside the workspace
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..waits import wait_for
 from .access import Link, LinkNotebookAccess
 from .workspace import CollabWorkspace
 
@@ -79,7 +79,7 @@ async def linked_setup(link: Any, root: Path, config: Any, wait: float) -> dict[
     if link is None:
         return {}
     try:
-        await asyncio.wait_for(link.connected.wait(), wait)
+        await wait_for(link.connected.wait(), wait)
     except TimeoutError:
         log.warning("no link to the server after %s s; working on local files", wait)
         return {}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..tools.base import ToolError
+from ..waits import wait_for
 from .config import ServerSpec, scrubbed_env
 from .names import clean
 
@@ -104,7 +105,7 @@ class ServerConnection:
             self.state, self.error = "starting", ""
             self._task = asyncio.ensure_future(self._own(ready))
             try:
-                tools = await asyncio.wait_for(asyncio.shield(ready), self.start_timeout)
+                tools = await wait_for(asyncio.shield(ready), self.start_timeout)
             except TimeoutError:
                 await self._finish(cancel=True)
                 self._failed("failed", f"did not start within {self.start_timeout:g} s")

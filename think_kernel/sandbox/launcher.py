@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dataclasses_light import dataclass
+from ..waits import wait_for
 from . import launch
 from .config import SandboxConfig
 from .runs import send_line
@@ -126,7 +127,7 @@ class Launcher:
         self._spawn_task(self._read_ctl(parent))
         self._spawn_task(self._read_stderr(self.proc))
         try:
-            msg = await asyncio.wait_for(asyncio.shield(self._ready), 120)
+            msg = await wait_for(asyncio.shield(self._ready), 120)
         except (TimeoutError, LauncherError) as e:
             raise LauncherError(f"sandbox failed to start: {e}; {self.diag()}") from None
         self.ready_pid = msg.get("pid")
@@ -194,7 +195,7 @@ class Launcher:
         self._pongs[n] = fut
         try:
             await self.send({"op": "ping", "n": n})
-            return bool(await asyncio.wait_for(fut, deadline))
+            return bool(await wait_for(fut, deadline))
         except (TimeoutError, OSError):
             return False
         finally:
@@ -230,7 +231,7 @@ class Launcher:
             return
         if graceful:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 2)
+                await wait_for(proc.wait(), 2)
         # Orphans of runs are not in the zygote's process group: kill the session by cgroup,
         # uid or process tree (what kill_session knows), then bwrap or the zygote's group.
         await asyncio.to_thread(kill_session)

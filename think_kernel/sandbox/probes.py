@@ -25,6 +25,7 @@ from dataclasses import field
 from pathlib import Path
 
 from ..dataclasses_light import dataclass
+from ..waits import wait_for
 from . import launch
 from .config import SandboxConfig
 from .limits import LimitRow, markdown_table
@@ -316,7 +317,7 @@ async def _processes(a: Sandbox, b: Sandbox) -> Probe:
 
     task = asyncio.ensure_future(a.run_python(code, fresh=True, on_output=seen))
     try:
-        await asyncio.wait_for(got.wait(), 20)
+        await wait_for(got.wait(), 20)
         other = await b.run_bash("sleep 0.1 & sleep 0.1 & wait; echo calm")
     finally:
         await a.interrupt()

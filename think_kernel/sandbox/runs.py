@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -41,6 +42,7 @@ class Run:
     pipes: list[int] = field(default_factory=list)  # read ends of its output pipes
     took: bool = False  # a primed bash run said it took its command
     chan_done: asyncio.Event = field(default_factory=asyncio.Event)  # its channel closed
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # its exit was reported
 
     @property
     def chan_closed(self) -> bool:
@@ -116,4 +118,13 @@ async def send_line(sock: socket.socket, obj: dict, fds: Sequence[int] = ()) -> 
         except BlockingIOError:
             await asyncio.sleep(0.001)
     if n < len(data):
-        await asyncio.get_running_loop().sock_sendall(sock, data[n:])
+        # Part of the line is out: the rest follows even if our caller is stopped meanwhile
+        # (the other end would read half a line, then the next one), and only then does the
+        # cancellation go on.
+        rest = asyncio.ensure_future(asyncio.get_running_loop().sock_sendall(sock, data[n:]))
+        try:
+            await asyncio.shield(rest)
+        except asyncio.CancelledError:
+            with contextlib.suppress(OSError):
+                await rest
+            raise

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..waits import wait_for
 from .cgroups import SessionCgroup
 from .config import SandboxConfig
 from .launcher import Launcher, LauncherError, LaunchSpec
@@ -78,6 +79,9 @@ class Sandbox:
         self._ids = iter(range(1, 1 << 62))
         self._runs: dict[int, Run] = {}
         self._active: set[Run] = set()
+        # Runs whose start was asked for and not yet acknowledged: already running, maybe
+        # (a busy kernel hears of a spawn after the process has begun), so Stop kills them too.
+        self._starting: set[Run] = set()
         self._tasks: set[asyncio.Task] = set()
         self._warms: dict[str, Run] = {}  # worker key -> its warm Python worker
         self._warm_locks: dict[str, asyncio.Lock] = {}
@@ -221,6 +225,7 @@ class Sandbox:
             self._runs.pop(run.id, None)
             run.exit = msg
             run.spawned.set()
+            run.ended.set()
             run.queue.put_nowait(("exit", msg, b""))
             if self._warms.get(run.worker) is run:
                 del self._warms[run.worker]
@@ -264,13 +269,15 @@ class Sandbox:
         """Kill every running cell's process group (or only ``worker``'s) and wait until
         they are gone."""
         runs = [r for r in self._active if r.exit is None and worker in (None, r.worker)]
-        for run in runs:
+        starting = [r for r in self._starting if r.exit is None and worker in (None, r.worker)]
+        for run in runs + starting:
             await self._kill(run, "interrupted")
-        for launcher in {r.launcher for r in runs if r.launcher is not None}:
+        for launcher in {r.launcher for r in runs + starting if r.launcher is not None}:
             if not await launcher.ping(_PING_DEADLINE):  # wedged: the kill cannot get through
                 await self._replace_launcher(launcher)
-        if runs:
-            await asyncio.wait([asyncio.ensure_future(r.done.wait()) for r in runs], timeout=5)
+        waits = [r.done.wait() for r in runs] + [r.ended.wait() for r in starting]
+        if waits:
+            await asyncio.wait([asyncio.ensure_future(w) for w in waits], timeout=5)
 
     async def close(self) -> None:
         """Kill everything, remove the scratch dir and the cgroup, give the uid back. Safe to
@@ -330,7 +337,7 @@ class Sandbox:
             await self._replace_launcher(launcher)
         while run.exit is None and loop.time() < deadline:
             try:
-                await asyncio.wait_for(run.queue.get(), deadline - loop.time())
+                await wait_for(run.queue.get(), deadline - loop.time())
             except TimeoutError:
                 break
 
@@ -343,17 +350,27 @@ class Sandbox:
         the launcher (about a zygote start-up) still fits in the run's timeout ``limit``."""
         return min(self.config.launcher_timeout, max(1.0, limit / 4))
 
-    async def _spawn(self, kind: str, payload: dict, limit: float) -> Run:
+    async def _spawn(self, kind: str, payload: dict, limit: float, worker: str = "") -> Run:
         """Start a process through the launcher; a launcher that does not acknowledge in
-        time is replaced once (issue 9: a wedged launcher used to stall the session)."""
+        time is replaced once (issue 9: a wedged launcher used to stall the session).
+
+        Stopped (cancelled) once the request is out, it kills the run before it lets the
+        cancellation on: the process may be running already, and nobody else knows of it."""
         ack = self._ack(limit)
         notes: list[str] = []
         for attempt in (1, 2):
             launcher = await self._ensure_launcher()
-            run, sent = await self._start(launcher, kind, payload)
+            run, sent = await self._start(launcher, kind, payload, worker)
             if sent:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(run.spawned.wait(), ack)
+                self._starting.add(run)
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        await wait_for(run.spawned.wait(), ack)
+                except asyncio.CancelledError:
+                    await asyncio.shield(self._kill_cancelled(run))
+                    raise
+                finally:
+                    self._starting.discard(run)
             if run.spawned.is_set():
                 run.warnings += notes
                 return run
@@ -365,10 +382,13 @@ class Sandbox:
             await self._replace_launcher(launcher)
         raise SandboxError(f"the sandbox launcher does not answer; {self._diag()}")
 
-    async def _start(self, launcher: Launcher, kind: str, payload: dict) -> tuple[Run, bool]:
+    async def _start(
+        self, launcher: Launcher, kind: str, payload: dict, worker: str = ""
+    ) -> tuple[Run, bool]:
         """Make a run's pipes and sockets and ask ``launcher`` to start it; True if the
         request went out."""
         run = Run(next(self._ids), kind, launcher=launcher, limits=self.config.limits())
+        run.worker = worker
         out_w, err_w = open_pipes(run)
         chan_k, chan_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         loop_k, loop_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -381,6 +401,14 @@ class Sandbox:
             sent = True
         except OSError:
             sent = False
+        except asyncio.CancelledError:
+            # Stopped while sending: the line is either not out at all or wholly out
+            # (send_line finishes a line it started); a kill after it covers the second case
+            # and is ignored by the launcher in the first.
+            self._runs.pop(run.id, None)
+            chan_k.close()
+            self._spawn_task(self._kill(run, "interrupted"))
+            raise
         finally:
             os.close(out_w)
             os.close(err_w)
@@ -422,19 +450,25 @@ class Sandbox:
             return None
         while self._primed:
             run = self._primed.pop(0)
-            if run.exit is None and not run.spawned.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(run.spawned.wait(), ack)
-            if (run.spawned.is_set() and run.exit is None and run.pid is not None
-                    and run.launcher is self._launcher and run.chan is not None
-                    and run.limits == self.config.limits() and _untouched(run)):  # fmt: skip
-                try:
-                    await asyncio.get_running_loop().sock_sendall(
-                        run.chan, b"%d\n" % len(data) + data
-                    )
-                    return run
-                except OSError:
-                    pass  # it died: its end of the socket is closed
+            try:
+                if run.exit is None and not run.spawned.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await wait_for(run.spawned.wait(), ack)
+                if (run.spawned.is_set() and run.exit is None and run.pid is not None
+                        and run.launcher is self._launcher and run.chan is not None
+                        and run.limits == self.config.limits() and _untouched(run)):  # fmt: skip
+                    try:
+                        await asyncio.get_running_loop().sock_sendall(
+                            run.chan, b"%d\n" % len(data) + data
+                        )
+                        return run
+                    except OSError:
+                        pass  # it died: its end of the socket is closed
+            except asyncio.CancelledError:
+                # Stopped here: the command may be on its way (or running); no one else
+                # holds this run any more.
+                await asyncio.shield(self._kill_cancelled(run))
+                raise
             if run.exit is None:
                 await self._kill(run, "stale")
         return None
@@ -454,7 +488,7 @@ class Sandbox:
             if kind == "bash" and attempt == 1:
                 taken = await self._take_primed(payload["command"], self._ack(seconds))
             primed = taken is not None
-            run = taken or await self._spawn(kind, payload, seconds)
+            run = taken or await self._spawn(kind, payload, seconds, worker)
             run.worker = worker
             self._active.add(run)
             try:
@@ -481,7 +515,7 @@ class Sandbox:
         if run.took or run.kill_reason is not None or run.exit is None:
             return False
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(run.chan_done.wait(), _EXIT_GRACE)
+            await wait_for(run.chan_done.wait(), _EXIT_GRACE)
         return run.chan_closed and not run.took
 
     async def _run_warm(
@@ -494,8 +528,7 @@ class Sandbox:
         if warm is None or warm.exit is not None or warm.chan is None or warm.chan_closed:
             if warm is not None and warm.exit is None:
                 await self._kill(warm, "stale")
-            warm = await self._spawn("warm", {}, seconds)
-            warm.worker = worker
+            warm = await self._spawn("warm", {}, seconds, worker)
             notes, warm.warnings = warm.warnings, []
             self._warms[worker] = warm
         cell = warm
@@ -503,16 +536,16 @@ class Sandbox:
         cell.done = asyncio.Event()
         cell.warnings = notes
         out_w, err_w = open_pipes(cell)
-        try:
-            assert cell.chan is not None
-            await self._send_cell(cell.chan, code, [out_w, err_w])
-        except OSError:
-            cell.queue.put_nowait(("chan_eof", "", b""))
-        finally:
-            os.close(out_w)
-            os.close(err_w)
         self._active.add(cell)
         try:
+            try:
+                assert cell.chan is not None
+                await self._send_cell(cell.chan, code, [out_w, err_w])
+            except OSError:
+                cell.queue.put_nowait(("chan_eof", "", b""))
+            finally:
+                os.close(out_w)
+                os.close(err_w)
             res = await self._collect(cell, seconds, on_output, need_exit=False)
         except asyncio.CancelledError:
             if self._warms.get(worker) is cell:
@@ -603,7 +636,7 @@ class Sandbox:
                 # launcher cannot report (wedged). Asked once, after a quiet spell.
                 quiet = need_exit and not asked and len(eofs) == 2 and run.exit is None
                 try:
-                    kind, a, b = await asyncio.wait_for(
+                    kind, a, b = await wait_for(
                         run.queue.get(), min(wait, _QUIET_EXIT) if quiet else wait
                     )
                 except TimeoutError:

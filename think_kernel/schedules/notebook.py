@@ -22,6 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..waits import wait_for
 from . import reminders
 from .scheduler import Firing, Scheduler
 from .when import format_local
@@ -71,7 +72,7 @@ class KernelReminders:
     async def _wake_server(self) -> None:
         # Best effort: the server's scheduler also finds the row at its next poll.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.link.request("schedules.wake", {}), WAKE_TIMEOUT)
+            await wait_for(self.link.request("schedules.wake", {}), WAKE_TIMEOUT)
 
     async def fire(self, payload: dict[str, Any], firing: Firing) -> dict[str, Any]:
         """Post the reminder into the session (once per firing) and run it here."""

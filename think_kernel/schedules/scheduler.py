@@ -39,6 +39,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..dataclasses_light import dataclass
+from ..waits import wait_for
 from .when import next_occurrence
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ class Scheduler:
                 wait = min(wait, self.lease / 3)  # renew leases well before they end
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), max(wait, 0.01))
+                await wait_for(self._wake.wait(), max(wait, 0.01))
             except TimeoutError:
                 pass
 

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from ..dataclasses_light import dataclass
+from ..waits import wait_for
 from .netpolicy import AllowEntry, IPAddress, NetPolicy
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
@@ -156,7 +157,7 @@ class Egress:
         """Resolve once; return the addresses that may be used, or raise Blocked."""
         policy = self.policy()
         try:
-            ips = await asyncio.wait_for(self.resolver(host, port), self.connect_timeout)
+            ips = await wait_for(self.resolver(host, port), self.connect_timeout)
         except (OSError, TimeoutError, UnicodeError) as e:
             raise OSError(f"cannot resolve {host}: {e}") from None
         if not ips:
@@ -176,7 +177,7 @@ class Egress:
         last: BaseException | None = None
         for ip in await self.allowed_addresses(host, port, what):
             try:
-                reader, writer = await asyncio.wait_for(
+                reader, writer = await wait_for(
                     asyncio.open_connection(str(ip), port, limit=2**16), self.connect_timeout
                 )
             except (OSError, TimeoutError) as e:

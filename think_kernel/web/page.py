@@ -14,6 +14,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..dataclasses_light import dataclass
+from ..waits import wait_for
 
 Action = Literal["click", "type", "select", "scroll", "navigate", "press", "hover", "wait"]
 MAX_LINKS = 40
@@ -214,12 +215,12 @@ class NetworkWatch:
             self._changed.clear()
             if self.inflight == 0:
                 try:
-                    await asyncio.wait_for(self._changed.wait(), min(left, window_ms / 1000))
+                    await wait_for(self._changed.wait(), min(left, window_ms / 1000))
                 except TimeoutError:
                     return True  # a quiet window passed
                 continue
             try:
-                await asyncio.wait_for(self._changed.wait(), left)
+                await wait_for(self._changed.wait(), left)
             except TimeoutError:
                 return False
 

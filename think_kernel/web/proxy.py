@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import h11
 
+from ..waits import wait_for
 from .egress import Blocked, Egress
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class EgressProxy:
             event = conn.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            data = await asyncio.wait_for(reader.read(_READ), self.idle_timeout)
+            data = await wait_for(reader.read(_READ), self.idle_timeout)
             conn.receive_data(data)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -189,7 +190,7 @@ class EgressProxy:
     ) -> None:
         try:
             while True:
-                data = await asyncio.wait_for(src.read(_READ), self.idle_timeout)
+                data = await wait_for(src.read(_READ), self.idle_timeout)
                 if not data:
                     break
                 budget[0] -= len(data)
