@@ -150,7 +150,7 @@ class KernelLinks:
             conn.send_frame(frame)
 
     async def wait(self, kernel_id: str) -> LinkHandler:
-        """Wait until the kernel's link is up (wrap in ``asyncio.wait_for`` to bound it)."""
+        """Wait until the kernel's link is up (bound it with ``think_kernel.waits.wait_for``)."""
         conn = self.conns.get(kernel_id)
         if conn is not None:
             return conn
