@@ -18,7 +18,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-async def wait_for(aw: Awaitable[T], timeout: float | None) -> T:  # noqa: ASYNC109
+async def wait_for(aw: Awaitable[T], timeout: float | None) -> T:
     """Await ``aw`` for at most ``timeout`` seconds (TimeoutError after, and ``aw`` cancelled);
     a cancellation of the caller always propagates."""
     async with asyncio.timeout(timeout):

@@ -270,9 +270,9 @@ class Sandbox:
         they are gone."""
         runs = [r for r in self._active if r.exit is None and worker in (None, r.worker)]
         starting = [r for r in self._starting if r.exit is None and worker in (None, r.worker)]
-        for run in runs + starting:
+        for run in (both := runs + starting):
             await self._kill(run, "interrupted")
-        for launcher in {r.launcher for r in runs + starting if r.launcher is not None}:
+        for launcher in {r.launcher for r in both if r.launcher is not None}:
             if not await launcher.ping(_PING_DEADLINE):  # wedged: the kill cannot get through
                 await self._replace_launcher(launcher)
         waits = [r.done.wait() for r in runs] + [r.ended.wait() for r in starting]
@@ -387,8 +387,8 @@ class Sandbox:
     ) -> tuple[Run, bool]:
         """Make a run's pipes and sockets and ask ``launcher`` to start it; True if the
         request went out."""
-        run = Run(next(self._ids), kind, launcher=launcher, limits=self.config.limits())
-        run.worker = worker
+        limits = self.config.limits()
+        run = Run(next(self._ids), kind, launcher=launcher, limits=limits, worker=worker)
         out_w, err_w = open_pipes(run)
         chan_k, chan_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         loop_k, loop_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -451,19 +451,8 @@ class Sandbox:
         while self._primed:
             run = self._primed.pop(0)
             try:
-                if run.exit is None and not run.spawned.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await wait_for(run.spawned.wait(), ack)
-                if (run.spawned.is_set() and run.exit is None and run.pid is not None
-                        and run.launcher is self._launcher and run.chan is not None
-                        and run.limits == self.config.limits() and _untouched(run)):  # fmt: skip
-                    try:
-                        await asyncio.get_running_loop().sock_sendall(
-                            run.chan, b"%d\n" % len(data) + data
-                        )
-                        return run
-                    except OSError:
-                        pass  # it died: its end of the socket is closed
+                if await self._hand_command(run, data, ack):
+                    return run
             except asyncio.CancelledError:
                 # Stopped here: the command may be on its way (or running); no one else
                 # holds this run any more.
@@ -472,6 +461,21 @@ class Sandbox:
             if run.exit is None:
                 await self._kill(run, "stale")
         return None
+
+    async def _hand_command(self, run: Run, data: bytes, ack: float) -> bool:
+        """Send ``data`` to the primed bash ``run`` if it can still take it; True if sent."""
+        if run.exit is None and not run.spawned.is_set():
+            with contextlib.suppress(TimeoutError):
+                await wait_for(run.spawned.wait(), ack)
+        if not (run.spawned.is_set() and run.exit is None and run.pid is not None
+                and run.launcher is self._launcher and run.chan is not None
+                and run.limits == self.config.limits() and _untouched(run)):  # fmt: skip
+            return False
+        try:
+            await asyncio.get_running_loop().sock_sendall(run.chan, b"%d\n" % len(data) + data)
+        except OSError:
+            return False  # it died: its end of the socket is closed
+        return True
 
     async def _run_child(
         self,
