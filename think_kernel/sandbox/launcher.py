@@ -64,6 +64,10 @@ class Launcher:
         self._pongs: dict[int, asyncio.Future] = {}
         self._ping_ids = itertools.count(1)
         self._tasks: set[asyncio.Task] = set()
+        # One line at a time: a line longer than the socket's buffer goes out in pieces, and
+        # another sender's line between two of them is a line the zygote cannot read (it
+        # exits, and every run of the session dies with it).
+        self._sending = asyncio.Lock()
 
     @property
     def alive(self) -> bool:
@@ -182,11 +186,13 @@ class Launcher:
             self.on_event(msg)
 
     async def send(self, obj: dict, fds: Sequence[int] = ()) -> None:
-        """Send one control line (with fds); OSError if the zygote is gone."""
-        sock = self.ctl
-        if sock is None:
-            raise OSError("the sandbox launcher is gone")
-        await send_line(sock, obj, fds)
+        """Send one control line (with fds), after any line on its way; OSError if the
+        zygote is gone."""
+        async with self._sending:
+            sock = self.ctl
+            if sock is None:
+                raise OSError("the sandbox launcher is gone")
+            await send_line(sock, obj, fds)
 
     async def ping(self, deadline: float) -> bool:
         """True if the zygote answers a ping within ``deadline`` seconds."""

@@ -43,6 +43,17 @@ _QUIET_EXIT = 0.25  # seconds after a run's output ended with no exit before its
 _MAX_ARG = 128 * 1024  # MAX_ARG_STRLEN: the longest argument execve takes (with its NUL)
 
 
+def _too_long(command: str) -> bool:
+    """True for a command ``bash -c`` cannot take as its argument, only because of its length
+    (it is given to a primed bash instead)."""
+    if len(command) < _MAX_ARG // 4:  # 4 bytes a character at most: surely short enough
+        return False
+    try:
+        return len(command.encode("utf-8")) >= _MAX_ARG
+    except UnicodeEncodeError:
+        return False
+
+
 def _untouched(run: Run) -> bool:
     """True if nothing came out of ``run`` yet. Output before its command was planted by
     other code of the session: under a kernel of the user's uid, sandboxed code can reopen
@@ -263,6 +274,13 @@ class Sandbox:
         worker: str = "",
     ) -> ExecResult:
         """Run a bash command line in a fresh sandboxed process (``worker``: see run_python)."""
+        if "\0" in command:
+            return ExecResult(
+                ok=False,
+                exit_code=None,
+                error_category="runtime",
+                error="the command holds a NUL character, which bash cannot run",
+            )
         return await self._run_child("bash", {"command": command}, timeout, on_output, worker)
 
     async def interrupt(self, worker: str | None = None) -> None:
@@ -444,23 +462,36 @@ class Sandbox:
             data = command.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        # bash -c refuses a NUL and an argument over 128 KiB: such commands take the usual
-        # path and fail as they always did.
-        if not 0 < len(data) < _MAX_ARG or b"\0" in data:
+        # A primed bash reads its command, of any length (a NUL is refused by run_bash).
+        if not data or b"\0" in data:
             return None
         while self._primed:
             run = self._primed.pop(0)
-            try:
-                if await self._hand_command(run, data, ack):
-                    return run
-            except asyncio.CancelledError:
-                # Stopped here: the command may be on its way (or running); no one else
-                # holds this run any more.
-                await asyncio.shield(self._kill_cancelled(run))
-                raise
-            if run.exit is None:
-                await self._kill(run, "stale")
+            if await self._give(run, data, ack):
+                return run
         return None
+
+    async def _spawn_long(self, command: str, limit: float, worker: str) -> Run:
+        """A bash run for a command too long for ``bash -c`` (execve takes at most 128 KiB an
+        argument): started as a primed one is, then given its command on its channel."""
+        run = await self._spawn("bash", {"primed": True}, limit, worker)
+        if await self._give(run, command.encode("utf-8"), self._ack(limit)):
+            return run
+        raise SandboxError(f"the sandboxed bash ended before it took its command; {self._diag()}")
+
+    async def _give(self, run: Run, data: bytes, ack: float) -> bool:
+        """Hand ``data`` to the waiting bash ``run``; True if it has it. One that cannot take
+        it is killed. Stopped here, the command may be on its way (or running) and no one else
+        holds this run any more: it is killed, then the cancellation goes on."""
+        try:
+            if await self._hand_command(run, data, ack):
+                return True
+        except asyncio.CancelledError:
+            await asyncio.shield(self._kill_cancelled(run))
+            raise
+        if run.exit is None:
+            await self._kill(run, "stale")
+        return False
 
     async def _hand_command(self, run: Run, data: bytes, ack: float) -> bool:
         """Send ``data`` to the primed bash ``run`` if it can still take it; True if sent."""
@@ -491,6 +522,8 @@ class Sandbox:
             taken = None
             if kind == "bash" and attempt == 1:
                 taken = await self._take_primed(payload["command"], self._ack(seconds))
+            if kind == "bash" and taken is None and _too_long(payload["command"]):
+                taken = await self._spawn_long(payload["command"], seconds, worker)
             primed = taken is not None
             run = taken or await self._spawn(kind, payload, seconds, worker)
             run.worker = worker

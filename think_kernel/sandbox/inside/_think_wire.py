@@ -28,3 +28,13 @@ def recv_line(sock: socket.socket, buf: bytearray, fds: list[int]) -> bytes | No
 def send_msg(sock: socket.socket, obj: dict) -> None:
     """Send one JSON line (blocking)."""
     sock.sendall(json.dumps(obj).encode() + b"\n")
+
+
+def send_with_fds(sock: socket.socket, line: bytes, fds: list[int]) -> None:
+    """Send one whole line with ``fds`` attached (blocking). ``sendmsg`` may send a part only
+    (a long line, a signal such as SIGCHLD meanwhile): the rest follows, or the reader would
+    take a cut line (and the next one's start) for a request."""
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+    sent = sock.sendmsg([line], anc)
+    if sent < len(line):
+        sock.sendall(line[sent:])

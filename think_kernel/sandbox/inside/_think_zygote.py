@@ -28,7 +28,6 @@ same identity, Landlock rules and seccomp filter (with both fork servers protect
 
 from __future__ import annotations
 
-import array
 import json
 import os
 import selectors
@@ -41,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _think_confine as confine  # noqa: E402
 from _think_child import child_main, spare_main  # noqa: E402
 from _think_seccomp import build_seccomp_filter  # noqa: E402
-from _think_wire import recv_line, send_msg  # noqa: E402
+from _think_wire import recv_line, send_msg, send_with_fds  # noqa: E402
 
 
 def print_exc() -> None:
@@ -208,8 +207,7 @@ class Zygote:
         if self.light is None or req.get("kind") != "bash":
             return False
         try:
-            self.light[1].sendmsg([line + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                                    array.array("i", mine))])  # fmt: skip
+            send_with_fds(self.light[1], line + b"\n", mine)
         except OSError:
             self.light_gone()
             return False
@@ -266,8 +264,7 @@ class Zygote:
         while self.spares and not pid:
             spid, ssock = self.spares.pop(0)
             try:
-                ssock.sendmsg([line + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                                array.array("i", mine))])  # fmt: skip
+                send_with_fds(ssock, line + b"\n", mine)
                 pid = spid
             except OSError:
                 pass  # that spare died; try the next or fork
