@@ -14,7 +14,9 @@ The model is the scripted one of tests/fake_model.py (instant), in a process of 
   it (``prime_bash``) and without (the baseline); a five-``bash`` turn through the server,
   with the CPU time the kernel, its sandbox, the server and the scripted model use per call;
 - ``%load_ext think_kernel`` + the first ``%%think`` in a fresh python3 kernel, and a warm
-  ``%%think`` cell, next to ``%load_ext autoreload`` + an empty cell in another fresh kernel.
+  ``%%think`` cell, next to ``%load_ext autoreload`` + an empty cell in another fresh kernel;
+  the warm cell's floor: the empty cell after it + the scripted model's round trip of its
+  request (the cell with no agent code at all).
 """
 
 from __future__ import annotations
@@ -117,6 +119,36 @@ def _timed(kc: Any, code: str) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def model_round_trip(fm: Any, body: dict[str, Any], count: int) -> list[float]:
+    """ms from sending ``body`` to the scripted model (in its own process) to the end of its
+    streamed reply, read here over one kept-alive connection: what the model alone adds to a
+    cell that sends that request."""
+    import http.client
+    import json
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(fm.url)
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port)
+    conn.connect()
+    assert conn.sock is not None
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the agent's client
+    data = json.dumps(body).encode()
+    head = {"Content-Type": "application/json", "Authorization": "Bearer k"}
+    out = []
+    try:
+        for j in range(count):
+            fm.reply(text=f"warm {j}")
+            t0 = time.perf_counter()
+            conn.request("POST", url.path.rstrip("/") + "/chat/completions", data, head)
+            reply = conn.getresponse().read()
+            out.append((time.perf_counter() - t0) * 1000)
+            assert reply.rstrip().endswith(b"[DONE]"), reply[-200:]
+    finally:
+        conn.close()
+    return out
+
+
 def magic_figures(trials: int) -> dict[str, float]:
     """``%load_ext`` + first ``%%think`` (ms) in fresh kernels, warm cells, and baselines."""
     from jupyter_client.manager import KernelManager
@@ -151,6 +183,9 @@ def magic_figures(trials: int) -> dict[str, float]:
                         fm.reply(text=f"warm {j}")
                         out["warm"].append(_timed(kc, f"%%think\nquestion {j}"))
                         out["empty"].append(_timed(kc, "pass"))
+                    # The floor under a warm cell: its empty cell, plus the scripted model's
+                    # round trip of the last warm cell's own request (no agent code at all).
+                    out["model"] = model_round_trip(fm, fm.requests[-1], max(trials, 20))
             finally:
                 kc.stop_channels()
                 km.shutdown_kernel(now=True)
@@ -164,7 +199,9 @@ def magic_figures(trials: int) -> dict[str, float]:
     # Each warm cell is followed by an empty one: their difference is the agent's own part,
     # steadier from hour to hour than either (ipykernel's round trip is in both).
     out["diff"] = [w - e for w, e in zip(out["warm"], out["empty"], strict=True)]
-    return {k: statistics.median(v) for k, v in out.items()}
+    figures = {k: statistics.median(v) for k, v in out.items()}
+    figures["floor"] = figures["empty"] + figures["model"]
+    return figures
 
 
 def magic_linked(trials: int, tmp: Path) -> dict[str, float]:
@@ -299,6 +336,8 @@ def main() -> None:
     row("warm %%think cell", ms(magic["warm"]), ms(magic["empty"]) + " pass",
         PEER["magic_warm"], "<= 10 ms", magic["warm"] <= 10)  # fmt: skip
     row("  the same minus the empty cell after it", ms(magic["diff"]), "", "", "(shown)", None)
+    row("  floor: that empty cell + the model round trip",
+        ms(magic["floor"]), ms(magic["model"]) + " model", "", "(shown)", None)  # fmt: skip
     row("PSS of an idle chat (kernel + sandbox)", f"{pooled['chat_rss_mb']:.0f} MB", "", "",
         "(shown)", None)  # fmt: skip
     row("PSS of a pooled spare kernel", f"{pooled['spare_kernel_rss_mb']:.0f} MB", "", "",

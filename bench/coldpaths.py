@@ -132,7 +132,7 @@ class ModelProcess:
         """The child's pid."""
         return int(self._proc.pid or 0)
 
-    def _get(self, name: str) -> list[float]:
+    def _get(self, name: str) -> list[Any]:
         self._conn.send(("get", name))
         return list(self._conn.recv())
 
@@ -145,6 +145,11 @@ class ModelProcess:
     def ended(self) -> list[float]:
         """When each stream ended."""
         return self._get("ended")
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The bodies of the main-loop requests, in order."""
+        return self._get("requests")
 
     @property
     def first_token_at(self) -> list[float]:
