@@ -4,7 +4,9 @@ tier this machine has:
 - several at once, each longer than the launcher's socket buffer: the kernel sent their start
   requests in pieces, and a piece of one between two pieces of another was a line the zygote
   could not read. It exited, and every run of the session died with it (or, with bigger
-  requests, the session hung);
+  requests, the session hung). Inside, the zygote passed a request on to a pre-forked child
+  with one ``sendmsg``, which a SIGCHLD (other runs ending) could cut short: the child read
+  half a request and exited, "before reporting";
 - a bash command over 128 KiB, the most ``bash -c`` takes as its argument: it failed with a
   Python traceback of our own (exit 70); it is now given to a bash that reads it from its
   channel, as a primed one does;
