@@ -330,12 +330,16 @@ def grant_tree(root: Path, gid: int, private: Iterable[str] = ()) -> None:
     skip = [os.path.abspath(p) for p in private]
     ensure_search(root, gid)
     for dirpath, dirnames, filenames in os.walk(root):
-        grant_gid(dirpath, gid, 7, default=True)
+        # The workspace is live: a file listed here may be gone a moment later (an agent's
+        # write renames its temp file into place while the session's sandbox starts).
+        with contextlib.suppress(FileNotFoundError):
+            grant_gid(dirpath, gid, 7, default=True)
         for f in filenames:
             p = os.path.join(dirpath, f)
             if not os.path.islink(p) and not _under(p, skip):
-                st = os.lstat(p)
-                grant_gid(p, gid, 7 if st.st_mode & 0o111 else 6, default=False)
+                with contextlib.suppress(FileNotFoundError):
+                    st = os.lstat(p)
+                    grant_gid(p, gid, 7 if st.st_mode & 0o111 else 6, default=False)
         dirnames[:] = [
             d
             for d in dirnames
