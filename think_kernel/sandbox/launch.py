@@ -7,13 +7,14 @@ import contextlib
 import fnmatch
 import json
 import os
-import site
+import pwd
 import stat
 import struct
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from . import envpaths
 from .config import SandboxConfig
 from .tiers import Tier
 
@@ -32,10 +33,9 @@ def is_secret_name(name: str) -> bool:
 
 
 def python_paths() -> list[str]:
-    """Directories the sandboxed interpreter needs to read (prefixes and site-packages)."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()}
-    paths.add(str(Path(sys.executable).resolve().parent.parent))
-    return sorted(p for p in paths if p and os.path.isdir(p))
+    """Everything the sandboxed interpreter needs to read: its prefixes, standard library,
+    site-packages and the folders their ``.pth`` files and editable installs add."""
+    return envpaths.env_paths()
 
 
 def jupyter_private_paths() -> list[str]:
@@ -149,6 +149,21 @@ def sandbox_env(config: SandboxConfig, session_id: str, scratch: Path, tier: Tie
     return env
 
 
+def home_dirs() -> list[str]:
+    """$HOME and the kernel user's home in the password database (they differ when Jupyter
+    runs with $HOME set elsewhere), by their real paths (a tmpfs there hides a home reached
+    through a link too); never ``/``."""
+    homes = [str(Path.home())]
+    with contextlib.suppress(KeyError):
+        homes.append(pwd.getpwuid(os.geteuid()).pw_dir)
+    out = []
+    for h in homes:
+        h = os.path.realpath(h)
+        if h != "/" and os.path.isdir(h) and h not in out:
+            out.append(h)
+    return out
+
+
 def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -157,7 +172,6 @@ def bwrap_argv(
     bwrap: str, config: SandboxConfig, workspace: Path, scratch: Path, as_root: bool
 ) -> list[str]:
     """The bwrap command line that wraps the zygote (tier 1)."""
-    home = str(Path.home())
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if as_root:
         # Root: no user namespace (uid 0 inside would still be root for RLIMIT_NPROC). The
@@ -171,11 +185,20 @@ def bwrap_argv(
     argv += ["--die-with-parent", "--new-session"]
     # Hiding tmpfs get a small size: in a user namespace they would be writable.
     small = ["--size", str(1 << 20)]
-    covered = ["/tmp", home]
+    covered = ["/tmp"]
     private = private_paths(config)
-    for p in [*private, *config.hidden_paths]:
+    for p in [*home_dirs(), *private, *config.hidden_paths]:
         if os.path.exists(p) and not os.path.islink(p) and not _under(p, covered):
             covered.append(p)
+    if as_root:
+        # A folder the session uid cannot traverse (a Python under a 0700 /root while $HOME
+        # points elsewhere) would hide the interpreter: a tmpfs takes its place and what is
+        # needed below it is bound back in, read-only. Nothing else of it was reachable.
+        needed = [*python_paths(), str(INSIDE_DIR)]
+        for p in blocked_ancestors(needed, config.sandbox_gid):
+            if not _under(p, covered):
+                covered.append(p)
+    covered = [c for c in covered if not _under(c, [o for o in covered if o != c])]
     # /tmp is the session's own, writable like a real one (some code ignores $TMPDIR).
     scratch_size = str((config.scratch_mb or 1024) << 20)
     for p in covered:
@@ -211,6 +234,11 @@ def bwrap_argv(
     argv += ["--perms", "01777", "--size", scratch_size, "--tmpfs", "/dev/shm"]
     parents_0755(str(workspace))
     argv += ["--bind", str(workspace), str(workspace)]
+    # The interpreter and its packages stay read-only also inside the workspace (a project's
+    # .venv): whatever sandboxed code wrote there would run in the kernel next.
+    for p in envpaths.outermost(envpaths.core_paths()):
+        if p != str(workspace) and _under(p, [str(workspace)]):
+            argv += ["--ro-bind", p, p]
     parents_0755(str(scratch))
     if config.scratch_mb > 0:
         # A size-limited tmpfs, private to this session's mount namespace (its pages count
@@ -314,11 +342,42 @@ def grant_gid(path: str, gid: int, perm: int, default: bool) -> None:
         _write_acl(path, name, entries)
 
 
-def _can_search(st: os.stat_result, gid: int) -> bool:
-    # The sandbox uid never owns these directories: group or other bits decide.
+def group_can_search(path: str, gid: int) -> bool:
+    """True when a process of group ``gid`` alone (a session uid owns nothing) may traverse
+    the directory ``path``: its mode and its POSIX access ACL decide."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    acl = _read_acl(real, "system.posix_acl_access", st.st_mode)
+    u = _ACL_UNDEFINED_ID
+    mask = acl.get((_ACL_MASK, u), 7)
+    groups = []
     if st.st_gid == gid:
-        return bool(st.st_mode & 0o010)
-    return bool(st.st_mode & 0o001)
+        groups.append(acl.get((_ACL_GROUP_OBJ, u), 0) & mask)
+    if (_ACL_GROUP, gid) in acl:
+        groups.append(acl[(_ACL_GROUP, gid)] & mask)
+    if groups:  # a matching group entry decides, "other" is not consulted
+        return any(g & 1 for g in groups)
+    return bool(acl.get((_ACL_OTHER, u), 0) & 1)
+
+
+def blocked_ancestors(paths: Iterable[str], gid: int) -> list[str]:
+    """For each of ``paths``, the outermost directory on the way there that group ``gid``
+    cannot traverse (none listed for a path with a clear way)."""
+    out: list[str] = []
+    for p in paths:
+        for parent in reversed(Path(p).parents):
+            sp = str(parent)
+            if sp == "/":
+                continue
+            try:
+                if group_can_search(sp, gid):
+                    continue
+            except OSError:
+                break
+            if sp not in out:
+                out.append(sp)
+            break
+    return out
 
 
 def grant_tree(root: Path, gid: int, private: Iterable[str] = ()) -> None:
@@ -348,9 +407,23 @@ def grant_tree(root: Path, gid: int, private: Iterable[str] = ()) -> None:
         ]
 
 
+def unreachable_env(gid: int) -> str:
+    """Why sandboxed code, as group ``gid`` without mounts of its own (tiers 2 and 3), cannot
+    reach the kernel's Python, with the exact fix; empty when it can."""
+    needed = [*python_paths(), str(INSIDE_DIR)]
+    blocked = blocked_ancestors(needed, gid)
+    if not blocked:
+        return ""
+    modes = ", ".join(f"{b} (mode {stat.S_IMODE(os.stat(b).st_mode):04o})" for b in blocked)
+    fix = "; ".join(f"setfacl -m g:{gid}:x {b}" for b in blocked)
+    return (f"sandboxed code cannot reach the kernel's Python ({sys.executable}): the sandbox "
+            f"group {gid} cannot traverse {modes}. Fix: `{fix}` (search only, nothing becomes "
+            "listable or readable), or set c.SandboxConfig.grant_acl = True to let the kernel "
+            "do it, or install Python where every user may traverse (e.g. under /opt)")  # fmt: skip
+
+
 def ensure_search(path: Path, gid: int) -> None:
     """Grant group ``gid`` search (x) on every ancestor of ``path`` it could not traverse."""
     for parent in reversed(Path(path).resolve().parents):
-        st = os.stat(parent)
-        if not _can_search(st, gid):
+        if not group_can_search(str(parent), gid):
             grant_gid(str(parent), gid, 1, default=False)

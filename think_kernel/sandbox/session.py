@@ -19,7 +19,7 @@ import secrets
 import signal
 from pathlib import Path
 
-from . import launch
+from . import envpaths, launch
 from .cgroups import SessionCgroup, sweep_stale
 from .config import SandboxConfig
 from .launcher import descendants
@@ -29,7 +29,7 @@ from .uids import UidLease, UidRangeExhausted, acquire_uid, kill_uid, try_uid
 
 
 class ResourceError(RuntimeError):
-    """The session could not get its uid."""
+    """The session could not get its uid, or its uid could not reach the Python install."""
 
 
 class SessionResources:
@@ -87,10 +87,28 @@ class SessionResources:
             os.chown(p, uid, gid)  # 0700: private to this session's uid
         if cfg.grant_acl:
             launch.ensure_search(self.scratch, gid)
-            launch.grant_tree(self.workspace, gid, launch.private_paths(cfg))
-            if self.tier != Tier.BUBBLEWRAP:  # tier 1 re-binds these under a readable tmpfs
+            # Never the Python environment (a project's .venv): code the session uid could
+            # write there would run in the kernel next.
+            ws = str(self.workspace)
+            env = [p for p in envpaths.core_paths() if p.startswith(ws.rstrip("/") + "/")]
+            keep_out = [*launch.private_paths(cfg), *env]
+            launch.grant_tree(self.workspace, gid, keep_out)
+        if self.tier != Tier.BUBBLEWRAP:  # tier 1 re-binds these under a readable tmpfs
+            self._reach_python(gid)
+
+    def _reach_python(self, gid: int) -> None:
+        """Tiers 2 and 3 have no mounts of their own: the session's group must be able to
+        traverse every folder on the way to the interpreter (search-only ACLs), else the
+        session fails now, with the fix, instead of every import failing later."""
+        if self.config.grant_acl:
+            try:
                 for needed in [*launch.python_paths(), str(launch.INSIDE_DIR)]:
                     launch.ensure_search(Path(needed) / "x", gid)
+            except OSError as e:
+                raise ResourceError(f"{launch.unreachable_env(gid)} ({e})") from None
+        why = launch.unreachable_env(gid)
+        if why:
+            raise ResourceError(why)
 
     def _is_stale(self, name: str) -> bool:
         """A session cgroup whose owner is gone: its uid's lock is free, or (kernels that are
