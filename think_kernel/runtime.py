@@ -46,6 +46,7 @@ from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_erro
 from .endpoint import SETTING, Endpoint, resolve
 from .mcp import McpServers
 from .sandbox import Sandbox, SandboxConfig, SandboxError
+from .sandbox.asuser import ActingAs, Identity, sandbox_identity
 from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
 from .store import Store, location, new_id
@@ -204,6 +205,12 @@ class Runtime:
         }
         if self._notebooks is not None:
             self.extras["notebooks"] = self._notebooks
+        # A root kernel gives each session's sandbox a uid: its tool calls and loopback calls
+        # then touch files with that uid's rights, not root's.
+        self._sandbox_requested = False
+        self.acting: ActingAs | None = None
+        if os.geteuid() == 0:
+            self.acting = self.extras["acting"] = ActingAs(self._session_identity)
         self.tools = self._build_tools()
         # MCP servers' tools (issue 15): from the cache now; servers start on first use.
         self.mcp = McpServers.from_config(self.config, self.store_dir, root)
@@ -425,6 +432,8 @@ class Runtime:
         await self.extras["web"].aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel
         self.files.close()
+        if self.acting is not None:
+            self.acting.close()
         if self._notebooks is not None:
             await self._notebooks.aclose()
             self._notebooks = None
@@ -439,6 +448,7 @@ class Runtime:
 
     def prewarm_sandbox(self) -> None:
         """Start the session sandbox in the background (the kernel does this at start)."""
+        self._sandbox_requested = True
         if self._sandbox_task is None:
             self._sandbox_task = asyncio.ensure_future(self._create_sandbox())
 
@@ -466,6 +476,14 @@ class Runtime:
         except SandboxError as e:
             self._sandbox_task = None  # a changed setting may let the next try succeed
             raise ToolError(f"code cannot run here: {e}", "SANDBOX_UNAVAILABLE") from None
+
+    async def _session_identity(self) -> Identity | None:
+        """Whom this session's file access acts as: its sandbox's uid and gid. A runtime
+        that never asked for a sandbox (the kernel always does, at start) ran no session
+        code and has no uid: it keeps the kernel's rights."""
+        if not self._sandbox_requested:
+            return None
+        return sandbox_identity((await self.ensure_sandbox()).identity)
 
     async def _loopback(self, tool: str, args: dict[str, Any]) -> ToolOutput:
         """A ``think.<tool>(...)`` call from sandboxed code: same checks, same action log.

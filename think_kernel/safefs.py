@@ -453,7 +453,10 @@ class SafeRoot:
                     if old is not None:  # never setuid/setgid bits we did not choose
                         os.fchmod(fd, stat.S_IMODE(old.st_mode) & 0o1777)
                         if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
-                            os.fchown(fd, old.st_uid, old.st_gid)
+                            # A thread acting as a session (its fsuid not 0) may not give
+                            # the file away: it stays the session's, as its own code's would.
+                            with contextlib.suppress(PermissionError):
+                                os.fchown(fd, old.st_uid, old.st_gid)
                     os.fsync(fd)
                 os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException:

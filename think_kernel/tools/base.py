@@ -18,6 +18,7 @@ Tools that come with a JSON schema instead of type hints (an MCP server's) are
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import time
@@ -34,6 +35,12 @@ if TYPE_CHECKING:
     from ..agent.events import Event
     from ..store import Store
     from .workspace import Workspace
+
+
+#: Whose rights the running tool call's file access has: the ``ActingAs`` of
+#: ``think_kernel.sandbox.asuser`` that the runtime put in ``ctx.extras["acting"]``, made the
+#: context of the call by :meth:`ToolRegistry.call` (None: the process's own rights).
+ACTING: contextvars.ContextVar[Any] = contextvars.ContextVar("think_acting", default=None)
 
 
 class ToolError(Exception):
@@ -481,6 +488,8 @@ class ToolRegistry:
         start = time.perf_counter()
         args: dict[str, Any] | None = None
         tool = self.tools.get(name)
+        acting = ctx.extras.get("acting")
+        token = ACTING.set(acting) if acting is not None else None
         try:
             if tool is None:
                 known = ", ".join(sorted(self.tools))
@@ -493,4 +502,7 @@ class ToolRegistry:
         except Exception as e:  # a tool bug must not kill the run; the model sees it
             msg = f"{type(e).__name__}: {e}"
             out = ToolOutput(text=f"Error: {msg}", ok=False, error=msg)
+        finally:
+            if token is not None:
+                ACTING.reset(token)
         return CallOutcome(out, (time.perf_counter() - start) * 1000, args)

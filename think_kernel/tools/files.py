@@ -1,15 +1,17 @@
 """File tools: read, write, edit, delete and list files in the workspace.
 
 They go through ``ctx.workspace`` (local disk today, the Yjs rooms of jupyter-collaboration
-when a server is there), so the rules live here once: paths stay inside the workspace, and a
-file must be read before it is edited or overwritten.
+when a server is there), so the rules live here once: paths stay inside the workspace, a
+file must be read before it is edited or overwritten, and the calling session must be allowed
+to do it itself (checked before the workspace, which may be a room the server edits as root,
+is asked: :func:`~.workspace.check_access`).
 """
 
 from __future__ import annotations
 
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
 from .textpage import MAX_LINE, TextPage
-from .workspace import PathError, check_relative
+from .workspace import PathError, check_access, check_relative
 
 DEFAULT_LIMIT = 2000
 
@@ -39,6 +41,7 @@ async def read_file(
     rel = check_relative(path)
     if offset < 1 or limit < 1:
         raise ToolError("offset and limit must be at least 1", "INVALID_ARGUMENTS")
+    await check_access(ctx.workspace, rel, "read")
     page = await ctx.workspace.read_page(rel, offset, limit)
     if page.binary:
         raise ToolError(
@@ -92,6 +95,7 @@ async def write_file(ctx: ToolContext, path: str, content: str) -> ToolOutput:
         content: the complete new content of the file
     """
     rel = check_relative(path)
+    await check_access(ctx.workspace, rel, "write")
     existed = ctx.workspace.resolve(rel).exists()
     if existed:
         _must_have_read(ctx, rel, "overwrite")
@@ -119,6 +123,8 @@ async def edit_file(
         raise ToolError("old_string and new_string are the same; nothing to change")
     if not old_string:
         raise ToolError("old_string is empty; use write_file to create a file")
+    await check_access(ctx.workspace, rel, "read")
+    await check_access(ctx.workspace, rel, "write")
     # The edit applies to the text the model read (a room-backed workspace keeps it), so the
     # write can merge what others changed since and refuse what clashes; else the current text.
     seen = getattr(ctx.workspace, "seen", None)
@@ -159,6 +165,7 @@ async def delete_file(ctx: ToolContext, path: str) -> ToolOutput:
         path: file path relative to the workspace root
     """
     rel = check_relative(path)
+    await check_access(ctx.workspace, rel, "delete")
     await ctx.workspace.delete(rel)
     ctx.read_paths.discard(rel)
     await ctx.file_changed(rel, "deleted")
@@ -173,6 +180,7 @@ async def list_files(ctx: ToolContext, path: str = ".") -> ToolOutput:
     """
     if path not in ("", ".", "./"):
         path = check_relative(path)
+    await check_access(ctx.workspace, path, "list")
     entries = await ctx.workspace.list(path)
     if not entries:
         return ToolOutput(f"{path or '.'} is empty.", summary=f"listed {path or '.'}: 0 entries")

@@ -3,7 +3,9 @@
 They use the notebook access at ``ctx.extras["notebooks"]`` (a
 :class:`think_kernel.collab.access.NotebookAccess`): the live collaboration rooms through the
 server, so humans see every edit and outputs appear as they arrive. Every edit carries the
-tool call id as its action id (transaction origin ``Think:<call id>``).
+tool call id as its action id (transaction origin ``Think:<call id>``). The rooms and the
+history are the server's (or the kernel's): the calling session's right to read or write the
+notebook is checked first (:func:`~.workspace.check_access`).
 """
 
 from __future__ import annotations
@@ -11,11 +13,15 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
+from .workspace import check_access
 
 
-def _path(ctx: ToolContext, path: str) -> str:
-    """The workspace-relative path; ``..``, absolute paths and symlinks out are refused."""
-    return ctx.workspace.relative(ctx.workspace.resolve(path))
+async def _path(ctx: ToolContext, path: str, need: str) -> str:
+    """The workspace-relative path (``..``, absolute paths and symlinks out are refused),
+    once the calling session may ``need`` (read or write) it."""
+    rel = ctx.workspace.relative(ctx.workspace.resolve(path))
+    await check_access(ctx.workspace, rel, need)
+    return rel
 
 
 def _access(ctx: ToolContext) -> Any:
@@ -33,7 +39,7 @@ async def read_notebook(ctx: ToolContext, path: str) -> ToolOutput:
     """
     from ..collab.ydocs import format_notebook  # jupyter-ydoc: only when used
 
-    path = _path(ctx, path)
+    path = await _path(ctx, path, "read")
     view = await _access(ctx).read_notebook(path)
     ctx.read_paths.add(path)
     return ToolOutput(
@@ -56,7 +62,7 @@ async def insert_cell(
         source: the cell's source
         cell_type: code, markdown or raw
     """
-    path = _path(ctx, path)
+    path = await _path(ctx, path, "write")
     out = await _access(ctx).insert_cell(path, index, source, cell_type, action_id=ctx.call_id)
     ctx.read_paths.add(path)
     await ctx.file_changed(path, "insert_cell")
@@ -74,7 +80,7 @@ async def edit_cell(ctx: ToolContext, path: str, cell_id: str, source: str) -> T
         cell_id: the id shown by read_notebook
         source: the new source of the cell
     """
-    path = _path(ctx, path)
+    path = await _path(ctx, path, "write")
     if path not in ctx.read_paths:
         raise ToolError(f"read {path} with read_notebook before editing it", "NOT_READ")
 
@@ -101,7 +107,7 @@ async def delete_cell(ctx: ToolContext, path: str, cell_id: str) -> ToolOutput:
         path: notebook path relative to the workspace root
         cell_id: the id shown by read_notebook
     """
-    path = _path(ctx, path)
+    path = await _path(ctx, path, "write")
     if path not in ctx.read_paths:
         raise ToolError(f"read {path} with read_notebook before editing it", "NOT_READ")
     await _access(ctx).delete_cell(path, cell_id, action_id=ctx.call_id)
@@ -121,7 +127,7 @@ async def execute_cell(
     """
     from ..collab.ydocs import summarise_output
 
-    path = _path(ctx, path)
+    path = await _path(ctx, path, "write")
 
     async def on_output(output: dict[str, Any]) -> None:
         text = summarise_output(output)
@@ -153,7 +159,7 @@ async def list_versions(ctx: ToolContext, path: str) -> ToolOutput:
     Args:
         path: file or notebook path relative to the workspace root
     """
-    path = _path(ctx, path)
+    path = await _path(ctx, path, "read")
     versions = await _access(ctx).versions(path)
     lines = [
         f"v{v['version']}  {v['origin']}  {v['summary']}  ({v['size']} bytes)" for v in versions
@@ -170,7 +176,7 @@ async def revert(ctx: ToolContext, path: str, version: int) -> ToolOutput:
         path: file or notebook path relative to the workspace root
         version: the version number to return to
     """
-    path = _path(ctx, path)
+    path = await _path(ctx, path, "write")
     out = await _access(ctx).revert(path, version, action_id=ctx.call_id)
     await ctx.file_changed(path, "revert")
     return ToolOutput(

@@ -12,6 +12,11 @@ SafeRoot`: writes never follow a link (sandboxed code may have planted one), Jup
 Think's private folders are out of reach even when the workspace contains them, and anything
 but a regular file (a FIFO, a device) is refused at once. Reads are paged
 (:mod:`.textpage`); a file that is not UTF-8 is never rewritten by the text tools.
+
+A tool call acts with the calling session's rights: where the runtime acts as a session
+(a root kernel, whose sessions each have a uid; :mod:`think_kernel.sandbox.asuser`), the disk
+access runs in that session's credentials thread, and :meth:`LocalWorkspace.check_access`
+lets the tools refuse, before a room is asked, what the session could not read or write.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Protocol, TypeVar
 
 from ..dataclasses_light import dataclass
 from ..safefs import SafeRoot, UnsafePathError, is_temp_name, split
-from .base import ToolError
+from .base import ACTING, ToolError
 from .textpage import NotUtf8, TextPage, check_utf8, read_page, utf8_help
 
 T = TypeVar("T")
@@ -106,8 +111,13 @@ def check_relative(path: str) -> str:
     return str(p)
 
 
-def os_error(path: str, e: OSError) -> ToolError:
-    """A filesystem error as a message the model can act on."""
+#: What each access ``need`` of :meth:`LocalWorkspace.check_access` is called in errors.
+VERBS = {"read": "read", "list": "list", "write": "write", "delete": "delete"}
+
+
+def os_error(path: str, e: OSError, verb: str = "") -> ToolError:
+    """A filesystem error as a message the model can act on (``verb``: what the calling
+    session was refused, when the access ran with its rights)."""
     if isinstance(e, UnsafePathError):
         code = {errno.EFBIG: "TOO_LARGE", errno.ELOOP: "SYMLINK_REFUSED"}.get(e.errno or 0)
         return PathError(str(e), code or "PATH_NOT_ALLOWED")
@@ -117,9 +127,23 @@ def os_error(path: str, e: OSError) -> ToolError:
         return PathError(f"{path!r} is a directory; use list_files")
     if isinstance(e, NotADirectoryError):
         return PathError(f"{path!r}: a part of the path is a file, not a folder")
+    if isinstance(e, PermissionError) and verb:
+        return PathError(
+            f"permission denied: this session cannot {verb} {path!r} (its own code could not "
+            "either; the file or a folder on the way belongs to someone else)",
+            "PERMISSION_DENIED",
+        )
     if isinstance(e, PermissionError):
-        return PathError(f"{path!r}: permission denied")
+        return PathError(f"{path!r}: permission denied", "PERMISSION_DENIED")
     return ToolError(f"{path}: {e.strerror or e}", "OS_ERROR")
+
+
+async def check_access(workspace: Workspace, path: str, need: str) -> None:
+    """Refuse what the calling session could not do to ``path`` itself (a no-op for a
+    workspace without :meth:`LocalWorkspace.check_access`); see there for ``need``."""
+    check = getattr(workspace, "check_access", None)
+    if check is not None:
+        await check(path, need)
 
 
 class LocalWorkspace:
@@ -165,11 +189,83 @@ class LocalWorkspace:
             raise PathError(str(e)) from None
         return rel
 
-    async def _io(self, path: str, fn: Callable[[], T]) -> T:
+    async def _io(self, path: str, fn: Callable[[], T], need: str = "") -> T:
+        """Run ``fn`` off the event loop, with the calling session's rights where the
+        runtime acts as one (see :mod:`think_kernel.sandbox.asuser`)."""
+        acting = ACTING.get()
+        files = None if acting is None else await acting.files()
         try:
-            return await asyncio.to_thread(fn)
+            if files is None:
+                return await asyncio.to_thread(fn)
+            return await files.run(fn)
         except OSError as e:
-            raise os_error(path, e) from None
+            raise os_error(path, e, VERBS.get(need, "") if files is not None else "") from None
+
+    async def check_access(self, path: str, need: str) -> None:
+        """Refuse what the calling session could not do to ``path`` itself.
+
+        ``need`` is ``read`` (open the file), ``list`` (read and search the folder),
+        ``write`` (open an existing file for writing, or create it: write and search on the
+        folder that would hold it, or its nearest existing ancestor) or ``delete`` (write
+        and search on the folder, and write on the file: deleting is writing it). A no-op
+        where the runtime does not act as a session. Tools call it before anything that
+        runs with the kernel's or the server's rights (a collaboration room, the document
+        history), so it is checked before an edit is sent.
+        """
+        if ACTING.get() is None:
+            return
+        rel = "" if path in ("", ".", "./") else self.rel(path)
+        if need == "write":
+            rel = self.relative(self.resolve(rel))  # writes go to a link's target
+        check = {"read": self._may_read, "list": self._may_list, "write": self._may_write,
+                 "delete": self._may_delete}[need]  # fmt: skip
+        await self._io(rel or ".", lambda: check(rel), need)
+
+    def _may_read(self, rel: str) -> None:
+        with self.fs.open_read(rel):
+            pass
+
+    def _may_list(self, rel: str) -> None:
+        fd = self.fs.open_dir(self.fs.parts(rel), follow=True)  # O_RDONLY: needs read
+        try:
+            _need(fd, ".", os.X_OK)
+        finally:
+            os.close(fd)
+
+    def _may_write(self, rel: str) -> None:
+        parts = self.fs.parts(rel)
+        upto = len(parts) - 1
+        while True:  # missing folders are created: the nearest existing one decides
+            try:
+                dfd = self.fs.open_dir(parts[:upto])
+                break
+            except FileNotFoundError:
+                if upto == 0:
+                    raise
+                upto -= 1
+        try:
+            if upto == len(parts) - 1:
+                st = _lstat_at(dfd, parts[-1])
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    _open_for_write(dfd, parts[-1])
+            _need(dfd, ".", os.W_OK | os.X_OK)
+        finally:
+            os.close(dfd)
+
+    def _may_delete(self, rel: str) -> None:
+        parts = self.fs.parts(rel)
+        if not parts:
+            raise PathError("the workspace root cannot be deleted")
+        dfd = self.fs.open_dir(parts[:-1])
+        try:
+            st = _lstat_at(dfd, parts[-1])
+            if st is None:
+                raise FileNotFoundError(errno.ENOENT, rel)
+            if stat.S_ISREG(st.st_mode):
+                _open_for_write(dfd, parts[-1])
+            _need(dfd, ".", os.W_OK | os.X_OK)
+        finally:
+            os.close(dfd)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -189,7 +285,7 @@ class LocalWorkspace:
         """A whole UTF-8 file (too big or not UTF-8: a ToolError that says what to do)."""
         rel = self.rel(path)
         try:
-            data = await self._io(rel, lambda: self.read_bytes_sync(rel))
+            data = await self._io(rel, lambda: self.read_bytes_sync(rel), "read")
         except PathError as e:
             if e.code == "TOO_LARGE":
                 raise ToolError(self.too_large(rel), "TOO_LARGE") from None
@@ -212,7 +308,7 @@ class LocalWorkspace:
             with self.fs.open_read(rel) as f:
                 return read_page(f, offset, limit, max_bytes=20_000)
 
-        return await self._io(rel, read)
+        return await self._io(rel, read, "read")
 
     def check_replaceable(self, rel: str) -> bool:
         """Whether ``rel`` exists; refuses a file the text tools must not rewrite."""
@@ -233,18 +329,26 @@ class LocalWorkspace:
         stays inside the workspace is resolved first, one that leaves it is refused."""
         rel = self.relative(self.resolve(path))
         data = _encode(rel, content)
+        # As a session, the replace (a rename in the folder) would pass where the folder is
+        # shared: the file itself must be writable to be overwritten.
+        acting = ACTING.get() is not None
 
         def write() -> None:
+            if acting:
+                self._may_write(rel)
             self.check_replaceable(rel)
             self.fs.write_bytes(rel, data)
 
-        await self._io(rel, write)
+        await self._io(rel, write, "write")
 
     async def delete(self, path: str) -> None:
         """Delete one file (directories are refused; a link is removed, not followed)."""
         rel = self.rel(path)
+        acting = ACTING.get() is not None
 
         def delete() -> None:
+            if acting:
+                self._may_delete(rel)
             st = self.fs.lstat(rel)
             if st is None:
                 raise FileNotFoundError(errno.ENOENT, rel)
@@ -252,7 +356,7 @@ class LocalWorkspace:
                 raise PathError(f"{path!r} is a directory; only files can be deleted")
             self.fs.unlink(rel)
 
-        await self._io(rel, delete)
+        await self._io(rel, delete, "delete")
 
     async def list(self, path: str = ".") -> list[Entry]:
         """List one directory, sorted, hiding caches and our temp files."""
@@ -280,7 +384,7 @@ class LocalWorkspace:
                     out.append(Entry(child_rel, is_dir, size))
             return out
 
-        return await self._io(rel or ".", _list)
+        return await self._io(rel or ".", _list, "list")
 
     def _is_private(self, rel: str) -> bool:
         try:
@@ -288,6 +392,26 @@ class LocalWorkspace:
         except UnsafePathError:
             return True
         return False
+
+
+def _lstat_at(dfd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def _need(dfd: int, name: str, mode: int) -> None:
+    """EACCES unless this thread's credentials grant ``mode`` (``faccessat`` with
+    ``AT_EACCESS`` checks the filesystem ids, ACLs included)."""
+    if not os.access(name, mode, dir_fd=dfd, effective_ids=True, follow_symlinks=False):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+
+
+def _open_for_write(dfd: int, name: str) -> None:
+    """Open an existing file for writing (nothing is written, nothing truncated)."""
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    os.close(os.open(name, flags, dir_fd=dfd))
 
 
 def _encode(rel: str, content: str) -> bytes:
