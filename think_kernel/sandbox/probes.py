@@ -114,6 +114,7 @@ async def run_probes(
                 ("the kernel process", lambda: _kernel(a)),
                 ("its own launcher", lambda: _launcher(a)),
                 ("another session", lambda: _other_session(a, b)),
+                ("another session's files", lambda: _tools_as_session(a, b, ws)),
                 ("fork bomb", lambda: _processes(a, b)),
                 ("memory across processes", lambda: _memory(a)),
                 ("disk writes", lambda: _disk(a)),
@@ -384,3 +385,48 @@ async def _wedge(sb: Sandbox) -> Probe:
     return Probe("a wedged launcher (SIGSTOP from outside)", ok,
                  f"replaced, the run took {took / 1000:.1f} s" if ok else
                  f"run result: {again.error or again.stdout!r}")  # fmt: skip
+
+
+async def _tools_as_session(a: Sandbox, b: Sandbox, ws: Path) -> Probe:
+    """Session A closes a file and a folder to others; session B's file tools (the path
+    ``import think`` takes too) must not open them: they run in the kernel, maybe as root."""
+    from ..tools.base import ToolContext, ToolRegistry
+    from ..tools.files import FILE_TOOLS
+    from ..tools.workspace import LocalWorkspace
+    from .asuser import ActingAs, Identity, sandbox_identity
+
+    attack = "another session: its private files through the file tools"
+    who = sandbox_identity(b.identity)
+    if who is None or a.identity == b.identity:
+        return Probe(attack, True, "one uid for every session: nothing is private between them")
+    made = await a.run_bash(
+        "mkdir -m 700 .doctor-private && echo s > .doctor-private/f && echo s > .doctor-secret"
+        " && chmod 600 .doctor-secret && echo made"
+    )
+    if made.stdout != "made\n":
+        return Probe(attack, False, f"probe could not start: {made.error or made.stderr}")
+
+    async def identity() -> Identity | None:
+        return who
+
+    acting = ActingAs(identity)
+    ctx = ToolContext("doctor-b", LocalWorkspace(ws), read_paths={".doctor-secret"},
+                      extras={"acting": acting})  # fmt: skip
+    tools = ToolRegistry(FILE_TOOLS)
+    reached = []
+    try:
+        for name, args in (
+            ("read_file", {"path": ".doctor-secret"}),
+            ("read_file", {"path": ".doctor-private/f"}),
+            ("list_files", {"path": ".doctor-private"}),
+            ("write_file", {"path": ".doctor-secret", "content": "overwritten"}),
+            ("delete_file", {"path": ".doctor-private/f"}),
+        ):
+            if (await tools.call(name, args, ctx)).output.ok:
+                reached.append(f"{name} {args['path']}")
+    finally:
+        acting.close()
+        await a.run_bash("rm -rf .doctor-private .doctor-secret")
+    ok = not reached
+    return Probe(attack, ok, "refused: the tools act with the calling session's uid" if ok
+                 else "reached as the kernel: " + ", ".join(reached))  # fmt: skip

@@ -1,0 +1,220 @@
+"""Attack class: one session reaches another's private files through the tools.
+
+The kernel is root and each session's sandbox runs under a uid of its own, so session A can
+close a file (``chmod 600``) or a folder (``chmod 700``) to session B's code. The agent's file
+and notebook tools and the loopback (``import think``) run in the kernel, as root: they must
+act with the calling session's rights, or B's agent, or B's code through ``think``, reads,
+lists, overwrites, edits and deletes what B's code itself cannot. Two runtimes on one
+workspace, as two notebooks of one server, on every tier.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import nbformat
+import pytest
+from traitlets.config import Config
+
+from think_kernel.config import ThinkConfig
+from think_kernel.runtime import Runtime
+from think_kernel.sandbox import Tier
+from think_kernel.sandbox.probes import _tools_as_session
+from think_kernel.tools.base import ToolOutput
+
+SECRET = "a's secret\n"
+
+# A's sandboxed code makes a private file, a private folder (with a file in it) and a private
+# notebook, and a file it shares.
+MAKE_PRIVATE = textwrap.dedent("""
+    import json, os
+    with open("secret.txt", "w") as f:
+        f.write("a's secret\\n")
+    os.chmod("secret.txt", 0o600)
+    os.mkdir("private")
+    with open("private/inner.txt", "w") as f:
+        f.write("a's secret\\n")
+    os.chmod("private", 0o700)
+    nb = {"cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "outputs": [],
+                     "execution_count": None, "source": "secret = 1"}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    with open("secret.ipynb", "w") as f:
+        json.dump(nb, f)
+    os.chmod("secret.ipynb", 0o600)
+    with open("shared.txt", "w") as f:
+        f.write("shared\\n")
+    print("made")
+""")
+
+RuntimeFactory = Callable[[str], AbstractAsyncContextManager[Runtime]]
+
+
+@pytest.fixture
+def open_runtime(tier: Tier, workspace: Path) -> RuntimeFactory:
+    """``async with open_runtime(name) as rt``: a session on the shared workspace whose
+    sandbox (started) runs on this test's tier."""
+
+    @asynccontextmanager
+    async def factory(name: str) -> AsyncIterator[Runtime]:
+        cfg = Config()
+        cfg.SandboxConfig.force_tier = int(tier)
+        cfg.SandboxConfig.timeout = 30
+        cfg.SandboxConfig.preload_modules = []
+        rt = Runtime(ThinkConfig(config=cfg), workspace, extensions=[], session_id=f"s_{name}")
+        await rt.start()
+        try:
+            await rt.ensure_sandbox()
+            yield rt
+        finally:
+            await rt.close()
+
+    return factory
+
+
+async def tool(rt: Runtime, name: str, **args: object) -> ToolOutput:
+    """Call one of the agent's tools as the model would."""
+    return (await rt.tools.call(name, args, rt.make_context("m", "c"))).output
+
+
+def refused(out: ToolOutput, verb: str, path: str) -> bool:
+    """A refusal that tells the model why."""
+    return not out.ok and f"permission denied: this session cannot {verb} {path!r}" in out.error
+
+
+def untouched(workspace: Path) -> None:
+    assert (workspace / "secret.txt").read_text() == SECRET
+    assert sorted(p.name for p in (workspace / "private").iterdir()) == ["inner.txt"]
+    assert (workspace / "private" / "inner.txt").read_text() == SECRET
+    assert nbformat.read(workspace / "secret.ipynb", 4).cells[0].source == "secret = 1"
+
+
+async def test_another_sessions_agent_tools_are_refused(
+    open_runtime: RuntimeFactory, workspace: Path
+) -> None:
+    async with open_runtime("a") as a, open_runtime("b") as b:
+        assert a.sandbox and b.sandbox and a.sandbox.identity != b.sandbox.identity
+        made = await a.sandbox.run_python(MAKE_PRIVATE, fresh=True)
+        assert made.stdout == "made\n", made
+        # B's own code cannot reach them (what the tools must match).
+        own = await b.sandbox.run_bash("cat secret.txt private/inner.txt; ls private; echo end")
+        assert "secret" not in own.stdout and own.stdout.endswith("end\n"), own
+
+        out = await tool(b, "read_file", path="secret.txt")
+        assert refused(out, "read", "secret.txt"), out
+        out = await tool(b, "read_file", path="private/inner.txt")
+        assert refused(out, "read", "private/inner.txt"), out
+        out = await tool(b, "list_files", path="private")
+        assert refused(out, "list", "private"), out
+        assert "inner.txt" not in out.text
+        # Read before A closed them (or by a path that skipped the check): still refused.
+        b.read_paths.update({"secret.txt", "private/inner.txt", "secret.ipynb"})
+        out = await tool(b, "write_file", path="secret.txt", content="b was here\n")
+        assert refused(out, "write", "secret.txt"), out
+        out = await tool(b, "write_file", path="private/new.txt", content="b was here\n")
+        assert refused(out, "write", "private/new.txt"), out
+        out = await tool(b, "edit_file", path="secret.txt", old_string="a's", new_string="b's")
+        assert refused(out, "read", "secret.txt"), out
+        out = await tool(b, "delete_file", path="secret.txt")
+        assert refused(out, "delete", "secret.txt"), out
+        out = await tool(b, "delete_file", path="private/inner.txt")
+        assert refused(out, "delete", "private/inner.txt"), out
+        # The notebook tools (the document history and the notebook's kernel are root's).
+        out = await tool(b, "read_notebook", path="secret.ipynb")
+        assert refused(out, "read", "secret.ipynb"), out
+        out = await tool(b, "insert_cell", path="secret.ipynb", index=0, source="print('b')")
+        assert refused(out, "write", "secret.ipynb"), out
+        out = await tool(b, "edit_cell", path="secret.ipynb", cell_id="c1", source="b = 1")
+        assert refused(out, "write", "secret.ipynb"), out
+        out = await tool(b, "delete_cell", path="secret.ipynb", cell_id="c1")
+        assert refused(out, "write", "secret.ipynb"), out
+        out = await tool(b, "execute_cell", path="secret.ipynb", cell_id="c1", timeout=10)
+        assert refused(out, "write", "secret.ipynb"), out
+        untouched(workspace)
+
+        # The legitimate use: B works on what it may; A on its own private files.
+        assert (await tool(b, "read_file", path="shared.txt")).ok
+        out = await tool(b, "edit_file", path="shared.txt", old_string="shared", new_string="b")
+        assert out.ok and (workspace / "shared.txt").read_text() == "b\n", out
+        assert (await tool(b, "write_file", path="b-made.txt", content="b\n")).ok
+        out = await tool(a, "read_file", path="secret.txt")
+        assert out.ok and "a's secret" in out.text, out
+        out = await tool(a, "list_files", path="private")
+        assert out.ok and "private/inner.txt" in out.text, out
+        out = await tool(a, "edit_file", path="secret.txt", old_string="a's", new_string="A's")
+        assert out.ok and (workspace / "secret.txt").read_text() == "A's secret\n", out
+        assert (await tool(a, "read_file", path="private/inner.txt")).ok
+        assert (await tool(a, "delete_file", path="private/inner.txt")).ok
+        assert not (workspace / "private" / "inner.txt").exists()
+        out = await tool(a, "read_notebook", path="secret.ipynb")
+        assert out.ok and "secret = 1" in out.text, out
+        out = await tool(a, "edit_cell", path="secret.ipynb", cell_id="c1", source="secret = 2")
+        assert out.ok, out
+        assert nbformat.read(workspace / "secret.ipynb", 4).cells[0].source == "secret = 2"
+        # What A's session reads back after its tools wrote stays A's alone.
+        after = await b.sandbox.run_bash("cat secret.txt secret.ipynb 2>/dev/null; echo end")
+        assert after.stdout == "end\n", after
+
+
+LOOPBACK = textwrap.dedent("""
+    import json, think
+    out = {}
+    for what, call in (
+        ("read", lambda: think.read_file("secret.txt")),
+        ("read inner", lambda: think.read_file("private/inner.txt")),
+        ("list", lambda: think.list_files("private")),
+        ("overwrite", lambda: think.write_file("secret.txt", "b was here\\n")),
+        ("create inside", lambda: think.write_file("private/new.txt", "b was here\\n")),
+        ("shared", lambda: think.read_file("shared.txt")),
+    ):
+        try:
+            out[what] = "DID " + call()
+        except think.ThinkError as e:
+            out[what] = str(e)
+    print(json.dumps(out))
+""")
+
+
+async def test_another_sessions_loopback_is_refused(
+    open_runtime: RuntimeFactory, workspace: Path
+) -> None:
+    async with open_runtime("a") as a, open_runtime("b") as b:
+        assert a.sandbox and b.sandbox
+        made = await a.sandbox.run_python(MAKE_PRIVATE, fresh=True)
+        assert made.stdout == "made\n", made
+        res = await b.sandbox.run_python(LOOPBACK, fresh=True)
+        assert res.ok, res
+        out = json.loads(res.stdout.strip().splitlines()[-1])
+        expected = {
+            "read": ("read", "secret.txt"),
+            "read inner": ("read", "private/inner.txt"),
+            "list": ("list", "private"),
+            "overwrite": ("write", "secret.txt"),
+            "create inside": ("write", "private/new.txt"),
+        }
+        for what, (verb, path) in expected.items():
+            assert f"permission denied: this session cannot {verb} {path!r}" in out[what], out
+        assert out["shared"] == "DID 1\tshared", out  # the legitimate use next to it
+        untouched(workspace)
+        # A's own code reaches its files through think.
+        mine = await a.sandbox.run_python(
+            "import think\nprint(think.read_file('private/inner.txt'))\n"
+            "print(think.list_files('private'))\nthink.read_file('secret.txt')\n"
+            "print(think.write_file('secret.txt', 'rewritten by a\\n'))",
+            fresh=True,
+        )
+        assert mine.ok and "a's secret" in mine.stdout and "private/inner.txt" in mine.stdout, mine
+        assert (workspace / "secret.txt").read_text() == "rewritten by a\n"
+
+
+async def test_the_doctor_probe_finds_the_tools_acting_as_the_session(
+    open_runtime: RuntimeFactory, workspace: Path
+) -> None:
+    async with open_runtime("a") as a, open_runtime("b") as b:
+        assert a.sandbox and b.sandbox
+        probe = await _tools_as_session(a.sandbox, b.sandbox, workspace)
+        assert probe.contained, probe
+        assert probe.attack.startswith("another session")
