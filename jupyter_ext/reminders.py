@@ -4,7 +4,10 @@ and the schedules API.
     notifier = Notifier()
     scheduler.register("reminder", ReminderFiring(services).fire)
 
-A firing posts the reminder's message into its session through ``ChatSessions.send`` (the
+A firing first passes the session's reminder gate (``think_kernel/schedules/gate.py``: at
+most one firing per ``min_interval``, a cap on runs with nobody there); one held back leaves
+a note in its session and a notification, and is deferred or recorded as skipped. Then it
+posts the reminder's message into its session through ``ChatSessions.send`` (the
 path of a posted message: stored first, its run started or queued behind the active one),
 with a message id derived from the firing's idempotency key, so an attempt that runs again
 after a crash finds the message (and its run) instead of posting a second one. Then every
@@ -28,7 +31,8 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from think_kernel.schedules import reminders
+from think_kernel.schedules import ScheduleConfig, reminders
+from think_kernel.schedules.gate import Held, hold_back, post_note
 from think_kernel.schedules.scheduler import Firing
 
 from .base import AUTH_RESOURCE, ThinkHandler, parse_json
@@ -37,7 +41,7 @@ from .services import Services
 #: How far back a connecting tab may ask for reminder frames (seconds), and how many.
 REPLAY_WINDOW = 24 * 3600
 REPLAY_LIMIT = 50
-STATUSES = ("pending", "running", "done", "failed", "cancelled")
+STATUSES = ("pending", "running", "done", "failed", "cancelled", "skipped")
 
 
 class Notifier:
@@ -82,8 +86,9 @@ def reminder_frame(
 class ReminderFiring:
     """The ``reminder`` handler of the server's scheduler."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, config: ScheduleConfig | None = None) -> None:
         self.svc = services
+        self.config = config or ScheduleConfig()
 
     async def fire(self, payload: dict[str, Any], firing: Firing) -> dict[str, Any]:
         """Post the reminder into its session (once per firing) and notify every tab."""
@@ -94,6 +99,11 @@ class ReminderFiring:
             return {"skipped": "the session no longer exists"}
         mid = reminders.message_id(firing.key)
         existing = await svc.store.get_message(mid)
+        if existing is None:  # not let through yet (a posted message was)
+            held = await hold_back(svc.store, self.config, firing, payload)
+            if held is not None:
+                await self._tell(session, payload, firing, held)
+                raise held.signal()
         fired_at = time.time()
         if existing is not None:  # an earlier attempt posted it: keep its times
             marks = [a for a in existing.get("attachments") or [] if a.get("kind") == "reminder"]
@@ -113,6 +123,28 @@ class ReminderFiring:
         if notifier is not None:
             notifier.publish(reminder_frame(firing.key, session, payload, row, outcome))
         return outcome
+
+    async def _tell(
+        self, session: dict[str, Any], payload: dict[str, Any], firing: Firing, held: Held
+    ) -> None:
+        """The held-back firing's note in its session (live in open tabs) and every tab."""
+        svc = self.svc
+        note = await post_note(svc.store, session["id"], held)
+        if note is None:
+            return  # told already (an earlier attempt, or this chain's first skip)
+        await svc.pipeline.emit(session["id"], {"type": "message", "message": note})
+        if svc.notifier is not None:
+            row = {
+                "session_id": session["id"],
+                "occurrence_at": firing.occurrence_at,
+                "fired_at": time.time(),
+                "late": False,
+                "schedule_id": firing.schedule_id,
+            }
+            shown = {**payload, "message": held.note}
+            frame = reminder_frame(held.note_id, session, shown, row, {})
+            frame["held"] = "skipped" if held.until is None else "deferred"
+            svc.notifier.publish(frame)
 
 
 async def recent_reminder_frames(svc: Services, since: float) -> list[dict[str, Any]]:

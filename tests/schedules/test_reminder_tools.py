@@ -133,6 +133,7 @@ async def test_without_a_server_the_kernel_fires_its_reminders(runtime, fake_mod
     (late); one due while it runs fires on time; each posts one message and starts a run."""
     store = runtime.store
     sid = runtime.session_id
+    runtime.extras["schedule_config"].min_interval = 0  # two in a row (the spacing: elsewhere)
     late = await store.add_schedule(
         "reminder",
         time.time() - 120,

@@ -9,7 +9,7 @@ from traitlets.config import Configurable
 
 
 class ScheduleConfig(Configurable):
-    """Time zone and limits of ``schedule_reminder``."""
+    """Time zone and limits of reminders (what may be set, and how often they may fire)."""
 
     timezone = Unicode(
         config=True,
@@ -24,8 +24,19 @@ class ScheduleConfig(Configurable):
     min_interval = Float(
         300.0,
         config=True,
-        help="Shortest time between two firings of a recurring (cron) reminder, in seconds; "
-        "each firing starts a model run. Default: 300 (5 minutes).",
+        help="Shortest time between two reminder firings of one session, in seconds, whatever "
+        "set them (one-shot, cron, a reminder's own run); each firing starts a model run. A "
+        "reminder due sooner is deferred (the session shows a note), never dropped; a cron rule "
+        "firing more often is refused. 0 = no spacing. Default: 300 (5 minutes).",
+    )
+    max_unattended_runs = Int(
+        24,
+        config=True,
+        help="Runs that reminders may start in one session within a day with no message from "
+        "a person in between (a reminder whose run sets the next one is such a chain). Past "
+        "it, due reminders are recorded as skipped with the reason (and a note in the "
+        "session) instead of starting a model run, until someone writes in the session. "
+        "0 = no cap. Default: 24.",
     )
     max_days_ahead = Float(
         400.0,

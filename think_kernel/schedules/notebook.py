@@ -9,7 +9,9 @@ and show fired reminders in the notebook's next cell output.
 With a server, the server's scheduler fires every reminder (the kernel only stores the row in
 the shared store and asks the server over the link to look now). Without one (nbclient,
 ``jupyter console``), the kernel runs a scheduler of its own over its local store for its
-session's reminders while it is alive: a firing posts the reminder message (once per firing:
+session's reminders while it is alive: a firing passes the same gate as on the server
+(``gate.py``: spacing, and a cap on runs with nobody there; one held back leaves a note in
+the session), then posts the reminder message (once per firing:
 its id comes from the idempotency key) and runs it in the background, after any run in
 progress; reminders that fell due while no kernel ran fire when it starts, marked late.
 """
@@ -24,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..waits import wait_for
 from . import reminders
+from .config import ScheduleConfig
+from .gate import hold_back, post_note
 from .scheduler import Firing, Scheduler
 from .when import format_local
 
@@ -83,6 +87,11 @@ class KernelReminders:
         mid = reminders.message_id(firing.key)
         message = await store.get_message(mid)
         if message is None:
+            config = runtime.extras.get("schedule_config") or ScheduleConfig()
+            held = await hold_back(store, config, firing, payload)
+            if held is not None:
+                await post_note(store, sid, held)
+                raise held.signal()
             fired_at = time.time()
             text = reminders.message_text(payload, firing, fired_at)
             att = reminders.attachment(payload, firing, fired_at)

@@ -92,7 +92,9 @@ def describe_row(row: dict[str, Any]) -> dict[str, Any]:
     if row.get("cron"):
         out["cron"] = row["cron"]
         out["recurs"] = explain_cron(row["cron"])
-    if row.get("last_error"):
+    if row["status"] == "skipped":  # held back by the session's reminder gate: why
+        out["skipped"] = row.get("last_error") or ""
+    elif row.get("last_error"):
         out["last_error"] = row["last_error"]
     return out
 

@@ -22,8 +22,11 @@ kernel runs its own over its local store, for its session's reminders only). Del
   ``backoff(attempt)`` seconds (exponential, capped), up to ``max_attempts`` attempts; then
   the row is ``failed`` with the error. A recurring (cron) row then moves on to its next
   occurrence, keeping the error in ``last_error``.
-- **Late.** A firing is late when its time passed before this scheduler started (the
-  process was down) or more than ``late_after`` seconds ago; handlers are told.
+- **Late.** A firing is late when the time it was last due passed before this scheduler
+  started (the process was down) or more than ``late_after`` seconds ago; handlers are told.
+- **Not now, or not at all.** A handler may raise :class:`Defer` (the same firing, with the
+  same key, is due again later; its attempt is not counted) or :class:`Skip` (the firing is
+  recorded ``skipped`` with the reason and its work is not done; a cron row moves on).
 """
 
 from __future__ import annotations
@@ -62,6 +65,23 @@ class Firing:
     late: bool
     cron: str | None = None
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+class Defer(Exception):
+    """Raised by a handler: not now; the same firing is due again at ``until`` (epoch)."""
+
+    def __init__(self, until: float, reason: str) -> None:
+        super().__init__(reason)
+        self.until = until
+        self.reason = reason
+
+
+class Skip(Exception):
+    """Raised by a handler: this firing is recorded as skipped, with the reason, undone."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def backoff(attempt: int, base: float = 2.0, cap: float = 300.0) -> float:
@@ -225,7 +245,9 @@ class Scheduler:
         kind, sid = row["kind"], row["id"]
         handler = self.handlers[kind]
         now = time.time()
-        late = is_late(float(row["occurrence_at"]), now, self.started_at, self.late_after)
+        # Late against when it was last due: a firing deferred or retried on purpose is not
+        # late for that (a first attempt that was late stays so: the record keeps it).
+        late = is_late(float(row["due_at"]), now, self.started_at, self.late_after)
         record = await self.store.begin_firing(row, late)
         payload = row["payload"] if isinstance(row["payload"], dict) else {}
         firing = Firing(
@@ -250,6 +272,15 @@ class Scheduler:
                 outcome = await handler(payload)
         except asyncio.CancelledError:
             raise
+        except Defer as d:
+            await self.store.finish_firing(firing.key, "deferred", error=d.reason)
+            await self.store.settle_schedule(
+                sid, self.owner, "pending", due_at=d.until, error=d.reason, uncount=True
+            )
+            return
+        except Skip as s:
+            await self._skipped(row, firing, s.reason)
+            return
         except Exception as e:
             await self._failed(row, firing, e)
             return
@@ -274,6 +305,17 @@ class Scheduler:
         # not once per missed occurrence.
         after = max(time.time(), float(row["occurrence_at"]))
         return next_occurrence(cron, row.get("tz") or "UTC", after)
+
+    async def _skipped(self, row: dict[str, Any], firing: Firing, reason: str) -> None:
+        await self.store.finish_firing(firing.key, "skipped", {"skipped": reason}, error=reason)
+        upcoming = self._next(row)
+        if upcoming is None:
+            await self.store.settle_schedule(row["id"], self.owner, "skipped", error=reason)
+        else:
+            await self.store.settle_schedule(
+                row["id"], self.owner, "pending", due_at=upcoming, error=reason,
+                next_occurrence=True,
+            )  # fmt: skip
 
     async def _failed(self, row: dict[str, Any], firing: Firing, e: Exception) -> None:
         error = f"{type(e).__name__}: {e}"

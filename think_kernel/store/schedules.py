@@ -223,10 +223,12 @@ class SchedulesMixin(StorePart):
         error: str | None = None,
         fired: bool = False,
         next_occurrence: bool = False,
+        uncount: bool = False,
     ) -> bool:
         """End a claim this owner holds: ``done`` / ``failed``, or ``pending`` again at
         ``due_at`` (a retry of the same firing, or with ``next_occurrence`` the next firing
-        of a cron row). False when the claim is no longer ours (cancelled, or taken over)."""
+        of a cron row; with ``uncount`` a deferral, whose claim was not an attempt). False
+        when the claim is no longer ours (cancelled, or taken over)."""
         now = time.time()
         sets = ["status = ?", "owner = NULL", "owner_pid = NULL", "lease_until = NULL"]
         params: list[Any] = [status]
@@ -236,6 +238,8 @@ class SchedulesMixin(StorePart):
         if next_occurrence:
             sets += ["occurrence_at = ?", "firing_key = NULL", "attempts = 0"]
             params.append(due_at)
+        if uncount:
+            sets.append("attempts = MAX(attempts - 1, 0)")
         if fired:
             sets += ["fired_count = fired_count + 1", "last_fired_at = ?"]
             params.append(now)
@@ -304,6 +308,67 @@ class SchedulesMixin(StorePart):
                 key,
             ),
         )
+
+    async def admit_firing(
+        self,
+        key: str,
+        session_id: str,
+        kind: str,
+        *,
+        min_interval: float,
+        max_chain: int,
+        since: float,
+        person_ids: str = "",
+        schedule_id: str = "",
+        occurrence_at: float = 0.0,
+    ) -> dict[str, Any]:
+        """Let a firing start its work (its ``fired_at`` set now) unless another firing of
+        the session's kind was let through less than ``min_interval`` seconds ago, or
+        ``max_chain`` (0 = any number) were let through since ``since`` and the session's
+        last user message whose id does not start with ``person_ids`` (a person's, not one
+        a firing posted). One statement, so two schedulers cannot both pass; a firing with
+        no record yet (``schedule_id``, ``occurrence_at``) gets one. Returns
+        ``{"admitted", "last_at"`` (the latest other admission), ``"chain"`` (admissions
+        since then), ``"person_at"`` (the person's last message, or None)``}``."""
+        now = time.time()
+        if schedule_id:  # a firing handed over without the scheduler's record of it
+            await self._write(
+                "INSERT OR IGNORE INTO firings (key, schedule_id, session_id, kind,"
+                " occurrence_at, started_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, schedule_id, session_id, kind, occurrence_at, now),
+            )
+        others = (
+            "FROM firings f WHERE f.session_id = ? AND f.kind = ? AND f.key != ?"
+            " AND f.fired_at IS NOT NULL AND f.status != 'skipped'"
+        )
+        mine = (session_id, kind, key)
+        said = (
+            "(SELECT MAX(created_at) FROM messages WHERE session_id = ?"
+            " AND role = 'user' AND (? = '' OR substr(id, 1, ?) != ?))"
+        )
+        said_args = (session_id, person_ids, len(person_ids), person_ids)
+        person = f"MAX(?, COALESCE({said}, 0))"
+        chain_since = (since, *said_args)
+        row = await self._one(
+            f"UPDATE firings SET fired_at = ? WHERE key = ?"
+            f" AND NOT EXISTS (SELECT 1 {others} AND f.fired_at > ?)"
+            f" AND (? <= 0 OR (SELECT COUNT(*) {others} AND f.fired_at > {person}) < ?)"
+            " RETURNING key",
+            (now, key, *mine, now - min_interval, max_chain, *mine, *chain_since, max_chain),
+        )
+        facts = await self._one(
+            f"SELECT MAX(f.fired_at) AS last_at, SUM(f.fired_at > {person}) AS chain,"
+            f" {said} AS person_at {others}",
+            (*chain_since, *said_args, *mine),
+        )
+        facts = facts or {}
+        last, said_at = facts.get("last_at"), facts.get("person_at")
+        return {
+            "admitted": row is not None,
+            "last_at": None if last is None else float(last),
+            "chain": int(facts.get("chain") or 0),
+            "person_at": None if said_at is None else float(said_at),
+        }
 
     async def get_firing(self, key: str) -> dict[str, Any] | None:
         """One firing by its key, or None."""
