@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..dataclasses_light import dataclass
+from ..safefs import is_temp_name
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,12 @@ IGNORED_DIRS = frozenset(
         ".cache",
     }
 )
+#: Names the Jupyter server writes in the workspace on its own, never a run's work: the
+#: collaboration history of a server set up the upstream way (and SQLite's side files), the
+#: ``.~NAME`` copy jupyter_server's saves make first. Safe writes' temp files are matched by
+#: :func:`~think_kernel.safefs.is_temp_name`; folders such as ``.ipynb_checkpoints`` and
+#: ``.jupyter`` are hidden folders, not watched at all.
+SERVER_FILE_PREFIXES = (".jupyter_ystore.db", ".~")
 MAX_REPORTED = 50
 # Folders one watch covers at most: a kernel started in a home folder must not take every
 # inotify watch of the user (max_user_watches is 8192 on many systems). Past it, changes
@@ -139,6 +146,12 @@ class Watcher(Protocol):
     def close(self) -> None:
         """Stop watching."""
         ...
+
+
+def server_owned(path: str) -> bool:
+    """Whether a workspace path is one of the server's own files (never reported)."""
+    name = path.rpartition("/")[2]
+    return name.startswith(SERVER_FILE_PREFIXES) or is_temp_name(name)
 
 
 def _ignored(name: str) -> bool:
@@ -255,13 +268,16 @@ class InotifyWatcher:
                 self._dirs.pop(ev.wd, None)
                 continue
             path = f"{folder}/{ev.name}" if folder else ev.name
+            if server_owned(ev.name):
+                continue
             if ev.mask & flags.ISDIR:
                 if ev.mask & (flags.CREATE | flags.MOVED_TO) and not _ignored(ev.name):
                     # Files written before the watch on the new folder existed are found by
                     # scanning it now.
                     assert self._inotify is not None
                     for found in self._watch_tree(self._inotify, path):
-                        self._log.append((next(self._n), "created", found))
+                        if not server_owned(found):
+                            self._log.append((next(self._n), "created", found))
                 continue
             if ev.mask & (flags.CREATE | flags.MOVED_TO):
                 kind = "created"
@@ -327,6 +343,8 @@ class SnapshotWatcher:
                     if entry.is_dir(follow_symlinks=False):
                         if not _ignored(entry.name):
                             stack.append(rel)
+                        continue
+                    if server_owned(entry.name):
                         continue
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
