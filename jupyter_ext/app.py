@@ -24,6 +24,7 @@ from jupyter_server.services.contents.filecheckpoints import FileCheckpoints
 from jupyter_server.services.contents.fileio import FileManagerMixin
 from traitlets import Bool, Float, Int, List, Unicode
 
+from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
 
 from .contents import ThinkCheckpoints, ThinkContentsManager
@@ -437,7 +438,8 @@ class ThinkExtension(ExtensionApp):
         svc.scheduler.register("run_retry", self._retry)
         checks = SubagentChecks(svc.store, svc.pipeline, wake=svc.scheduler.wake)
         svc.scheduler.register(SUBAGENT_CHECK, checks)
-        svc.scheduler.register("reminder", ReminderFiring(svc).fire)
+        reminder_gate = ScheduleConfig(parent=self)  # c.ScheduleConfig, as kernels read it
+        svc.scheduler.register("reminder", ReminderFiring(svc, reminder_gate).fire)
         recovery = Recovery(
             svc.store,
             svc.chats,
