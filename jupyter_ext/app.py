@@ -42,6 +42,7 @@ from .sessions import ChatSessions, RetryPolicy
 from .subagents import KIND as SUBAGENT_CHECK
 from .subagents import SubagentChecks
 from .websocket import SessionSocket
+from .ystore import place_ystore
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +277,8 @@ class ThinkExtension(ExtensionApp):
         if not ydoc.get("session_store_path"):
             path = str(self.store_dir() / "collaboration_sessions.json")
             serverapp.config.YDocExtension.session_store_path = path
+        # The rooms' Yjs history too (linked before jupyter_server_ydoc, which copies this).
+        place_ystore(serverapp, self.store_dir(), self._root())
 
     def _check_contents_manager(self) -> None:
         """Warn when saves may follow links planted by sandboxed code."""

@@ -1,14 +1,8 @@
-"""Room plumbing of jupyter-collaboration: where the ystore lives, TCP_NODELAY, history path.
+"""Room plumbing of jupyter-collaboration: the ystore class, TCP_NODELAY, history path.
 
-1. **Ystore location.** ``YDocExtension.get_document`` builds its ystore as
-   ``ystore_class(path=..., log=...)`` *without* the server config (jupyter_server_ydoc 3.0.4,
-   ``app.py``), so ``SQLiteYStore.db_path`` is ignored and rooms created server side write
-   ``.jupyter_ystore.db`` into the server's working directory. :class:`ThinkYStore` computes its
-   default path itself, so it is right whichever way the room is created:
-   ``<jupyter data dir>/think/ystore.db`` (next to the file id database, whose ids key the
-   ystore), configurable with ``ThinkYStore.db_path``. Enable it with
-   ``YDocExtension.ystore_class = "jupyter_ext.rooms.ThinkYStore"`` (our
-   ``jupyter_server_config.d`` file does).
+1. **Ystore.** :class:`~jupyter_ext.ystore.ThinkYStore` (re-exported here: configurations
+   name ``jupyter_ext.rooms.ThinkYStore``) keeps the rooms' Yjs updates in the workspace's
+   store folder; ``jupyter_ext.ystore`` sets it up when the extension is linked.
 2. **TCP_NODELAY.** The room websocket does not set it, so small Yjs updates wait for Nagle's
    algorithm: a human -> agent -> human round trip takes ~44 ms instead of ~8 ms.
    :func:`enable_room_nodelay` points the room route at a subclass whose ``open`` sets it.
@@ -17,42 +11,14 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
-from jupyter_core.paths import jupyter_data_dir
 from jupyter_server_ydoc.handlers import YDocWebSocketHandler
-from jupyter_server_ydoc.stores import SQLiteYStore
-from traitlets import Unicode, default
-from traitlets.config import Application
 
+from .ystore import ThinkYStore
 
-class ThinkYStore(SQLiteYStore):
-    """The collaboration ystore at a known, absolute, configurable path (not the cwd)."""
-
-    db_path = Unicode(
-        config=True,
-        help="""Path of the Yjs update store of the collaboration rooms. Default:
-        '<jupyter data dir>/think/ystore.db' (absolute, so the server's working directory
-        never matters). A relative path is taken relative to the jupyter data dir.""",
-    )
-
-    @default("db_path")
-    def _default_db_path(self) -> str:
-        return str(Path(jupyter_data_dir()) / "think" / "ystore.db")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("config") is None and Application.initialized():
-            # get_document() passes no config; take the running server's (traitlets' usual
-            # way to reach the application config), so both room paths use one database.
-            kwargs["config"] = Application.instance().config
-        super().__init__(*args, **kwargs)
-        path = Path(os.path.expanduser(self.db_path))
-        if not path.is_absolute():
-            path = Path(jupyter_data_dir()) / path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db_path = str(path)
+__all__ = ["NoDelayYDocWebSocketHandler", "ThinkYStore", "enable_room_nodelay", "history_path"]
 
 
 class NoDelayYDocWebSocketHandler(YDocWebSocketHandler):

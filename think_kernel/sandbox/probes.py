@@ -111,6 +111,7 @@ async def run_probes(
                 ("files outside the workspace", lambda: _outside(a, outside)),
                 ("secrets", lambda: _secrets(a)),
                 ("the store", lambda: _store(a)),
+                ("the history store", _history_store),
                 ("the kernel process", lambda: _kernel(a)),
                 ("its own launcher", lambda: _launcher(a)),
                 ("another session", lambda: _other_session(a, b)),
@@ -225,6 +226,18 @@ async def _store(sb: Sandbox) -> Probe:
     ok = not wrote and not seen
     return Probe(f"the store: {root}", ok, "hidden" if ok else
                  "its folder was listed or written")  # fmt: skip
+
+
+async def _history_store() -> Probe:
+    # Where a server started here would keep the collaboration rooms' Yjs history: sandboxed
+    # code can write the workspace, so a history kept there can be replaced with a link.
+    attack = "the history store: replace it in the workspace"
+    try:
+        from jupyter_ext.ystore import check_workspace
+    except ImportError as e:  # no server extension (or no jupyter-collaboration) here
+        return Probe(attack, True, f"no collaboration rooms ({e})")
+    ok, detail = await asyncio.to_thread(check_workspace, os.getcwd())
+    return Probe(attack, ok, ("outside the workspace: " if ok else "") + detail)
 
 
 async def _kernel(sb: Sandbox) -> Probe:
