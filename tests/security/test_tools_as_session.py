@@ -15,11 +15,18 @@ import textwrap
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
+from security_server import *  # noqa: F403  (a real server: jp_*, think, peers)
+from security_server import InProcessLink
 from traitlets.config import Config
 
+from tests.collab.peers import wait_change
+from tests.waiting import until
+from think_kernel.collab.access import LinkNotebookAccess
+from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Tier
@@ -53,10 +60,10 @@ MAKE_PRIVATE = textwrap.dedent("""
 RuntimeFactory = Callable[[str], AbstractAsyncContextManager[Runtime]]
 
 
-@pytest.fixture
-def open_runtime(tier: Tier, workspace: Path) -> RuntimeFactory:
-    """``async with open_runtime(name) as rt``: a session on the shared workspace whose
-    sandbox (started) runs on this test's tier."""
+def runtimes(tier: Tier, workspace: Path, link: Any = None) -> RuntimeFactory:
+    """``async with factory(name) as rt``: a session on the shared workspace whose sandbox
+    (started) runs on ``tier``; with ``link``, its files and notebooks go through the
+    server's rooms, as a linked kernel's do."""
 
     @asynccontextmanager
     async def factory(name: str) -> AsyncIterator[Runtime]:
@@ -64,7 +71,11 @@ def open_runtime(tier: Tier, workspace: Path) -> RuntimeFactory:
         cfg.SandboxConfig.force_tier = int(tier)
         cfg.SandboxConfig.timeout = 30
         cfg.SandboxConfig.preload_modules = []
-        rt = Runtime(ThinkConfig(config=cfg), workspace, extensions=[], session_id=f"s_{name}")
+        ws = None if link is None else CollabWorkspace(workspace, link)
+        rt = Runtime(ThinkConfig(config=cfg), workspace, extensions=[], session_id=f"s_{name}",
+                     workspace=ws)  # fmt: skip
+        if link is not None:
+            rt.extras["notebooks"] = LinkNotebookAccess(link)
         await rt.start()
         try:
             await rt.ensure_sandbox()
@@ -73,6 +84,12 @@ def open_runtime(tier: Tier, workspace: Path) -> RuntimeFactory:
             await rt.close()
 
     return factory
+
+
+@pytest.fixture
+def open_runtime(tier: Tier, workspace: Path) -> RuntimeFactory:
+    """Standalone sessions (local files, the kernel's own document history)."""
+    return runtimes(tier, workspace)
 
 
 async def tool(rt: Runtime, name: str, **args: object) -> ToolOutput:
@@ -218,3 +235,43 @@ async def test_the_doctor_probe_finds_the_tools_acting_as_the_session(
         probe = await _tools_as_session(a.sandbox, b.sandbox, workspace)
         assert probe.contained, probe
         assert probe.attack.startswith("another session")
+
+
+async def test_room_edits_of_another_session_are_refused_before_they_are_sent(
+    tier: Tier, jp_root_dir: Path, think: Any, peers: Any
+) -> None:
+    """With a server, reads and edits go through its rooms (the server is root too): the
+    check comes first, so nothing reaches a room a person has open."""
+    factory = runtimes(tier, jp_root_dir, InProcessLink(think, jp_root_dir))
+    async with factory("a") as a, factory("b") as b:
+        assert a.sandbox and b.sandbox
+        made = await a.sandbox.run_python(MAKE_PRIVATE, fresh=True)
+        assert made.stdout == "made\n", made
+        tab = await peers("secret.txt")  # a person has A's file open: its room is loaded
+        await until(lambda: str(tab.text()) == SECRET, 10, "the room's text")
+        b.read_paths.update({"secret.txt", "secret.ipynb"})
+        out = await tool(b, "read_file", path="secret.txt")
+        assert refused(out, "read", "secret.txt"), out
+        out = await tool(b, "edit_file", path="secret.txt", old_string="a's", new_string="b's")
+        assert refused(out, "read", "secret.txt"), out
+        out = await tool(b, "write_file", path="secret.txt", content="b was here\n")
+        assert refused(out, "write", "secret.txt"), out
+        out = await tool(b, "delete_file", path="secret.txt")
+        assert refused(out, "delete", "secret.txt"), out
+        out = await tool(b, "read_notebook", path="secret.ipynb")
+        assert refused(out, "read", "secret.ipynb"), out
+        out = await tool(b, "edit_cell", path="secret.ipynb", cell_id="c1", source="b = 1")
+        assert refused(out, "write", "secret.ipynb"), out
+        res = await b.sandbox.run_python(LOOPBACK, fresh=True)
+        out_lb = json.loads(res.stdout.strip().splitlines()[-1])
+        assert "permission denied: this session cannot read 'secret.txt'" in out_lb["read"]
+        assert "permission denied: this session cannot write 'secret.txt'" in out_lb["overwrite"]
+        assert str(tab.text()) == SECRET
+        untouched(jp_root_dir)
+        # A edits its own file through the room the person has open.
+        assert (await tool(a, "read_file", path="secret.txt")).ok
+        out = await tool(a, "edit_file", path="secret.txt", old_string="a's", new_string="A's")
+        assert out.ok, out
+        await wait_change(tab, lambda: str(tab.text()) == "A's secret\n")
+        out = await tool(a, "read_notebook", path="secret.ipynb")
+        assert out.ok and "secret = 1" in out.text, out
