@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+from typing import Any
 
 import pytest
 from conftest import SandboxFactory
 
-from think_kernel.sandbox import Tier
+from tests.waiting import until
+from think_kernel.sandbox import Sandbox, Tier
+from think_kernel.sandbox.result import ExecResult
+from think_kernel.sandbox.runs import Run
 
 MIB = 1 << 20
 
@@ -164,3 +168,25 @@ async def test_scratch_space_is_bounded(open_sandbox: SandboxFactory, tier: Tier
         await sb.run_bash('rm -f "$TMPDIR/fill"')
         small = await sb.run_bash('head -c 8M /dev/zero > "$TMPDIR/ok" && stat -c %s "$TMPDIR/ok"')
         assert small.ok and small.stdout == f"{8 * MIB}\n", small
+
+
+async def test_a_memory_kill_is_named_when_the_kernel_looks_late(
+    open_sandbox: SandboxFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loaded kernel may first look at a run after the run is already gone. Its memory kill
+    # is still a memory error: the session's OOM-kill count is read before the run starts.
+    collect = Sandbox._collect
+
+    async def late(self: Sandbox, run: Run, *args: Any, **kw: Any) -> ExecResult:
+        await until(lambda: run.exit is not None, 30, "the run's end")
+        return await collect(self, run, *args, **kw)
+
+    monkeypatch.setattr(Sandbox, "_collect", late)
+    alloc = "b = bytearray(400 << 20); [b.__setitem__(j, 1) for j in range(0, len(b), 4096)]"
+    async with open_sandbox("late", session_memory_mb=256, memory_mb=1024) as sb:
+        for command in (f'python3 -c "{alloc}" && echo done', f'python3 -c "{alloc}"'):
+            res = await sb.run_bash(command)
+            assert res.error_category == "memory" and "session_memory_mb" in res.error, res
+        for fresh in (True, False):
+            res = await sb.run_python(alloc, fresh=fresh)
+            assert res.error_category == "memory" and "session_memory_mb" in res.error, res

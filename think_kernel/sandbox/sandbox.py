@@ -519,6 +519,7 @@ class Sandbox:
         start = time.perf_counter()
         seconds = self._timeout(limit)
         for attempt in (1, 2):
+            ooms = self._oom_kills()  # before the run starts: see _oom_kills
             taken = None
             if kind == "bash" and attempt == 1:
                 taken = await self._take_primed(payload["command"], self._ack(seconds))
@@ -529,7 +530,7 @@ class Sandbox:
             run.worker = worker
             self._active.add(run)
             try:
-                res = await self._collect(run, seconds, on_output, need_exit=True)
+                res = await self._collect(run, seconds, on_output, ooms, need_exit=True)
             except asyncio.CancelledError:
                 await asyncio.shield(self._kill_cancelled(run))
                 raise
@@ -560,6 +561,7 @@ class Sandbox:
     ) -> ExecResult:
         start = time.perf_counter()
         seconds = self._timeout(limit)
+        ooms = self._oom_kills()
         warm = self._warms.get(worker)
         notes: list[str] = []
         if warm is None or warm.exit is not None or warm.chan is None or warm.chan_closed:
@@ -583,7 +585,7 @@ class Sandbox:
             finally:
                 os.close(out_w)
                 os.close(err_w)
-            res = await self._collect(cell, seconds, on_output, need_exit=False)
+            res = await self._collect(cell, seconds, on_output, ooms, need_exit=False)
         except asyncio.CancelledError:
             if self._warms.get(worker) is cell:
                 del self._warms[worker]  # the next cell gets a fresh worker
@@ -633,8 +635,19 @@ class Sandbox:
 
         return self._spawn_task(watch.run(exceeded))
 
+    def _oom_kills(self) -> int:
+        """The session's count of processes killed for its memory limit. A run's memory kill
+        is told by this count growing, so it is read before the run (or its cell) starts: a
+        loaded kernel may first look at a run after the kernel killed it (and counted it)."""
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
+
     async def _collect(
-        self, run: Run, limit: float, on_output: OutputCallback | None, need_exit: bool
+        self,
+        run: Run,
+        limit: float,
+        on_output: OutputCallback | None,
+        ooms: int,
+        need_exit: bool,
     ) -> ExecResult:
         loop = asyncio.get_running_loop()
         out = OutputBuffer(self.config.max_output_bytes)
@@ -646,7 +659,6 @@ class Sandbox:
         grace_set = False
         noted = False
         asked = False
-        ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0
         watch = self._watch(run)
 
         async def emit(stream: str, text: str) -> None:
