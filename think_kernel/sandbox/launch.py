@@ -388,23 +388,51 @@ def grant_tree(root: Path, gid: int, private: Iterable[str] = ()) -> None:
     that keeps a session uid out."""
     skip = [os.path.abspath(p) for p in private]
     ensure_search(root, gid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        # The workspace is live: a file listed here may be gone a moment later (an agent's
-        # write renames its temp file into place while the session's sandbox starts).
-        with contextlib.suppress(FileNotFoundError):
-            grant_gid(dirpath, gid, 7, default=True)
-        for f in filenames:
-            p = os.path.join(dirpath, f)
-            if not os.path.islink(p) and not _under(p, skip):
-                with contextlib.suppress(FileNotFoundError):
-                    st = os.lstat(p)
-                    grant_gid(p, gid, 7 if st.st_mode & 0o111 else 6, default=False)
-        dirnames[:] = [
-            d
-            for d in dirnames
-            if not os.path.islink(os.path.join(dirpath, d))
-            and not _under(os.path.join(dirpath, d), skip)
-        ]
+    folders = [str(root)]
+    with contextlib.suppress(*_VANISHED):
+        grant_gid(str(root), gid, 7, default=True)
+    while folders:
+        folders += _grant_entries(folders.pop(), gid, skip)
+
+
+#: How a path of a live workspace fails once it was renamed or removed.
+_VANISHED = (FileNotFoundError, NotADirectoryError)
+
+
+def _grant_entries(folder: str, gid: int, skip: list[str]) -> list[str]:
+    """Grant what ``folder`` holds (its own default ACL is set already); return its folders.
+
+    The workspace is live while the session's sandbox starts (an agent writes a temp file and
+    renames it into place). The folder's default ACL was set before this listing, so a file
+    created after it inherits the grant and one created before is listed. One listed but
+    renamed before its turn is looked for again, by inode, under its new name."""
+    folders: list[str] = []
+    missed: set[int] | None = None
+    for _ in range(3):  # a file that keeps being renamed is given up (it had its chances)
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            return folders
+        lost: set[int] = set()
+        for entry in entries:
+            if (missed is not None and entry.inode() not in missed) or _under(entry.path, skip):
+                continue
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    grant_gid(entry.path, gid, 7, default=True)
+                    folders.append(entry.path)
+                else:
+                    mode = os.lstat(entry.path).st_mode
+                    grant_gid(entry.path, gid, 7 if mode & 0o111 else 6, default=False)
+            except _VANISHED:
+                lost.add(entry.inode())
+        if not lost:
+            break
+        missed = lost
+    return folders
 
 
 def unreachable_env(gid: int) -> str:
