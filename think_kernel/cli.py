@@ -4,10 +4,12 @@
     jupyter think doctor --all-tiers   # every tier this machine can run
     jupyter think doctor --tier 2
 
-``doctor`` tries the attacks of issue 9 for real on this machine and prints, per tier, which
-were contained, then the limits a session runs under. It reads ``c.SandboxConfig.*`` from
-``think_kernel_config.py`` in the Jupyter config path, as the kernel does. Exit status: 0 when
-every attack was contained on the tier(s) probed, 1 otherwise.
+``doctor`` checks that sandboxed code runs the kernel's Python (standard library, numpy,
+pandas, matplotlib, ``python`` in bash), tries the attacks sandboxed code could make, for real
+on this machine, and prints per tier which were contained (a row marked NO says what failed
+and, where known, the fix), then the limits a session runs under. It reads
+``c.SandboxConfig.*`` from ``think_kernel_config.py`` in the Jupyter config path, as the kernel
+does. Exit status: 0 when every row was green on the tier(s) probed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ class DoctorApp(JupyterApp):
         for report in reports:
             print(report.markdown())
             print(f"\n({report.seconds:.1f} s)\n")
+        failed = [p for r in reports for p in r.probes if not p.contained]
+        if failed:
+            # The rows marked NO say what failed and, where the sandbox knows it, the fix.
+            print(f"NOT all green: {len(failed)} row(s) marked **NO**: "
+                  + "; ".join(p.attack for p in failed))  # fmt: skip
         self.exit(0 if all(r.all_contained for r in reports) else 1)
 
 

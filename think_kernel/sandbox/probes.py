@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import field
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from ..waits import wait_for
 from . import launch
 from .config import SandboxConfig
 from .limits import LimitRow, markdown_table
-from .sandbox import Sandbox
+from .sandbox import Sandbox, SandboxError
 from .tiers import Tier
 
 _CANARY = "THINK_DOCTOR_CANARY_SECRET"
@@ -98,24 +100,28 @@ async def run_probes(
         os.chmod(outside, 0o777)  # only the sandbox, not file modes, may stop the write
         user = SandboxConfig(config=config.config)
         user.force_tier, user.preload_modules = int(tier), []
-        async with await Sandbox.create(ws, "doctor-limits", user) as sb:
-            report.limits = sb.limits()
+        try:
+            async with await Sandbox.create(ws, "doctor-limits", user) as sb:
+                report.limits = sb.limits()
+        except SandboxError as e:  # e.g. the session uid cannot reach the interpreter
+            report.probes.append(Probe("the sandbox starts", False, str(e)))
+            report.seconds = time.perf_counter() - start
+            return report
         cfg = _probe_config(config, tier)
         async with (
             await Sandbox.create(ws, "doctor-a", cfg) as a,
             await Sandbox.create(ws, "doctor-b", cfg) as b,
         ):
             probes: list[tuple[str, Callable[[], Awaitable[Probe]]]] = [
+                ("the Python environment", lambda: python_env(a)),
                 ("network", lambda: _network(a)),
                 ("host sockets", lambda: _sockets(a, ws)),
                 ("files outside the workspace", lambda: _outside(a, outside)),
                 ("secrets", lambda: _secrets(a)),
                 ("the store", lambda: _store(a)),
-                ("the history store", _history_store),
                 ("the kernel process", lambda: _kernel(a)),
                 ("its own launcher", lambda: _launcher(a)),
                 ("another session", lambda: _other_session(a, b)),
-                ("another session's files", lambda: _tools_as_session(a, b, ws)),
                 ("fork bomb", lambda: _processes(a, b)),
                 ("memory across processes", lambda: _memory(a)),
                 ("disk writes", lambda: _disk(a)),
@@ -226,18 +232,6 @@ async def _store(sb: Sandbox) -> Probe:
     ok = not wrote and not seen
     return Probe(f"the store: {root}", ok, "hidden" if ok else
                  "its folder was listed or written")  # fmt: skip
-
-
-async def _history_store() -> Probe:
-    # Where a server started here would keep the collaboration rooms' Yjs history: sandboxed
-    # code can write the workspace, so a history kept there can be replaced with a link.
-    attack = "the history store: replace it in the workspace"
-    try:
-        from jupyter_ext.ystore import check_workspace
-    except ImportError as e:  # no server extension (or no jupyter-collaboration) here
-        return Probe(attack, True, f"no collaboration rooms ({e})")
-    ok, detail = await asyncio.to_thread(check_workspace, os.getcwd())
-    return Probe(attack, ok, ("outside the workspace: " if ok else "") + detail)
 
 
 async def _kernel(sb: Sandbox) -> Probe:
@@ -400,46 +394,44 @@ async def _wedge(sb: Sandbox) -> Probe:
                  f"run result: {again.error or again.stdout!r}")  # fmt: skip
 
 
-async def _tools_as_session(a: Sandbox, b: Sandbox, ws: Path) -> Probe:
-    """Session A closes a file and a folder to others; session B's file tools (the path
-    ``import think`` takes too) must not open them: they run in the kernel, maybe as root."""
-    from ..tools.base import ToolContext, ToolRegistry
-    from ..tools.files import FILE_TOOLS
-    from ..tools.workspace import LocalWorkspace
-    from .asuser import ActingAs, Identity, sandbox_identity
+# ------------------------------------------------------------------ the Python environment
 
-    attack = "another session: its private files through the file tools"
-    who = sandbox_identity(b.identity)
-    if who is None or a.identity == b.identity:
-        return Probe(attack, True, "one uid for every session: nothing is private between them")
-    made = await a.run_bash(
-        "mkdir -m 700 .doctor-private && echo s > .doctor-private/f && echo s > .doctor-secret"
-        " && chmod 600 .doctor-secret && echo made"
-    )
-    if made.stdout != "made\n":
-        return Probe(attack, False, f"probe could not start: {made.error or made.stderr}")
+ENV_PACKAGES = ("numpy", "pandas", "matplotlib")
 
-    async def identity() -> Identity | None:
-        return who
 
-    acting = ActingAs(identity)
-    ctx = ToolContext("doctor-b", LocalWorkspace(ws), read_paths={".doctor-secret"},
-                      extras={"acting": acting})  # fmt: skip
-    tools = ToolRegistry(FILE_TOOLS)
-    reached = []
-    try:
-        for name, args in (
-            ("read_file", {"path": ".doctor-secret"}),
-            ("read_file", {"path": ".doctor-private/f"}),
-            ("list_files", {"path": ".doctor-private"}),
-            ("write_file", {"path": ".doctor-secret", "content": "overwritten"}),
-            ("delete_file", {"path": ".doctor-private/f"}),
-        ):
-            if (await tools.call(name, args, ctx)).output.ok:
-                reached.append(f"{name} {args['path']}")
-    finally:
-        acting.close()
-        await a.run_bash("rm -rf .doctor-private .doctor-secret")
-    ok = not reached
-    return Probe(attack, ok, "refused: the tools act with the calling session's uid" if ok
-                 else "reached as the kernel: " + ", ".join(reached))  # fmt: skip
+async def python_env(sb: Sandbox, packages: Sequence[str] = ENV_PACKAGES) -> Probe:
+    """Sandboxed code runs the kernel's Python: its standard library and those of
+    ``packages`` the kernel's environment has import, and ``python`` in bash is the kernel's."""
+    attack = "the Python environment: stdlib, packages, `python` in bash"
+    have = [p for p in packages if importlib.util.find_spec(p) is not None]
+    missing = [p for p in packages if p not in have]
+    mods = ", ".join(["importlib", "warnings", "threading", *have])
+    res = await sb.run_python(f"import sys, {mods}\nprint(sys.prefix)", fresh=True)
+    pybin, name = _python_in_bash()
+    bash = await sb.run_bash(f"command -v {name} && {name} -c 'import sys; print(sys.prefix)'")
+    problems = []
+    if not res.ok or res.stdout.strip() != sys.prefix:
+        said = (res.error or res.stderr or res.stdout or "no output").strip().splitlines()
+        problems.append(f"sandboxed Python fails: {said[-1]}")
+    if bash.stdout.split() != [os.path.join(pybin, name), sys.prefix]:
+        got = (bash.stdout + bash.stderr).strip().replace("\n", " ") or "not found"
+        problems.append(f"`{name}` in sandboxed bash is not the kernel's ({got})")
+    if problems:
+        return Probe(attack, False, "; ".join(problems) + ". " + _env_fix(sb))
+    note = f"; not installed in the kernel's environment: {', '.join(missing)}" if missing else ""
+    return Probe(attack, True, f"{mods} import; `{name}` in bash is {pybin}/{name}{note}")
+
+
+def _python_in_bash() -> tuple[str, str]:
+    """The kernel's bin folder, which sandboxed bash's PATH starts with, and the name there
+    (``python``, else ``python3``) that must run the kernel's interpreter."""
+    pybin = os.path.dirname(sys.executable)
+    return pybin, "python" if os.path.exists(os.path.join(pybin, "python")) else "python3"
+
+
+def _env_fix(sb: Sandbox) -> str:
+    why = launch.unreachable_env(sb.config.sandbox_gid) if sb.identity is not None else ""
+    if why:
+        return why[0].upper() + why[1:]
+    return (f"Fix: make {sys.executable}, its standard library and site-packages readable by "
+            "the sandbox's uid (every folder on the way traversable)")  # fmt: skip
