@@ -119,9 +119,11 @@ async def run_probes(
                 ("files outside the workspace", lambda: _outside(a, outside)),
                 ("secrets", lambda: _secrets(a)),
                 ("the store", lambda: _store(a)),
+                ("the history store", _history_store),
                 ("the kernel process", lambda: _kernel(a)),
                 ("its own launcher", lambda: _launcher(a)),
                 ("another session", lambda: _other_session(a, b)),
+                ("another session's files", lambda: _tools_as_session(a, b, ws)),
                 ("fork bomb", lambda: _processes(a, b)),
                 ("memory across processes", lambda: _memory(a)),
                 ("disk writes", lambda: _disk(a)),
@@ -232,6 +234,18 @@ async def _store(sb: Sandbox) -> Probe:
     ok = not wrote and not seen
     return Probe(f"the store: {root}", ok, "hidden" if ok else
                  "its folder was listed or written")  # fmt: skip
+
+
+async def _history_store() -> Probe:
+    # Where a server started here would keep the collaboration rooms' Yjs history: sandboxed
+    # code can write the workspace, so a history kept there can be replaced with a link.
+    attack = "the history store: replace it in the workspace"
+    try:
+        from jupyter_ext.ystore import check_workspace
+    except ImportError as e:  # no server extension (or no jupyter-collaboration) here
+        return Probe(attack, True, f"no collaboration rooms ({e})")
+    ok, detail = await asyncio.to_thread(check_workspace, os.getcwd())
+    return Probe(attack, ok, ("outside the workspace: " if ok else "") + detail)
 
 
 async def _kernel(sb: Sandbox) -> Probe:
@@ -392,6 +406,51 @@ async def _wedge(sb: Sandbox) -> Probe:
     return Probe("a wedged launcher (SIGSTOP from outside)", ok,
                  f"replaced, the run took {took / 1000:.1f} s" if ok else
                  f"run result: {again.error or again.stdout!r}")  # fmt: skip
+
+
+async def _tools_as_session(a: Sandbox, b: Sandbox, ws: Path) -> Probe:
+    """Session A closes a file and a folder to others; session B's file tools (the path
+    ``import think`` takes too) must not open them: they run in the kernel, maybe as root."""
+    from ..tools.base import ToolContext, ToolRegistry
+    from ..tools.files import FILE_TOOLS
+    from ..tools.workspace import LocalWorkspace
+    from .asuser import ActingAs, Identity, sandbox_identity
+
+    attack = "another session: its private files through the file tools"
+    who = sandbox_identity(b.identity)
+    if who is None or a.identity == b.identity:
+        return Probe(attack, True, "one uid for every session: nothing is private between them")
+    made = await a.run_bash(
+        "mkdir -m 700 .doctor-private && echo s > .doctor-private/f && echo s > .doctor-secret"
+        " && chmod 600 .doctor-secret && echo made"
+    )
+    if made.stdout != "made\n":
+        return Probe(attack, False, f"probe could not start: {made.error or made.stderr}")
+
+    async def identity() -> Identity | None:
+        return who
+
+    acting = ActingAs(identity)
+    ctx = ToolContext("doctor-b", LocalWorkspace(ws), read_paths={".doctor-secret"},
+                      extras={"acting": acting})  # fmt: skip
+    tools = ToolRegistry(FILE_TOOLS)
+    reached = []
+    try:
+        for name, args in (
+            ("read_file", {"path": ".doctor-secret"}),
+            ("read_file", {"path": ".doctor-private/f"}),
+            ("list_files", {"path": ".doctor-private"}),
+            ("write_file", {"path": ".doctor-secret", "content": "overwritten"}),
+            ("delete_file", {"path": ".doctor-private/f"}),
+        ):
+            if (await tools.call(name, args, ctx)).output.ok:
+                reached.append(f"{name} {args['path']}")
+    finally:
+        acting.close()
+        await a.run_bash("rm -rf .doctor-private .doctor-secret")
+    ok = not reached
+    return Probe(attack, ok, "refused: the tools act with the calling session's uid" if ok
+                 else "reached as the kernel: " + ", ".join(reached))  # fmt: skip
 
 
 # ------------------------------------------------------------------ the Python environment
