@@ -63,7 +63,7 @@ class UserServer:
     """``jupyter server`` started in the project folder, as a person starts it: the installed
     config files, no ystore setting of ours; Jupyter's own folders are temporary."""
 
-    def __init__(self, tmp: Path, root: Path) -> None:
+    def __init__(self, tmp: Path, root: Path, command: str = "jupyter-server") -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -82,7 +82,7 @@ class UserServer:
         self.log = open(self.log_path, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [
-                str(Path(sys.executable).parent / "jupyter-server"),
+                str(Path(sys.executable).parent / command),
                 "--no-browser",
                 "--allow-root",
                 f"--port={self.port}",
@@ -148,8 +148,8 @@ def user_server(project: tuple[Path, Path]) -> Iterator[Any]:
     """``start()`` a user-started server on ``project``; stopped at the end."""
     started: list[UserServer] = []
 
-    def start() -> UserServer:
-        server = UserServer(*project)
+    def start(command: str = "jupyter-server") -> UserServer:
+        server = UserServer(*project, command)
         started.append(server)
         server.wait_up()
         return server
@@ -175,8 +175,9 @@ async def _type_in_room(
         await tab.close()
 
 
+@pytest.mark.parametrize("command", ["jupyter-server", "jupyter-lab"])
 async def test_a_user_started_server_keeps_history_in_the_store_folder_past_a_planted_link(
-    project: tuple[Path, Path], user_server: Any
+    command: str, project: tuple[Path, Path], user_server: Any
 ) -> None:
     tmp, root = project
     outside = tmp / "elsewhere"
@@ -184,7 +185,7 @@ async def test_a_user_started_server_keeps_history_in_the_store_folder_past_a_pl
     (root / "a.txt").write_text("hello\n")
     # What sandboxed code did: the history's name in the workspace, a link out of it.
     os.symlink(outside / "stolen.db", root / LEGACY_NAME)
-    server = user_server()
+    server = user_server(command)
     await _type_in_room(server, "a.txt", "typed ", outside)
     assert list(outside.iterdir()) == [], "the server wrote through the planted link"
     assert not (root / LEGACY_NAME).is_symlink()  # the link was removed, not followed
