@@ -89,10 +89,27 @@ class SandboxConfig(Configurable):
         "is active; past it the run is stopped with error category 'disk'. 0 = no limit. "
         "Default: 1024 (1 GiB).",
     )
+    session_write_mb = Int(
+        1024,
+        config=True,
+        help="Bytes all runs of one session may write to disk together, in MiB, counted as "
+        "max_write_mb is, from the sandbox's start (a restarted kernel starts a new account). "
+        "A run that takes the total past it is stopped with error category 'disk'; later runs "
+        "are refused with that category until the kernel restarts. 0 = no limit. "
+        "Default: 1024 (1 GiB).",
+    )
+    min_free_mb = Int(
+        1024,
+        config=True,
+        help="Free space the filesystem holding the workspace must keep, in MiB: below it new "
+        "runs are refused, and a run that brings it lower is stopped, with error category "
+        "'disk'. 0 = no floor. Default: 1024 (1 GiB).",
+    )
     write_check_interval = Float(
         0.2,
         config=True,
-        help="How often the write budget (max_write_mb) is checked during a run, in seconds. "
+        help="How often the write budgets (max_write_mb, session_write_mb) and the free-space "
+        "floor (min_free_mb) are checked during a run, in seconds. "
         "Default: 0.2.",
     )
     launcher_timeout = Float(
@@ -304,3 +321,5 @@ class SandboxConfig(Configurable):
         self.cpu_weight = 0
         self.scratch_mb = 0
         self.max_write_mb = 0
+        self.session_write_mb = 0
+        self.min_free_mb = 0

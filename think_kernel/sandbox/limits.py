@@ -105,12 +105,38 @@ def describe_limits(
             else "-",
         )
     )
+    rows.append(
+        LimitRow(
+            "disk writes per session",
+            _mib(config.session_write_mb),
+            "the runs' writes added up (as per run) from the sandbox's start; when spent, "
+            "runs are refused"
+            if config.session_write_mb
+            else "-",
+        )
+    )
+    rows.append(
+        LimitRow(
+            "free-space floor",
+            _mib(config.min_free_mb),
+            "statvfs of the workspace's filesystem: below it runs are refused or stopped"
+            if config.min_free_mb
+            else "-",
+        )
+    )
     rows.append(LimitRow("file size", _mib(config.file_size_mb), "RLIMIT_FSIZE"))
     rows.append(LimitRow("wall clock per run", f"{config.timeout:g} s (max "
                          f"{config.max_timeout:g} s)", "killed by the launcher"))  # fmt: skip
     rows.append(LimitRow("output per run", f"{config.max_output_bytes} bytes",
                          "the rest is dropped with a note"))  # fmt: skip
     return rows
+
+
+def with_disk_use(rows: list[LimitRow], used: str, floor: str) -> list[LimitRow]:
+    """The rows with the session's disk use and the free space now in place of the
+    configured values (``DiskLedger.describe``)."""
+    live = {"disk writes per session": used, "free-space floor": floor}
+    return [r._replace(value=live[r.name]) if r.name in live else r for r in rows]
 
 
 def markdown_table(rows: list[LimitRow]) -> str:

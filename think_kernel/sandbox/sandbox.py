@@ -1,5 +1,5 @@
 """The per-session sandbox: one launcher (zygote), warm workers, any number of fresh runs,
-and the session's share of the machine (its uid, its cgroup, the per-run write budget).
+and the session's share of the machine (its uid, its cgroup, its disk budgets).
 
 The session has one warm Python worker by default; a ``worker`` key gives another its own
 (each subagent has one, issue 12: their variables never collide). ``interrupt(worker=...)``
@@ -26,9 +26,9 @@ from ..waits import wait_for
 from .cgroups import SessionCgroup
 from .config import SandboxConfig
 from .launcher import Launcher, LauncherError, LaunchSpec
-from .limits import LimitRow
+from .limits import LimitRow, with_disk_use
 from .loopback import LoopbackHandler, LoopbackServer
-from .meter import WriteWatch
+from .meter import DiskLedger, WriteWatch
 from .result import ExecResult, OutputBuffer, classify
 from .runs import Run, open_pipes, send_line, serve_channel
 from .session import ResourceError, SessionResources
@@ -85,6 +85,8 @@ class Sandbox:
         )
         #: The session's uid, cgroup and process bookkeeping.
         self.resources = SessionResources(config, tier, workspace, self.scratch)
+        #: What the session's runs wrote, against its budget and the free-space floor.
+        self.disk = DiskLedger(config, workspace)
         self.launcher_restarts = 0
         self.preloaded: list[str] = []
         self._ids = iter(range(1, 1 << 62))
@@ -207,7 +209,7 @@ class Sandbox:
 
     def limits(self) -> list[LimitRow]:
         """Every limit in force and the mechanism enforcing it (for ``%think_status``)."""
-        return self.resources.limits()
+        return with_disk_use(self.resources.limits(), *self.disk.describe())
 
     def _spawn_task(self, coro: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
@@ -260,6 +262,9 @@ class Sandbox:
     ) -> ExecResult:
         """Run Python in the warm worker (state persists) or, with ``fresh``, in a new process.
         ``worker`` names whose warm worker (and whose processes) it is: "" the session's."""
+        refused = self.disk.refusal()
+        if refused is not None:
+            return refused
         if fresh:
             return await self._run_child("python", {"code": code}, timeout, on_output, worker)
         async with self._warm_locks.setdefault(worker, asyncio.Lock()):
@@ -281,6 +286,9 @@ class Sandbox:
                 error_category="runtime",
                 error="the command holds a NUL character, which bash cannot run",
             )
+        refused = self.disk.refusal()
+        if refused is not None:
+            return refused
         return await self._run_child("bash", {"command": command}, timeout, on_output, worker)
 
     async def interrupt(self, worker: str | None = None) -> None:
@@ -611,29 +619,27 @@ class Sandbox:
             res.warnings.insert(0, TIER3_WARNING)
         return res
 
-    def _watch(self, run: Run) -> asyncio.Task | None:
-        """Start the write-budget watch of one run (None when there is no budget)."""
-        budget = self.config.max_write_mb << 20
-        if budget <= 0:
+    def _watch(self, run: Run) -> WriteWatch | None:
+        """Start the disk watch of one run (None when there is no budget and no floor)."""
+        cfg = self.config
+        if cfg.max_write_mb <= 0 and cfg.session_write_mb <= 0 and cfg.min_free_mb <= 0:
             return None
         watch = WriteWatch(
             self.session_pids,
             lambda: self.resources.known_pids(self._root_pid()),
-            budget,
-            self.config.write_check_interval,
+            max(0, cfg.max_write_mb) << 20,
+            cfg.write_check_interval,
             in_thread=self.cgroup is None,
+            ledger=self.disk,
         )
 
-        async def exceeded(written: int) -> None:
-            run.kill_detail = (
-                f"the run wrote {written / 2**20:.0f} MiB to disk, over the "
-                f"{self.config.max_write_mb} MiB allowed per run (max_write_mb); its process "
-                "group was killed"
-            )
+        async def exceeded(why: str) -> None:
+            run.kill_detail = f"{why}; its process group was killed"
             await self._kill(run, "disk")
             run.queue.put_nowait(("wake", "", b""))
 
-        return self._spawn_task(watch.run(exceeded))
+        watch.start(self._spawn_task, exceeded)
+        return watch
 
     def _oom_kills(self) -> int:
         """The session's count of processes killed for its memory limit. A run's memory kill
@@ -731,7 +737,7 @@ class Sandbox:
                 # "exit" only wakes us up: run.exit holds it.
         finally:
             if watch is not None:
-                watch.cancel()
+                watch.stop()
         for stream in ("stdout", "stderr"):
             await emit(stream, out.feed(stream, b"", final=True))
         res = classify(kind=run.kind, exit=run.exit, kill_reason=run.kill_reason,
