@@ -19,8 +19,9 @@ from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers, 
 from think_kernel.sandbox.probes import python_env
 
 ATTACKS = ("the Python environment", "network", "host sockets", "files", "secrets",
-           "the store", "the kernel process", "its own launcher", "another session",
-           "fork bomb", "memory", "disk", "a wedged launcher")  # fmt: skip
+           "the store", "the history store", "the kernel process", "its own launcher",
+           "another session: signal", "another session: its private files", "fork bomb",
+           "memory", "disk", "a wedged launcher")  # fmt: skip
 
 
 def verdicts(markdown: str) -> dict[str, dict[str, bool]]:
