@@ -27,7 +27,9 @@ async def schedule_reminder(ctx: ToolContext, when: str, message: str) -> ToolOu
     message that starts a new run (and a notification in JupyterLab). Use it for anything to
     do or check later; it survives kernel and server restarts. `when` is a delay ('in 20
     minutes', 'in 2 h'), a time in the user's zone ('2026-12-01 09:00', 'tomorrow 9:00',
-    '17:30') or a cron expression for a recurring reminder ('0 9 * * 1-5').
+    '17:30') or a cron expression for a recurring reminder ('0 9 * * 1-5'). A session's
+    reminders start at most one run every few minutes (one due sooner waits, with a note), and
+    only a bounded number a day while nobody writes in the session.
 
     Args:
         when: 'in 20 minutes', '2026-12-01 09:00', 'tomorrow 9:00' or cron '0 9 * * 1-5'
