@@ -45,6 +45,7 @@ MAKE_PRIVATE = textwrap.dedent("""
     os.mkdir("private")
     with open("private/inner.txt", "w") as f:
         f.write("a's secret\\n")
+    os.symlink("../shared.txt", "private/to-shared")
     os.chmod("private", 0o700)
     nb = {"cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "outputs": [],
                      "execution_count": None, "source": "secret = 1"}],
@@ -104,7 +105,7 @@ def refused(out: ToolOutput, verb: str, path: str) -> bool:
 
 def untouched(workspace: Path) -> None:
     assert (workspace / "secret.txt").read_text() == SECRET
-    assert sorted(p.name for p in (workspace / "private").iterdir()) == ["inner.txt"]
+    assert sorted(p.name for p in (workspace / "private").iterdir()) == ["inner.txt", "to-shared"]
     assert (workspace / "private" / "inner.txt").read_text() == SECRET
     assert nbformat.read(workspace / "secret.ipynb", 4).cells[0].source == "secret = 1"
 
@@ -133,6 +134,11 @@ async def test_another_sessions_agent_tools_are_refused(
         assert refused(out, "write", "secret.txt"), out
         out = await tool(b, "write_file", path="private/new.txt", content="b was here\n")
         assert refused(out, "write", "private/new.txt"), out
+        # A link in A's folder leads to a file B may write: B cannot reach the link itself.
+        b.read_paths.add("private/to-shared")
+        out = await tool(b, "write_file", path="private/to-shared", content="b was here\n")
+        assert refused(out, "write", "private/to-shared"), out
+        assert (workspace / "shared.txt").read_text() == "shared\n"
         out = await tool(b, "edit_file", path="secret.txt", old_string="a's", new_string="b's")
         assert refused(out, "read", "secret.txt"), out
         out = await tool(b, "delete_file", path="secret.txt")

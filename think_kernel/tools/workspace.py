@@ -215,11 +215,18 @@ class LocalWorkspace:
         if ACTING.get() is None:
             return
         rel = "" if path in ("", ".", "./") else self.rel(path)
+        asked = rel
         if need == "write":
             rel = self.relative(self.resolve(rel))  # writes go to a link's target
         check = {"read": self._may_read, "list": self._may_list, "write": self._may_write,
                  "delete": self._may_delete}[need]  # fmt: skip
-        await self._io(rel or ".", lambda: check(rel), need)
+
+        def may() -> None:
+            if asked != rel:  # the link itself must be reachable too, not only its target
+                self.fs.stat(asked)
+            check(rel)
+
+        await self._io(asked or ".", may, need)
 
     def _may_read(self, rel: str) -> None:
         with self.fs.open_read(rel):
