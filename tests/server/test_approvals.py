@@ -31,6 +31,12 @@ async def _session(api) -> str:
     return s["id"]
 
 
+def _waiting_at(frames: list[dict]) -> list[int]:
+    """Where the "waiting" statuses are among a tab's frames."""
+    waiting = ("status", "waiting")
+    return [i for i, f in enumerate(frames) if (f.get("type"), f.get("status")) == waiting]
+
+
 async def test_websocket_and_rest_decide_first_wins_all_tabs_hear(
     api, ws, think, model_env, jp_root_dir, strict_kernel
 ):
@@ -44,7 +50,11 @@ async def test_websocket_and_rest_decide_first_wins_all_tabs_hear(
     await api("POST", f"sessions/{sid}/messages", {"content": "delete a.txt and b.txt"})
     first = (await until(lambda: tab.of("approval_requested"), 60, "the first approval"))[0]
     assert first["tool"] == "bash" and first["summary"] == "bash: rm a.txt"
-    assert any(f["status"] == "waiting" for f in tab.of("status"))
+    # Then the run says it waits for a person: the kernel emits the request first, the status
+    # after it, and every tab gets frames in that order (not always in one WebSocket message).
+    waiting = (await until(lambda: _waiting_at(tab.frames), 30, "the waiting status"))[0]
+    assert waiting > tab.frames.index(first)
+    assert tab.frames[waiting]["detail"] == "approval needed: bash: rm a.txt"
     assert (jp_root_dir / "a.txt").exists()
     # The pending approval is listed (a reloaded page shows it again from here).
     _, listed = await api("GET", f"sessions/{sid}/approvals", status="pending")
