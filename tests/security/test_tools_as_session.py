@@ -10,7 +10,9 @@ workspace, as two notebooks of one server, on every tier.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -30,6 +32,7 @@ from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Tier
+from think_kernel.sandbox.asuser import Identity, SessionFiles, _current
 from think_kernel.sandbox.probes import _tools_as_session
 from think_kernel.tools.base import ToolOutput
 
@@ -281,3 +284,20 @@ async def test_room_edits_of_another_session_are_refused_before_they_are_sent(
         await wait_change(tab, lambda: str(tab.text()) == "A's secret\n")
         out = await tool(a, "read_notebook", path="secret.ipynb")
         assert out.ok and "secret = 1" in out.text, out
+
+
+async def test_the_files_thread_changes_only_its_own_credentials(workspace: Path) -> None:
+    """The session's rights live in one thread: the kernel's other threads keep root's."""
+    secret = workspace / "root-only.txt"
+    secret.write_text("root\n")
+    secret.chmod(0o600)
+    files = SessionFiles(Identity(1_600_999_001, 1_600_999_002, (1_600_999_003,)))
+    try:
+        ids = await files.run(lambda: (_current(), os.getuid(), os.geteuid()))
+        assert ids == ((1_600_999_001, 1_600_999_002, (1_600_999_003,)), 0, 0)
+        with pytest.raises(PermissionError):
+            await files.run(secret.read_text)
+        assert await asyncio.to_thread(secret.read_text) == "root\n"  # another thread: root
+        assert _current() == (0, 0, tuple(sorted(os.getgroups()))) and secret.read_text()
+    finally:
+        files.close()

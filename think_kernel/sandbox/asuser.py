@@ -50,6 +50,10 @@ T = TypeVar("T")
 _SYS_SETGROUPS = {"x86_64": 116, "amd64": 116, "aarch64": 159, "arm64": 159}.get(
     platform.machine().lower()
 )
+# faccessat2(2) (Linux 5.8; 439 in the unified table): what ``os.access(effective_ids=True)``
+# needs to check the filesystem ids. Without it glibc checks root's ids instead, silently.
+_SYS_FACCESSAT2 = 439
+_AT_EACCESS = 0x200
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,14 @@ def _become(identity: Identity) -> None:
     lib.setfsgid(ctypes.c_int(identity.gid))
     lib.setfsuid(ctypes.c_int(identity.uid))
     _verify(identity)
+    path = ctypes.c_char_p(b"/")
+    if lib.syscall(ctypes.c_long(_SYS_FACCESSAT2), -100, path, 0, _AT_EACCESS) != 0:
+        err = ctypes.get_errno()
+        raise CredentialsError(
+            err,
+            f"faccessat2 is not available ({os.strerror(err)}; Linux 5.8 or later is "
+            "needed to check a session's rights to files)",
+        )
 
 
 def _verify(identity: Identity) -> None:
