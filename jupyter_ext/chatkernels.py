@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -89,7 +90,8 @@ class ChatKernels:
             self._spawn(self._cull_loop())
 
     async def close(self) -> None:
-        """Stop refilling and culling; shut the spares down (sessions' kernels stay)."""
+        """Stop refilling and culling; shut the spares down, and the sessions' kernels
+        without an interrupt (the server stops: their runs go on at its next start)."""
         self._closed = True
         for task in list(self._tasks):
             task.cancel()
@@ -101,6 +103,10 @@ class ChatKernels:
                 task.cancel()
         await asyncio.gather(*self._tasks, *spares, return_exceptions=True)
         await asyncio.gather(*list(self._stopping), return_exceptions=True)
+        await asyncio.gather(
+            *(self._stop_quietly(kid) for kid in set(self.kernels.values())),
+            return_exceptions=True,
+        )
 
     # -- API ---------------------------------------------------------------------------------
 
@@ -362,6 +368,42 @@ class ChatKernels:
             raise
         except Exception:  # already gone
             log.debug("kernel %s did not shut down cleanly", kid, exc_info=True)
+
+    async def _stop_quietly(self, kid: str) -> None:
+        """Shut a session's kernel down with its shutdown request alone.
+
+        jupyter_client interrupts a kernel before it shuts it down, and to a think kernel an
+        interrupt is a person's Stop: it cancels the run and rejects its pending approvals.
+        A server that stops is no Stop: its runs must stay as a crash leaves them, for the
+        next start to resume (the kernel's shutdown leaves them so). jupyter_server's own
+        shutdown of the kernel then finds no process to interrupt.
+        """
+        try:
+            kernel = self.kernel_manager.get_kernel(kid)
+        except Exception:  # already gone
+            return
+        try:
+            kernel.stop_restarter()  # its exit is no death to recover from
+            await kernel.request_shutdown()
+            wait = max(1.0, float(getattr(kernel, "shutdown_wait_time", 5.0)))
+            try:
+                await wait_for(self._exited(kernel), wait)
+            except TimeoutError:
+                # Stuck: kill it as a crash would, never interrupt it.
+                log.warning("Think: kernel %s did not shut down in time; killing it", kid)
+                await kernel.signal_kernel(signal.SIGKILL)
+                await wait_for(self._exited(kernel), wait)
+        except Exception:
+            log.debug("kernel %s did not shut down quietly", kid, exc_info=True)
+        await self._shutdown_kernel(kid)  # its resources, and out of jupyter_server's list
+
+    @staticmethod
+    async def _exited(kernel: Any) -> None:
+        # jupyter_client has no event for a kernel's exit (its finish_shutdown polls too);
+        # its provisioner's wait() would forget the process, and the shutdown that follows
+        # then fails to "interrupt" a kernel it no longer has.
+        while await kernel.is_alive():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
 
     async def _cull_loop(self) -> None:
         interval = max(0.05, min(60.0, self.idle_timeout / 4))

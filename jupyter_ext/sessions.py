@@ -138,6 +138,7 @@ class ChatSessions:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._next_ping = 1
         self._pongs: dict[str, tuple[int, set[tuple[str, int]]]] = {}
+        self._closing = False
         self.wake_scheduler: Callable[[], None] = lambda: None
         links.item_listeners.append(self._on_item)
         links.connect_listeners.append(self._on_connect)
@@ -394,7 +395,13 @@ class ChatSessions:
         await self.pool.forget(session_id)
 
     async def close(self) -> None:
-        """Stop background deliveries and the kernel pool."""
+        """Stop background deliveries and the kernel pool (the server stops).
+
+        A stop is not a cancel: the runs stay in the store as they are (running, their
+        approvals pending) and the next start resumes them, as after a crash. What the
+        kernels say while they shut down no longer changes them here.
+        """
+        self._closing = True
         for task in list(self._tasks):
             task.cancel()
         await self.pool.close()
@@ -518,6 +525,8 @@ class ChatSessions:
         self._pongs[info.kernel_id] = (ping_id, keys)
 
     def _on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
+        if self._closing:
+            return
         if item.get("kind") == "prepared":
             self.pool.prepared.add(info.kernel_id)
             return

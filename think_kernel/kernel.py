@@ -43,6 +43,7 @@ from .link import start_link
 from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
 from .runtime import Runtime
+from .safeoutput import safe_bundle
 from .schedules.notebook import KernelReminders
 from .store.location import store_dir
 from .tasks.display import TaskDisplay
@@ -50,6 +51,8 @@ from .tasks.display import TaskDisplay
 log = logging.getLogger(__name__)
 
 CELL_MAGICS = ("%%python", "%%bash")
+# Messages whose data reaches the page; what the model or sandboxed code wrote is in them.
+DISPLAYS = frozenset({"display_data", "update_display_data", "execute_result"})
 LINE_MAGICS = tuple(f"%{name}" for name in COMMANDS)
 WAITING_TICK = 0.5
 LINK_WAIT = 5.0  # seconds the first request waits for the server link before going local
@@ -192,9 +195,16 @@ class ThinkKernel(IPythonKernel):
 
     # -- iopub --------------------------------------------------------------------------------
 
-    def send_iopub(self, msg_type: str, content: dict[str, Any], parent: dict[str, Any]) -> None:
-        """Publish on iopub with an explicit parent (comms may run while a cell runs)."""
+    def send_iopub(
+        self, msg_type: str, content: dict[str, Any], parent: dict[str, Any], *, ours: bool = False
+    ) -> None:
+        """Publish on iopub with an explicit parent (comms may run while a cell runs).
+
+        Every display goes out as inert MIME types (JupyterLab trusts the outputs of cells
+        the person ran), except ``ours``: a widget this kernel built itself."""
         assert self.session is not None
+        if not ours and msg_type in DISPLAYS and isinstance(content.get("data"), dict):
+            content = {**content, "data": safe_bundle(content["data"])}
         self.session.send(
             self.iopub_socket, msg_type, content, parent=parent, ident=self._topic(msg_type)
         )
@@ -619,7 +629,9 @@ class ThinkKernel(IPythonKernel):
         return reply
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
-        """Close the runtime (store, sandbox) before the process exits."""
+        """Close the runtime (store, sandbox) before the process exits; chat runs are left
+        as they are in the store (a shutdown is not a Stop)."""
+        await self._leave_chat_runs()
         if self.reminders is not None:
             try:
                 await self.reminders.close()
@@ -633,6 +645,25 @@ class ThinkKernel(IPythonKernel):
                     log.exception("closing the runtime failed")
         self.runtime = self._prepared = None
         return super().do_shutdown(restart)
+
+    async def _leave_chat_runs(self) -> None:
+        """End this process's chat runs without a trace in the store or on the server.
+
+        A server that stops (or restarts this kernel) resumes its runs from the store, as
+        after a crash: a step streaming, an approval pending. Cancelling them would record
+        an end (the approval rejected as cancelled, the step cancelled), so the store stops
+        taking this process's writes first; the link stops before the runs do, so no
+        "cancelled" end reaches a server that still listens.
+        """
+        link, runtime = self.think_link, self.runtime
+        if link is None or runtime is None or not link.owned_runs():
+            return
+        try:
+            if runtime.store is not None:
+                await runtime.store.close()  # the runtime's close later finds it closed
+            await link.close()
+        except Exception:
+            log.exception("leaving the chat runs failed")
 
 
 class ApprovalCards:
@@ -676,7 +707,7 @@ class ApprovalCards:
             self.cards[aid] = card
             bundle = card.widget._repr_mimebundle_()
             content = {"data": bundle, "metadata": {}, "transient": {}}
-            self.kernel.send_iopub("display_data", content, self.parent)
+            self.kernel.send_iopub("display_data", content, self.parent, ours=True)
         elif isinstance(event, ApprovalResolved) and event.id in self.cards:
             self.cards[event.id].resolved(event.to_dict())
 

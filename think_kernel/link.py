@@ -217,15 +217,23 @@ class KernelLink:
         self._task = asyncio.ensure_future(self._main())
 
     async def close(self) -> None:
-        """Stop the link (unsent events are lost with the process anyway)."""
+        """Stop the link, then its runs (unsent events are lost with the process anyway).
+
+        The connection goes first: the end of a run cancelled here is not sent, since to the
+        server a run whose kernel went away is to be resumed, not ended as cancelled.
+        """
         self._coalescer.flush()
-        for task in list(self._runs.values()):
-            task.cancel()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         if self._ws is not None:
             self._ws.close()
+            self._ws = None
+        runs = [task for task in self._runs.values() if not task.done()]
+        for task in runs:
+            task.cancel()
+        if runs:
+            await asyncio.wait(runs, timeout=5)
 
     @property
     def pending(self) -> int:
