@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.display import display, update_display
 
 from .kernelexec import KernelExec, execute
+from .safeoutput import safe_bundle
 from .waits import wait_for
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class CellRun:
     def show(self, final: bool = False) -> None:
         """Show the transcript display of this cell, or update it once it is shown."""
         md = self.view.render(final=final, now=time.monotonic())
-        bundle = {"text/markdown": md, "text/plain": md}
+        bundle = safe_bundle({"text/markdown": md, "text/plain": md})
         _display(self.magics.shell, bundle, self.display_id, self.meta, update=self.shown)
         self.shown = True
 
@@ -183,7 +184,7 @@ class CellRun:
             for bundle in event.display:
                 data = {k: v for k, v in bundle.items() if "/" in k}
                 if data:
-                    display(data, raw=True)
+                    display(safe_bundle(data), raw=True)
         if isinstance(event, ApprovalRequested):
             self._card(event.to_dict())
         elif isinstance(event, ApprovalResolved):

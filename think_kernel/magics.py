@@ -30,6 +30,7 @@ from IPython.display import display
 
 from .cellrun import CellRun
 from .kernelexec import make_run_in_kernel
+from .safeoutput import safe_bundle
 
 LINK_WAIT = 5.0  # seconds to wait for the server link before working on local files
 KERNEL_PROMPT = """You are running inside the user's own notebook (an IPython kernel, through
@@ -225,11 +226,15 @@ class ThinkMagics(Magics):
             reply = fut.result()
         except (CommandError, KeyError) as e:
             msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-            display({"text/markdown": f"**Error:** {msg}", "text/plain": msg}, raw=True)
+            display(
+                safe_bundle({"text/markdown": f"**Error:** {msg}", "text/plain": msg}), raw=True
+            )
             return
         if reply.session_changed:
             remember_session(runtime.store_dir, notebook_key(), runtime.session_id)
-        display({"text/markdown": reply.markdown, "text/plain": reply.markdown}, raw=True)
+        display(
+            safe_bundle({"text/markdown": reply.markdown, "text/plain": reply.markdown}), raw=True
+        )
 
     @line_magic
     def think_session(self, line: str) -> None:
