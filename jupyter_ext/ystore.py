@@ -39,6 +39,8 @@ from traitlets import Unicode, default
 from traitlets.config import Config
 from traitlets.utils.importstring import import_item
 
+from think_kernel.store import location
+
 log = logging.getLogger(__name__)
 
 #: The history store's file in the store folder.
@@ -94,7 +96,7 @@ def place_ystore(serverapp: Any, store_dir: Path, root_dir: str) -> Path | None:
     if path is None:
         logger.info("Think: the collaboration history is kept by %s",
                     config.YDocExtension.ystore_class)  # fmt: skip
-    elif inside(path, root_dir):
+    elif exposed(path, root_dir):
         logger.warning(
             "Think: the collaboration history %s is in the workspace, where code the agent "
             "runs can replace it with a link; remove YDocExtension.ystore_class / "
@@ -121,8 +123,6 @@ def check_workspace(root: str) -> tuple[bool, str]:
     rooms' history outside the workspace, and where (for ``jupyter think doctor``)."""
     from jupyter_server.serverapp import ServerApp
 
-    from think_kernel.store import location
-
     app = ServerApp()
     app.load_config_file()  # the files `jupyter server` / `jupyter lab` read
     config = app.config
@@ -137,7 +137,7 @@ def check_workspace(root: str) -> tuple[bool, str]:
     path = ystore_in_force(config)
     if path is None:
         return True, f"kept by {config.YDocExtension.ystore_class} (not an SQLite file)"
-    if inside(path, root):
+    if exposed(path, root):
         return False, f"{path} is in the workspace {root}"
     if os.path.lexists(os.path.join(root, LEGACY_NAME)):
         return True, f"{path} (the {LEGACY_NAME} in the workspace moves there at next start)"
@@ -156,6 +156,13 @@ def ystore_in_force(config: Config) -> Path | None:
         return None
     # SQLite opens a relative path from the working directory, as the server does.
     return Path(os.path.abspath(os.path.expanduser(store.db_path)))
+
+
+def exposed(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """Whether sandboxed code working in ``root`` could reach ``path``: it is in the
+    workspace, and not in Think's store folders (private even inside a workspace, as when
+    ``jupyter lab`` starts in the home folder)."""
+    return inside(path, root) and not inside(path, location.data_dir())
 
 
 def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:

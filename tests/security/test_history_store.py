@@ -416,6 +416,11 @@ async def test_the_doctor_finds_a_history_store_configured_into_the_workspace(
     probe = await probes._history_store()
     want = tmp_path / "data" / "think" / workspace_key(workspace) / "ystore.db"
     assert probe.contained and str(want) in probe.detail, probe
+    # `jupyter lab` started in the home folder: the store folders are in the workspace, and
+    # private there (sandboxes cannot reach them), so the history is not exposed.
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(workspace / ".local" / "share" / "jupyter"))
+    probe = await probes._history_store()
+    assert probe.contained and str(workspace / ".local") in probe.detail, probe
     # A person's own configuration with jupyter-collaboration's default store: in the cwd.
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"YDocExtension": {"ystore_class": "jupyter_server_ydoc.stores.SQLiteYStore"}})
