@@ -189,3 +189,35 @@ async def test_a_chain_of_unattended_runs_is_capped_until_a_person_writes(open_r
         return f is not None and f["status"] in ("done", "skipped") and f
 
     assert (await until(after_done, 30, "the reminder after the person wrote"))["status"] == "done"
+
+
+async def test_two_schedulers_on_one_store_let_one_firing_through(tmp_path):
+    """The server and a standalone kernel on one store file: the admission is one statement,
+    so of reminders due at once and judged at the same moment over two connections, exactly
+    one starts its run."""
+    import asyncio
+
+    from think_kernel.schedules.gate import hold_back
+    from think_kernel.schedules.scheduler import Firing
+    from think_kernel.store import Store
+
+    config = ScheduleConfig(timezone="UTC", min_interval=600)
+    stores = [await Store.open(tmp_path / "think.db") for _ in range(2)]
+    try:
+        await stores[0].create_session(id="s")
+        firings = []
+        for i in range(8):
+            sid = await stores[0].add_schedule("reminder", time.time() - 1, {}, "s")
+            row = await stores[i % 2].claim_schedule(sid, f"owner{i % 2}", 0)
+            await stores[i % 2].begin_firing(row, False)
+            firings.append(Firing(key=row["firing_key"], schedule_id=sid, kind="reminder",
+                                  session_id="s", occurrence_at=row["occurrence_at"],
+                                  attempt=1, late=False))  # fmt: skip
+        verdicts = await asyncio.gather(
+            *(hold_back(stores[i % 2], config, f, {"message": "m"}) for i, f in enumerate(firings))
+        )
+        assert sum(v is None for v in verdicts) == 1, verdicts
+        assert all(v.until is not None for v in verdicts if v is not None)  # deferred, kept
+    finally:
+        for store in stores:
+            await store.close()

@@ -95,6 +95,8 @@ async def hold_back(
     reason = (
         f"reminders of this session start at most one run every {spacing / 60:g} minutes "
         "(min_interval)"
+        if spacing
+        else "another reminder of this session was let through at the same moment"
     )
     tz = str(payload.get("tz") or "UTC")
     note = (
