@@ -26,6 +26,11 @@ def test_pth_lines_and_editable_finders_name_their_source_folders(
     (site / "__editable___broken_finder.py").write_text("MAPPING = {")  # not Python: ignored
     monkeypatch.setattr(envpaths, "_site_dirs", lambda: [str(site)])
     assert envpaths.added_paths() == [str(src), str(pkg)]
+    # An editable install made while the kernel runs is seen by the next sandbox.
+    later = tmp_path / "later"
+    later.mkdir()
+    (site / "b.pth").write_text(f"{later}\n")
+    assert envpaths.added_paths() == [str(src), str(later), str(pkg)]
     assert envpaths.outermost([str(tmp_path), str(src), "/a/b", "/a"]) == ["/a", str(tmp_path)]
 
 

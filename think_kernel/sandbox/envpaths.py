@@ -11,6 +11,7 @@ The sandbox exposes these at their own paths on every tier, wherever they live: 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import site
 import sys
@@ -19,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
+@functools.cache
 def _site_dirs() -> list[str]:
     dirs = list(site.getsitepackages())
     for key in ("purelib", "platlib"):
@@ -29,11 +31,16 @@ def _site_dirs() -> list[str]:
 def core_paths() -> list[str]:
     """The interpreter's prefixes, the real location of its executable, its standard library
     and site-packages (each also by its real path when a link leads there)."""
+    return list(_core_paths())
+
+
+@functools.cache
+def _core_paths() -> tuple[str, ...]:
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     paths.append(str(Path(sys.executable).resolve().parent.parent))
     cfg = sysconfig.get_paths()
     paths += [cfg["stdlib"], cfg["platstdlib"], *_site_dirs()]
-    return _existing(paths)
+    return tuple(_existing(paths))
 
 
 def _pth_lines(sitedir: str) -> list[str]:
@@ -93,11 +100,24 @@ def _editable_mappings(sitedir: str) -> list[str]:
 
 
 def added_paths() -> list[str]:
-    """Folders the environment's ``.pth`` files and editable installs put on ``sys.path``."""
-    found: list[str] = []
+    """Folders the environment's ``.pth`` files and editable installs put on ``sys.path``
+    (read again when a site-packages folder changed: an editable install since the last
+    sandbox started)."""
+    stamps = []
     for d in _site_dirs():
+        try:
+            stamps.append((d, os.stat(d).st_mtime_ns))
+        except OSError:
+            continue
+    return list(_added_paths(tuple(stamps)))
+
+
+@functools.lru_cache(maxsize=4)
+def _added_paths(stamps: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+    found: list[str] = []
+    for d, _mtime in stamps:
         found += _pth_lines(d) + _editable_mappings(d)
-    return _existing(found)
+    return tuple(_existing(found))
 
 
 def env_paths() -> list[str]:

@@ -190,11 +190,11 @@ def bwrap_argv(
     for p in [*home_dirs(), *private, *config.hidden_paths]:
         if os.path.exists(p) and not os.path.islink(p) and not _under(p, covered):
             covered.append(p)
+    needed = [*python_paths(), str(INSIDE_DIR)]
     if as_root:
         # A folder the session uid cannot traverse (a Python under a 0700 /root while $HOME
         # points elsewhere) would hide the interpreter: a tmpfs takes its place and what is
         # needed below it is bound back in, read-only. Nothing else of it was reachable.
-        needed = [*python_paths(), str(INSIDE_DIR)]
         for p in blocked_ancestors(needed, config.sandbox_gid):
             if not _under(p, covered):
                 covered.append(p)
@@ -224,7 +224,7 @@ def bwrap_argv(
 
     # Re-expose what lives under a hidden path and is needed: the interpreter and our code.
     rebound = [str(workspace), str(scratch)]
-    for p in [*python_paths(), str(INSIDE_DIR)]:
+    for p in needed:
         if _under(p, covered):
             parents_0755(p)
             argv += ["--ro-bind", p, p]
