@@ -16,10 +16,11 @@ configuration proper is traitlets' ``load_config_file``, which reads
 a ``YDocExtension`` section in one is silently ignored. :func:`place_ystore` writes the
 setting into the server's configuration when ``ThinkExtension`` is linked: extensions are
 linked in sorted name order, so ``jupyter_ext`` comes before ``jupyter_server_ydoc``, which
-copies the server configuration when it is linked and builds its rooms' stores from it. A
-setting the user made (``YDocExtension.ystore_class``, ``ThinkYStore.db_path`` or
-``SQLiteYStore.db_path`` in a config file or on the command line) is kept, with a warning when
-it puts the history in the workspace.
+copies the server configuration when it is linked and builds its rooms' stores from it (a
+host that links it first gets the settings pushed to it). A setting the user made
+(``YDocExtension.ystore_class``, ``ThinkYStore.db_path`` or ``SQLiteYStore.db_path`` in a
+config file or on the command line) is kept, with a warning when it puts the history in the
+workspace.
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ def place_ystore(serverapp: Any, store_dir: Path, root_dir: str) -> Path | None:
     a store class that is not an SQLite file)."""
     config = serverapp.config
     default_to_store(config, store_dir)
+    # A host that links jupyter_server_ydoc first: it has copied the config already.
+    manager = getattr(serverapp, "extension_manager", None)
+    point = manager.extension_points.get("jupyter_server_ydoc") if manager else None
+    if point is not None and point.linked and point.app is not None:
+        point.app.update_config(config)
     path = ystore_in_force(config)
     logger = getattr(serverapp, "log", log)
     if path is None:

@@ -270,6 +270,43 @@ async def test_browser_and_agent_rooms_both_keep_history_in_the_store_folder(
     assert not (jp_root_dir / LEGACY_NAME).exists()
 
 
+LINK_YDOC_FIRST = """
+import sys
+from jupyter_server.extension.manager import ExtensionManager
+from jupyter_server.serverapp import ServerApp
+from jupyter_ext.ystore import ThinkYStore
+
+class YdocFirst(ServerApp):
+    def init_server_extensions(self):
+        self.extension_manager = ExtensionManager(log=self.log, serverapp=self)
+        self.extension_manager.from_jpserver_extensions(self.jpserver_extensions)
+        self.extension_manager.link_extension("jupyter_server_ydoc")
+        self.extension_manager.link_all_extensions()
+
+app = YdocFirst.instance()
+app.initialize(argv=["--allow-root", "--ThinkExtension.kernel_pool_size=0"])
+ydoc = app.extension_manager.extension_points["jupyter_server_ydoc"].app
+print("IN FORCE", ydoc.ystore_class.__name__, ThinkYStore(path="", config=ydoc.config).db_path)
+"""
+
+
+def test_a_host_that_links_the_rooms_first_gets_the_store_folder_too(
+    project: tuple[Path, Path],
+) -> None:
+    tmp, root = project
+    (tmp / "config").mkdir()
+    env = {
+        **os.environ,
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
+    }
+    proc = subprocess.run([sys.executable, "-c", LINK_YDOC_FIRST], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    want = tmp / "data" / "think" / workspace_key(root) / "ystore.db"
+    assert f"IN FORCE ThinkYStore {want}" in proc.stdout, proc.stdout + proc.stderr
+
+
 # -- an old history in the workspace, planted links ----------------------------------------
 
 
