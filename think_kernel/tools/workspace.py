@@ -111,10 +111,6 @@ def check_relative(path: str) -> str:
     return str(p)
 
 
-#: What each access ``need`` of :meth:`LocalWorkspace.check_access` is called in errors.
-VERBS = {"read": "read", "list": "list", "write": "write", "delete": "delete"}
-
-
 def os_error(path: str, e: OSError, verb: str = "") -> ToolError:
     """A filesystem error as a message the model can act on (``verb``: what the calling
     session was refused, when the access ran with its rights)."""
@@ -191,7 +187,8 @@ class LocalWorkspace:
 
     async def _io(self, path: str, fn: Callable[[], T], need: str = "") -> T:
         """Run ``fn`` off the event loop, with the calling session's rights where the
-        runtime acts as one (see :mod:`think_kernel.sandbox.asuser`)."""
+        runtime acts as one (see :mod:`think_kernel.sandbox.asuser`); ``need`` (read,
+        list, write, delete) names what a refusal refused."""
         acting = ACTING.get()
         files = None if acting is None else await acting.files()
         try:
@@ -199,7 +196,7 @@ class LocalWorkspace:
                 return await asyncio.to_thread(fn)
             return await files.run(fn)
         except OSError as e:
-            raise os_error(path, e, VERBS.get(need, "") if files is not None else "") from None
+            raise os_error(path, e, need if files is not None else "") from None
 
     async def check_access(self, path: str, need: str) -> None:
         """Refuse what the calling session could not do to ``path`` itself.
