@@ -159,6 +159,11 @@ async def test_another_sessions_agent_tools_are_refused(
         assert refused(out, "write", "secret.ipynb"), out
         out = await tool(b, "execute_cell", path="secret.ipynb", cell_id="c1", timeout=10)
         assert refused(out, "write", "secret.ipynb"), out
+        # The history holds what the file was: its versions are A's too.
+        out = await tool(b, "list_versions", path="secret.txt")
+        assert refused(out, "read", "secret.txt"), out
+        out = await tool(b, "revert", path="secret.txt", version=1)
+        assert refused(out, "write", "secret.txt"), out
         untouched(workspace)
 
         # The legitimate use: B works on what it may; A on its own private files.
