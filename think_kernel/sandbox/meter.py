@@ -143,12 +143,16 @@ class DiskLedger:
             )
         if why is None:
             return None
+        hint = (
+            "make room on that disk, or lower the floor (SandboxConfig)"
+            if "min_free_mb" in why
+            else "restart the kernel for a new session account, or raise the limit (SandboxConfig)"
+        )
         return ExecResult(
             ok=False,
             exit_code=None,
             error_category="disk",
-            error=f"refused to run: {why}. Free space in the workspace, or raise the limit "
-            "(SandboxConfig); a restarted kernel starts a new session budget.",
+            error=f"refused to run: {why}; {hint}.",
         )
 
     def describe(self) -> tuple[str, str]:
