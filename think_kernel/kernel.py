@@ -690,7 +690,7 @@ class ApprovalCards:
         from .agent.events import ApprovalRequested, ApprovalResolved
 
         if isinstance(event, ApprovalRequested):
-            from .approvals.widget import ApprovalCard
+            from .approvals.widget import ApprovalCard, waiting_text
 
             aid = event.id
 
@@ -699,17 +699,27 @@ class ApprovalCards:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
+            session_id = self.runtime.session_id
             try:
-                card = ApprovalCard(event.to_dict(), decide)
-            except Exception:  # no widgets here: the sidebar and the API still decide
+                card = ApprovalCard(event.to_dict(), decide, session_id)
+            except Exception:  # no widgets here: the text says how to decide elsewhere
                 log.exception("approval card")
+                data = {"text/plain": waiting_text(event.to_dict(), session_id)}
+                self._show("display_data", aid, data)
                 return
             self.cards[aid] = card
-            bundle = card.widget._repr_mimebundle_()
-            content = {"data": bundle, "metadata": {}, "transient": {}}
-            self.kernel.send_iopub("display_data", content, self.parent, ours=True)
+            # text/plain is what a run without a page (nbclient, papermill) records.
+            self._show("display_data", aid, card.bundle())
         elif isinstance(event, ApprovalResolved) and event.id in self.cards:
-            self.cards[event.id].resolved(event.to_dict())
+            card = self.cards[event.id]
+            card.resolved(event.to_dict())
+            self._show("update_display_data", event.id, card.bundle())
+
+    def _show(self, msg_type: str, approval_id: str, data: dict[str, Any]) -> None:
+        # One display per approval: the decision updates its text where it was recorded.
+        transient = {"display_id": f"think-approval-{approval_id}"}
+        content = {"data": data, "metadata": {}, "transient": transient}
+        self.kernel.send_iopub(msg_type, content, self.parent, ours=True)
 
 
 async def _one_at_a_time(lock: asyncio.Lock, events: AsyncIterator[Event]) -> AsyncIterator[Event]:

@@ -8,26 +8,33 @@
 "reason"?, "always"?, "source": "notebook"}`` (what :meth:`Runtime.resolve_approval` takes).
 The buttons only send; the card changes when the run reports ``approval_resolved``, so a
 decision made in the sidebar first shows here too.
+
+A run with no page to show widgets (nbclient, papermill) records only the output's
+``text/plain``: ``card.bundle()`` puts there what waits and how to decide it
+(:func:`waiting_text`), and after the decision, what was decided.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 Decide = Callable[[dict[str, Any]], Any]
+DETAIL_LINES = 12  # lines of the command or diff shown in the text
 
 
 class ApprovalCard:
     """Approve / Reject / Edit / Always for one pending approval."""
 
-    def __init__(self, event: dict[str, Any], decide: Decide) -> None:
+    def __init__(self, event: dict[str, Any], decide: Decide, session_id: str = "") -> None:
         import ipywidgets as w
 
         self.event = event
         self._decide = decide
+        self.text = waiting_text(event, session_id)
         detail = event.get("diff") or _code(event.get("tool", ""), event.get("input"))
         reason = f" <i>({html.escape(event['reason'])})</i>" if event.get("reason") else ""
         self.header = w.HTML(
@@ -51,6 +58,13 @@ class ApprovalCard:
         self.edit.on_click(lambda _: self._toggle_editor())
         buttons = w.HBox([self.approve, self.reject, self.edit, self.always, self.reason])
         self.widget = w.VBox([self.header, buttons, self.editor, self.status])
+
+    def bundle(self) -> dict[str, Any]:
+        """The card as output data: the widget, and the plain text a run records where no
+        page shows widgets."""
+        data = dict(self.widget._repr_mimebundle_())
+        data["text/plain"] = self.text
+        return data
 
     @property
     def buttons(self) -> list[Any]:
@@ -101,7 +115,60 @@ class ApprovalCard:
             if p
         )
         why = f": {event['reason']}" if event.get("reason") else ""
-        self._disable(f"{verb} {who}{why}".replace("  ", " "))
+        note = f"{verb} {who}{why}".replace("  ", " ").strip()
+        self._disable(note)
+        self.text = f"{note}: {_what(self.event)}"
+
+
+def waiting_text(event: dict[str, Any], session_id: str = "") -> str:
+    """What a pending approval waits for and how to decide it, in plain text: all that
+    nbclient or papermill keep of the card (they record outputs but show no widgets)."""
+    detail = str(event.get("diff") or _code(str(event.get("tool", "")), event.get("input")))
+    lines = detail.splitlines() or [""]
+    shown = [f"    {line}" for line in lines[:DETAIL_LINES]]
+    if len(lines) > DETAIL_LINES:
+        shown.append(f"    ... ({len(lines) - DETAIL_LINES} more lines)")
+    path = f"/api/think/sessions/{session_id or '<session id>'}/approvals/{event.get('id')}"
+    text = [
+        _title(event),
+        *shown,
+        "The run is paused until someone decides. Decide with this cell's buttons or the "
+        "Think sidebar in JupyterLab, or over HTTP on a Jupyter server of this workspace "
+        "(with its token):",
+        f'    POST {path}  {{"decision": "approve"}}',
+        '    (or {"decision": "reject", "reason": "..."})',
+    ]
+    expires = event.get("expires_at")
+    if isinstance(expires, (int, float)):
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(expires))
+        left = max(0.0, expires - time.time())
+        text.append(
+            f"With no decision by {when} (in {_duration(left)}) it counts as rejected "
+            "(c.ThinkConfig.approval_timeout)."
+        )
+    text.append(
+        "Unattended runs: `%think_approve auto` (or a rule such as `%think_approve allow "
+        f"{event.get('tool')}`) in a cell before the request changes this session's policy "
+        "for later calls, so they do not wait; it does not decide this one. Or set "
+        "c.ThinkConfig.approval_policy."
+    )
+    return "\n".join(text)
+
+
+def _title(event: dict[str, Any]) -> str:
+    return f"Waiting for approval: {_what(event)}"
+
+
+def _what(event: dict[str, Any]) -> str:
+    summary = str(event.get("summary") or "").strip()
+    reason = f" ({event['reason']})" if event.get("reason") else ""
+    return f"{event.get('tool')}{': ' + summary if summary else ''}{reason}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 90:
+        return f"{round(seconds / 60)} min"
+    return f"{round(seconds)} s"
 
 
 def _code(tool: str, args: Any) -> str:

@@ -1,0 +1,94 @@
+"""A think notebook run headless (nbclient, as papermill does): the approval its run waits
+for is explained in the output's plain text (what waits, how to decide it, the timeout), and
+a decision over the HTTP API of a server of the same workspace lets the run finish.
+
+Real kernel (started by nbclient, no server link), real ``jupyter server`` subprocess on the
+same store; the model is scripted at HTTP.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.waiting import wait_until
+
+from .test_restart import Server, _setup
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _texts(outputs: list) -> list[str]:
+    return [str(o.get("data", {}).get("text/plain", "")) for o in outputs if "data" in o]
+
+
+def test_a_headless_run_says_what_it_waits_for_and_an_api_decision_finishes_it(
+    tmp_path, fake_model
+):
+    env = _setup(tmp_path, fake_model)
+    (tmp_path / "config" / "think_kernel_config.py").write_text(
+        'c.ThinkConfig.approval_policy = "strict"\nc.ThinkConfig.approval_timeout = 900.0\n'
+    )
+    root = tmp_path / "root"
+    fake_model.reply(tool_calls=[("bash", {"command": "echo ran >> count.txt"})])
+    fake_model.reply(text="Counted.")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("count the runs")]
+    nb.metadata["kernelspec"] = {"name": "think", "display_name": "Think", "language": "markdown"}
+    client = NotebookClient(
+        nb, kernel_name="think", timeout=180, resources={"metadata": {"path": str(root)}}
+    )
+    failure: list[BaseException] = []
+
+    def execute() -> None:
+        try:
+            client.execute(env=env)
+        except BaseException as e:  # reported by the test's thread below
+            failure.append(e)
+
+    server = Server(tmp_path, env)
+    runner = threading.Thread(target=execute, daemon=True)
+    try:
+        server.wait_up()
+        runner.start()
+
+        def pending():
+            for s in server.call("GET", "sessions")["sessions"]:
+                rows = server.call("GET", f"sessions/{s['id']}/approvals?status=pending")
+                if rows["approvals"]:
+                    return s["id"], rows["approvals"][0]
+            return None
+
+        sid, approval = wait_until(pending, 120, "the notebook's run to ask")
+        # What nbclient (and papermill's log) has recorded by now says what waits and how.
+        cell = nb.cells[0]
+        text = wait_until(
+            lambda: "\n".join(t for t in _texts(cell.outputs) if "Waiting for approval" in t),
+            30,
+            "the approval's text in the cell's outputs",
+        )
+        assert "Waiting for approval: bash" in text and "echo ran >> count.txt" in text, text
+        assert f"POST /api/think/sessions/{sid}/approvals/{approval['id']}" in text, text
+        assert '{"decision": "approve"}' in text and "%think_approve auto" in text, text
+        assert "does not decide this one" in text, text
+        assert "(in 15 min) it counts as rejected" in text, text
+        assert not (root / "count.txt").exists()
+        server.call("POST", f"sessions/{sid}/approvals/{approval['id']}", {"decision": "approve"})
+        runner.join(120)
+        assert not runner.is_alive(), "the notebook did not finish after the approval"
+        assert not failure, failure
+    finally:
+        server.kill()
+        if runner.is_alive():
+            client.km and client.km.shutdown_kernel(now=True)
+    assert (root / "count.txt").read_text() == "ran\n"
+    outputs = nb.cells[0].outputs
+    texts = _texts(outputs)
+    # The card's text now says what was decided; the answer follows.
+    assert any(t.startswith("Approved ") and "via api: bash" in t for t in texts), texts
+    assert not any("Waiting for approval" in t for t in texts), texts
+    markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    assert markdown and "Counted." in markdown[-1], outputs
