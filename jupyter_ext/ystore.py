@@ -97,8 +97,12 @@ def place_ystore(serverapp: Any, store_dir: Path, root_dir: str) -> Path | None:
     point = manager.extension_points.get("jupyter_server_ydoc") if manager else None
     if point is not None and point.linked and point.app is not None:
         point.app.update_config(config)
-    path = ystore_in_force(config)
     logger = getattr(serverapp, "log", log)
+    try:
+        path = ystore_in_force(config)
+    except Exception as e:  # a configured store class that cannot be imported or built
+        logger.warning("Think: cannot tell where the collaboration history is kept: %s", e)
+        return None
     if path is None:
         logger.info("Think: the collaboration history is kept by %s",
                     config.YDocExtension.ystore_class)  # fmt: skip

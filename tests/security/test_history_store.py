@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
@@ -33,7 +34,7 @@ from pycrdt.store import SQLiteYStore as PlainSQLiteYStore
 from security_server import *  # noqa: F403  (a real server: jp_*, think, peers)
 from traitlets.config import Config
 
-from jupyter_ext.ystore import LEGACY_NAME, ThinkYStore, move_legacy
+from jupyter_ext.ystore import LEGACY_NAME, ThinkYStore, move_legacy, place_ystore
 from tests.collab.peers import Peer
 from tests.waiting import until, wait_until
 from think_kernel.collab.watch import InotifyWatcher, SnapshotWatcher
@@ -305,6 +306,21 @@ def test_a_host_that_links_the_rooms_first_gets_the_store_folder_too(
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     want = tmp / "data" / "think" / workspace_key(root) / "ystore.db"
     assert f"IN FORCE ThinkYStore {want}" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_store_class_that_cannot_be_imported_does_not_stop_the_extension(
+    dirs: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    from jupyter_server.serverapp import ServerApp
+
+    ws, store, _ = dirs
+    app = ServerApp()  # not started: only its configuration is used
+    app.log = logging.getLogger("think-test-history")  # type: ignore[assignment]
+    app.config.YDocExtension.ystore_class = "no_such_module.NoStore"
+    (ws / LEGACY_NAME).write_bytes(b"old")
+    assert place_ystore(app, store, str(ws)) is None
+    assert (ws / LEGACY_NAME).read_bytes() == b"old"  # nothing moved on a guess
+    assert "cannot tell where the collaboration history is kept" in caplog.text
 
 
 # -- an old history in the workspace, planted links ----------------------------------------
