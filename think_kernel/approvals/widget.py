@@ -160,9 +160,12 @@ def _title(event: dict[str, Any]) -> str:
 
 
 def _what(event: dict[str, Any]) -> str:
+    tool = str(event.get("tool") or "")
     summary = str(event.get("summary") or "").strip()
+    if not summary.startswith(tool):  # summaries mostly name their tool already
+        summary = f"{tool}: {summary}" if summary else tool
     reason = f" ({event['reason']})" if event.get("reason") else ""
-    return f"{event.get('tool')}{': ' + summary if summary else ''}{reason}"
+    return f"{summary}{reason}"
 
 
 def _duration(seconds: float) -> str:
