@@ -47,7 +47,7 @@ def test_multi_step_tool_use_creates_file_and_lists(
     assert shown[0]["content"]["metadata"] == {} or "think" in shown[0]["content"]["metadata"]
     final = markdown_of(outputs)
     assert final.startswith("I'll create it.")
-    assert "> ▸ **write_file** `hello.py, content=<2 lines>` · ✓" in final
+    assert "> ▸ **write_file** <code>hello.py, content=&lt;2 lines&gt;</code> · ✓" in final
     assert "> ▸ **list_files** · ✓" in final
     assert final.rstrip().endswith("the folder holds `hello.py`.")
     assert "thinking" not in final and "running" not in final

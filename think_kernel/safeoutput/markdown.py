@@ -34,7 +34,9 @@ import re
 
 # Our own constant HTML lines (the transcript's collapsed reasoning). Allowed only as a whole
 # line followed by a blank line, so the HTML block marked makes of it holds nothing else.
-_OWN_LINES = re.compile(r"^(?:<details><summary>[A-Za-z ]{1,40}</summary>|</details>)$")
+_OWN_LINES = re.compile(r"^(?:<details><summary>[^<>\n]{1,200}</summary>|</details>)$")
+# An inline break with more on its line (alone on a line, marked would open an HTML block).
+_OWN_BREAK = re.compile(r"<br>(?=[ \t]*[^ \t])")
 _OPEN = re.compile(r"^( {0,3})(`{3,}(?=[^`]*$)|~{3,})(.*)$")
 _FENCE_LIKE = re.compile(r"^([ \t>*+\-0-9.)]*?)(`{3,}|~{3,})")
 _OWN_CODE = re.compile(r"<code>([^<]*)</code>")
@@ -46,6 +48,8 @@ _REMOTE = re.compile(r"^(?:https?://[^\s]+|mailto:[^\s]+)$")
 _RELATIVE = re.compile(r"^(?!/)(?!.*[:&\\])[^\s]+$")
 _DATA_IMAGE = re.compile(r"^data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=]+$")
 _TEX = re.compile(r"\\(href|style|class|cssId|data|unicode|require|url)(?![A-Za-z])")
+# What marked or JupyterLab's TeX pass would read inside ``<code>`` (prose to them).
+_CODE_PUNCT = set("\\`*_[]~!|$")
 _PUNCT = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # Info strings that make JupyterLab run a renderer of its own on the block's text.
 _RENDERED_INFO = {"mermaid"}
@@ -143,6 +147,9 @@ def _inline(line: str) -> str:
             if own:  # what _code made on an earlier pass: its content checked again
                 out.append(f"<code>{_inline(own.group(1))}</code>")
                 i = own.end()
+            elif _OWN_BREAK.match(line, i):
+                out.append("<br>")
+                i += 4
             else:
                 out.append("&lt;")
                 i += 1
@@ -197,7 +204,7 @@ def _code(content: str) -> str:
     if content.startswith(" ") and content.endswith(" ") and content.strip():
         content = content[1:-1]
     body = "".join(
-        html.escape(ch, quote=False) if ch in "<>&" else ("\\" + ch if ch in _PUNCT else ch)
+        html.escape(ch, quote=False) if ch in "<>&" else ("\\" + ch if ch in _CODE_PUNCT else ch)
         for ch in content
     )
     return f"<code>{body}</code>"
