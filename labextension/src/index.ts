@@ -7,11 +7,13 @@ import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { chatPlugin } from './chatPlugin';
 import { launcherPlugin } from './launcherPlugin';
 import { remindersPlugin } from './reminders';
+import { untrustedOutputPlugin } from './untrustedOutput';
 
 const plugins: JupyterFrontEndPlugin<void>[] = [
   chatPlugin,
   launcherPlugin,
-  remindersPlugin
+  remindersPlugin,
+  untrustedOutputPlugin
 ];
 
 export default plugins;

@@ -2,3 +2,4 @@ import './base.css';
 import './approvals.css';
 import './tasks.css';
 import './reminders.css';
+import './untrusted.css';
