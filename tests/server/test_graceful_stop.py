@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import psutil
@@ -241,5 +242,57 @@ def test_a_persons_stop_still_cancels_and_a_stop_of_the_server_keeps_it(tmp_path
         assert not [e for e in events if e["type"] == "task_retrying"]
         assert len(fake_model.requests) == 1
         assert not (tmp_path / "root" / "count.txt").exists()
+    finally:
+        second.kill()
+
+
+def test_a_reminder_set_before_a_graceful_stop_fires_once_after_the_start(tmp_path, fake_model):
+    """The model sets a reminder; the server is stopped with SIGTERM before it is due and its
+    time passes while nothing runs; the next server fires it once, marked late, and answers
+    it (as after a crash)."""
+    env = _setup(tmp_path, fake_model)
+    fake_model.reply(
+        tool_calls=[("schedule_reminder", {"when": "in 15 seconds", "message": "check the tea"})]
+    )
+    fake_model.reply(text="Set.")
+    fake_model.reply(text="Tea checked.")
+    first = Server(tmp_path, env)
+    try:
+        first.wait_up()
+        sid = first.call("POST", "sessions", {"title": "tea"})["id"]
+        first.call("POST", f"sessions/{sid}/messages", {"content": "remind me about the tea"})
+
+        def set_and_answered():
+            rows = first.call("GET", f"sessions/{sid}/schedules?kind=reminder")["schedules"]
+            return first.call("GET", f"sessions/{sid}")["run"] is None and rows
+
+        [row] = wait_until(set_and_answered, 90, "the reminder set")
+        due = row["due_at"]
+        assert row["status"] == "pending" and time.time() < due - 1, "too slow to stop first"
+        _stop(first, "SIGTERM", env)
+    finally:
+        if first.proc.poll() is None:
+            first.kill()
+    wait_until(lambda: time.time() > due + 1, 30, "the reminder's time to pass")
+    second = Server(tmp_path, env)
+    try:
+        second.wait_up()
+
+        def answered():
+            page = second.call("GET", f"sessions/{sid}/messages")["messages"]
+            run = second.call("GET", f"sessions/{sid}")["run"]
+            return run is None and page[-1]["content"] == "Tea checked." and page
+
+        page = wait_until(answered, 90, "the late reminder's run answered")
+        reminders = [
+            m
+            for m in page
+            if m["role"] == "user" and any(a["kind"] == "reminder" for a in m["attachments"] or [])
+        ]
+        assert len(reminders) == 1, [(m["role"], m["content"][:60]) for m in page]
+        assert reminders[0]["attachments"][0]["late"] is True
+        [row] = second.call("GET", f"sessions/{sid}/schedules?kind=reminder")["schedules"]
+        assert row["status"] == "done" and row["fired_count"] == 1
+        assert len(fake_model.requests) == 3
     finally:
         second.kill()
