@@ -21,7 +21,7 @@ from think_kernel.sandbox.probes import python_env
 ATTACKS = ("the Python environment", "network", "host sockets", "files", "secrets",
            "the store", "the history store", "the kernel process", "its own launcher",
            "another session: signal", "another session: its private files", "fork bomb",
-           "memory", "disk", "a wedged launcher")  # fmt: skip
+           "memory", "disk", "a wedged launcher", "output scripting")  # fmt: skip
 
 
 def verdicts(markdown: str) -> dict[str, dict[str, bool]]:

@@ -128,6 +128,7 @@ async def run_probes(
                 ("memory across processes", lambda: _memory(a)),
                 ("disk writes", lambda: _disk(a)),
                 ("a wedged launcher", lambda: _wedge(b)),
+                ("output scripting", lambda: output_scripting(a)),
             ]
             for name, probe in probes:
                 if progress is not None:
@@ -142,6 +143,31 @@ async def run_probes(
         await asyncio.to_thread(shutil.rmtree, outside, True)
     report.seconds = time.perf_counter() - start
     return report
+
+
+async def output_scripting(sb: Sandbox) -> Probe:
+    """Sandboxed code displays HTML, JavaScript, SVG and Markdown with handlers: what the
+    kernel would publish of it must hold no MIME type the page could run."""
+    from ..safeoutput import UNTRUSTED_MIME, safe_bundle, scriptable
+
+    code = textwrap.dedent("""
+        display({"text/html": "<img src=x onerror=alert(1)><script>alert(2)</script>",
+                 "text/plain": "html"})
+        display({"application/javascript": "alert(3)", "text/plain": "js"})
+        display({"text/markdown": "<img src=x onerror=alert(4)>", "text/plain": "md"})
+        display({"image/svg+xml": "<svg onload='alert(5)'/>", "text/plain": "svg"})
+    """)
+    res = await sb.run_python(code, fresh=True)
+    sent = [safe_bundle({k: v for k, v in b.items() if "/" in k}) for b in res.outputs]
+    leaks = sorted({mime for data in sent for mime in scriptable(data)})
+    framed = sum(UNTRUSTED_MIME in data for data in sent)
+    ok = len(sent) == 4 and not leaks and framed == 3
+    detail = "HTML, JavaScript and SVG go to a sandboxed frame; Markdown is sanitised"
+    if leaks:
+        detail = "would reach the page: " + ", ".join(leaks)
+    elif not ok:
+        detail = f"expected 4 displays (3 framed), got {len(sent)} ({framed} framed)"
+    return Probe("output scripting: HTML and JavaScript from sandboxed code", ok, detail)
 
 
 async def _network(sb: Sandbox) -> Probe:
