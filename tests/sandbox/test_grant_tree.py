@@ -7,14 +7,17 @@ had listed the folder)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from think_kernel.sandbox import launch
+from think_kernel.sandbox import Sandbox, SandboxConfig, SandboxError, launch
 from think_kernel.sandbox.launch import (
     _ACL_GROUP,
     _ACL_MASK,
@@ -112,3 +115,27 @@ def test_a_file_written_while_the_walk_lists_its_folder_is_granted(
     assert _has_grant(ws / "hello.py") and _has_grant(ws / "kept.py")
     _write(ws / "sub", "later.py", "y = 2\n")  # after the walk: the default ACL gives it
     assert _has_grant(ws / "sub" / "later.py")
+
+
+async def test_a_start_that_cannot_prepare_fails_clearly_and_the_next_one_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Preparing the session (uid, cgroup, private paths, workspace ACLs) touches a live file
+    # system. An error there is the sandbox's clear, passing refusal (the runtime tries again
+    # on the next use), not an unexpected exception the session keeps answering with.
+    ws = Path(tempfile.mkdtemp(prefix="think-grant-"))  # outside pytest's 0700 basetemp
+    config = SandboxConfig(preload_modules=[])
+
+    def refused(cfg: SandboxConfig) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted", str(ws / "locked"))
+
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(launch, "ensure_private", refused)
+            with pytest.raises(SandboxError, match="locked"):
+                await Sandbox.create(ws, "grant-prepare", config)
+        async with await Sandbox.create(ws, "grant-prepare", config) as sb:
+            res = await sb.run_python("print(6 * 7)")
+            assert res.ok and res.stdout == "42\n", res
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)

@@ -148,6 +148,10 @@ class Sandbox:
             self.resources.prepare()
         except ResourceError as e:
             raise SandboxError(str(e)) from None
+        except OSError as e:
+            # The file system is live (the workspace, the private paths): say what failed as
+            # the sandbox's own error, which callers report and retry on the next use.
+            raise SandboxError(f"cannot prepare the session's sandbox: {e}") from e
 
     async def _start_launcher(self) -> None:
         cg = self.cgroup
