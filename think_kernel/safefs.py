@@ -33,6 +33,7 @@ import platform
 import secrets
 import shutil
 import stat
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -170,6 +171,7 @@ class SafeRoot:
         # The root itself may be reached through a link: the person who started us chose it.
         self.root = Path(os.path.realpath(root))
         self.use_openat2 = HAVE_OPENAT2 if use_openat2 is None else use_openat2 and HAVE_OPENAT2
+        self._anchor = threading.local()
         self.private: list[Path] = []
         for p in private:
             real = Path(os.path.realpath(p))
@@ -201,7 +203,26 @@ class SafeRoot:
     # ------------------------------------------------------------------ directories
 
     def _root_fd(self) -> int:
+        anchor = getattr(self._anchor, "fd", None)
+        if anchor is not None:
+            return os.open(".", _O_DIR, dir_fd=anchor)
         return os.open(self.root, _O_DIR)
+
+    def _root_stat(self) -> os.stat_result:
+        anchor = getattr(self._anchor, "fd", None)
+        return os.stat(self.root) if anchor is None else os.stat(".", dir_fd=anchor)
+
+    @contextlib.contextmanager
+    def anchored(self, fd: int) -> Iterator[None]:
+        """In this thread, reach the root through ``fd`` (an ``O_PATH`` fd of it) instead of
+        its path: a thread with a sandboxed session's rights then needs them on the root and
+        below only, not on the folders above it (a home folder made 0700), which the person
+        who started us chose and which need not let that uid through."""
+        self._anchor.fd = fd
+        try:
+            yield
+        finally:
+            self._anchor.fd = None
 
     def open_dir(self, parts: Sequence[str], *, create: bool = False, follow: bool = False) -> int:
         """An fd of the folder ``parts`` (the caller closes it).
@@ -379,7 +400,7 @@ class SafeRoot:
         """The entry itself (a link is not followed); None if it does not exist."""
         parts = self.parts(path)
         if not parts:
-            return os.stat(self.root)
+            return self._root_stat()
         try:
             dfd = self.open_dir(parts[:-1])
         except FileNotFoundError:
@@ -393,12 +414,12 @@ class SafeRoot:
         """Like :meth:`lstat`, but links that stay inside the root are followed."""
         parts = self.parts(path)
         if not parts:
-            return os.stat(self.root)
+            return self._root_stat()
         try:
             fd = self._beneath(parts, os.O_PATH | os.O_CLOEXEC, True)
             if fd is None:
                 real = self._resolved_inside(parts)
-                return self.lstat("/".join(real)) if real else os.stat(self.root)
+                return self.lstat("/".join(real)) if real else self._root_stat()
             try:
                 return os.fstat(fd)
             finally:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import tempfile
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -306,3 +308,25 @@ async def test_the_files_thread_changes_only_its_own_credentials(workspace: Path
         assert _current() == (0, 0, tuple(sorted(os.getgroups()))) and secret.read_text()
     finally:
         files.close()
+
+
+async def test_folders_above_the_workspace_need_not_let_the_session_through(tier: Tier) -> None:
+    """The tools reach the workspace root with the kernel's rights (the kernel chose it) and
+    need the session's from there on: a folder above made private (``chmod 700``, which also
+    resets the ACL that let the session's uid through) does not stop them."""
+    parent = Path(tempfile.mkdtemp(prefix="think-sec-above-"))
+    try:
+        ws = parent / "ws"
+        ws.mkdir()
+        (ws / "shared.txt").write_text("shared\n")
+        async with runtimes(tier, ws)("a") as a:
+            assert a.sandbox
+            os.chmod(parent, 0o700)
+            out = await tool(a, "read_file", path="shared.txt")
+            assert out.ok and "shared" in out.text, out
+            out = await tool(a, "write_file", path="new.txt", content="new\n")
+            assert out.ok and (ws / "new.txt").read_text() == "new\n", out
+            out = await tool(a, "list_files", path=".")
+            assert out.ok and "new.txt" in out.text, out
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)

@@ -194,7 +194,20 @@ class LocalWorkspace:
         try:
             if files is None:
                 return await asyncio.to_thread(fn)
-            return await files.run(fn)
+            # The root is opened with the kernel's rights (see SafeRoot.anchored); the job
+            # closes it, or, cancelled before it ran, the callback does.
+            anchor = os.open(self.fs.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+
+            def job() -> T:
+                try:
+                    with self.fs.anchored(anchor):
+                        return fn()
+                finally:
+                    os.close(anchor)
+
+            fut = files.submit(job)
+            fut.add_done_callback(lambda f: os.close(anchor) if f.cancelled() else None)
+            return await asyncio.wrap_future(fut)
         except OSError as e:
             raise os_error(path, e, need if files is not None else "") from None
 
