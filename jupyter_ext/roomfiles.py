@@ -60,6 +60,10 @@ log = logging.getLogger(__name__)
 DISK_ORIGIN = "disk"
 #: Seconds between looks at an idle room the agent opened while it still has unsaved changes.
 UNSAVED_RETRY = 1.0
+#: Seconds between attempts to install the loaders while jupyter_server_ydoc is not loaded,
+#: and how many attempts (a server without it gives up after INSTALL_TRIES * INSTALL_RETRY).
+INSTALL_RETRY = 0.02
+INSTALL_TRIES = 500
 
 
 @dataclass
@@ -315,16 +319,34 @@ class RoomFiles:
         if isinstance(mapping, ThinkFileLoaderMapping):
             self.mapping = mapping
             return True
-        if getattr(mapping, "_FileLoaderMapping__dict", None):  # only to warn
-            log.warning("Think: rooms opened before the merge of disk changes was installed")
         # The same object is referenced by the extension and by the room handler's kwargs:
         # changing its class keeps every reference (no handler is rebuilt).
         mapping.__class__ = ThinkFileLoaderMapping
         assert isinstance(mapping, ThinkFileLoaderMapping)
         mapping.files = self
         self.mapping = mapping
+        self._adopt_open(mapping)
         self.rooms_changed()
         return True
+
+    def _adopt_open(self, mapping: ThinkFileLoaderMapping) -> None:
+        """Make ours the loaders of rooms opened before :meth:`install` (a tab that joined
+        while the server still loaded): else their saves are never flushed nor held, and a
+        run reads what the room saved last."""
+        found = getattr(mapping, "_FileLoaderMapping__dict", None)
+        if not isinstance(found, dict) or not found:
+            return
+        log.info(
+            "Think: %d file(s) opened before the merge of disk changes was installed", len(found)
+        )
+        for loader in list(found.values()):
+            if not isinstance(loader, ThinkFileLoader):
+                # Their bases are unknown: the first flush saves them (the room is the truth).
+                ThinkFileLoader.adopt(loader, self)
+        server = getattr(self._ydoc_ext, "ywebsocket_server", None)
+        for room in list(getattr(server, "rooms", {}).values()):
+            if isinstance(room, DocumentRoom):
+                self.track(room)
 
     @property
     def any_open(self) -> bool:
@@ -347,13 +369,22 @@ class RoomFiles:
             except Exception:
                 log.exception("Think: a room listener failed")
 
-    def install_later(self) -> None:
-        """Install once the event loop turns (jupyter_server_ydoc may load after us)."""
+    def install_later(self, tries: int = INSTALL_TRIES) -> None:
+        """Install once the event loop turns, after jupyter_server_ydoc has loaded.
+
+        Extensions load in name order, so it loads after us; and the loop may turn before
+        it did (our first spare kernel starts while extensions load): then try again, a
+        timer's turn later, until it is there (a room it opens meanwhile is adopted)."""
         try:
             loop = asyncio.get_event_loop()
         except RuntimeError:
             return
-        loop.call_soon(self.install)
+
+        def attempt(left: int) -> None:
+            if not self.install() and left > 0:
+                loop.call_later(INSTALL_RETRY, attempt, left - 1)
+
+        loop.call_soon(attempt, tries)
 
     def track(self, room: DocumentRoom) -> RoomActivity:
         """Follow people's edits and cursors in a room (from its creation on)."""
