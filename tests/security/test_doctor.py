@@ -15,13 +15,14 @@ import pytest
 import pytest_asyncio
 
 from tests.kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel
-from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers, launch
-from think_kernel.sandbox.probes import python_env
+from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers, envpaths, launch
+from think_kernel.sandbox.probes import python_env, python_env_writes
 
-ATTACKS = ("the Python environment", "network", "host sockets", "files", "secrets",
-           "the store", "the history store", "the kernel process", "its own launcher",
-           "another session: signal", "another session: its private files", "fork bomb",
-           "memory", "disk", "a wedged launcher", "output scripting")  # fmt: skip
+ATTACKS = ("the Python environment", "the kernel's Python: write", "network",
+           "host sockets", "files", "secrets", "the store", "the history store",
+           "the kernel process", "its own launcher", "another session: signal",
+           "another session: its private files", "fork bomb", "memory", "disk",
+           "a wedged launcher", "output scripting")  # fmt: skip
 
 
 def verdicts(markdown: str) -> dict[str, dict[str, bool]]:
@@ -152,3 +153,20 @@ async def test_env_probe_not_green_when_the_kernel_has_what_the_sandbox_cannot_i
     assert not probe.contained, probe
     assert "No module named 'think_kernel_only_mod'" in probe.detail, probe
     assert "Fix: " in probe.detail, probe
+
+
+async def test_write_probe_refused_on_the_env_and_reports_a_writable_one(
+    any_tier: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = await python_env_writes(any_tier)
+    if any_tier.tier == Tier.RLIMITS and os.geteuid() != 0:
+        assert not probe.contained  # the kernel's own uid, no file isolation: said, not hidden
+    else:
+        assert probe.contained and probe.detail == "refused: read-only", probe
+    # A folder the sandbox may write (its workspace), counted as the environment: the probe
+    # says so, and leaves nothing behind.
+    ws = str(any_tier.workspace)
+    monkeypatch.setattr(envpaths, "core_paths", lambda: [ws])
+    probe = await python_env_writes(any_tier)
+    assert not probe.contained and probe.detail.startswith(f"wrote {ws}/.think-doctor-write-")
+    assert os.listdir(ws) == []

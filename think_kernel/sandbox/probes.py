@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..dataclasses_light import dataclass
 from ..waits import wait_for
-from . import launch
+from . import envpaths, launch
 from .config import SandboxConfig
 from .limits import LimitRow, markdown_table
 from .sandbox import Sandbox, SandboxError
@@ -114,6 +114,7 @@ async def run_probes(
         ):
             probes: list[tuple[str, Callable[[], Awaitable[Probe]]]] = [
                 ("the Python environment", lambda: python_env(a)),
+                ("the kernel's Python", lambda: python_env_writes(a)),
                 ("network", lambda: _network(a)),
                 ("host sockets", lambda: _sockets(a, ws)),
                 ("files outside the workspace", lambda: _outside(a, outside)),
@@ -505,6 +506,30 @@ async def python_env(sb: Sandbox, packages: Sequence[str] = ENV_PACKAGES) -> Pro
         return Probe(attack, False, "; ".join(problems) + ". " + _env_fix(sb))
     note = f"; not installed in the kernel's environment: {', '.join(missing)}" if missing else ""
     return Probe(attack, True, f"{mods} import; `{name}` in bash is {pybin}/{name}{note}")
+
+
+async def python_env_writes(sb: Sandbox) -> Probe:
+    """Sandboxed code cannot write the kernel's Python (prefixes, standard library,
+    site-packages): what it put there would run in the kernel next."""
+    name = f".think-doctor-write-{os.getpid()}"
+    targets = [os.path.join(d, name) for d in envpaths.core_paths()]
+    each = " ".join(f"'{t}'" for t in targets)
+    await sb.run_bash(f'for t in {each}; do echo x > "$t"; done 2>/dev/null; true')
+    wrote = await asyncio.to_thread(_remove_written, targets)
+    ok = not wrote
+    return Probe("the kernel's Python: write into it", ok,
+                 "refused: read-only" if ok else "wrote " + ", ".join(wrote))  # fmt: skip
+
+
+def _remove_written(targets: list[str]) -> list[str]:
+    """Those of ``targets`` that exist, removed."""
+    found = []
+    for t in targets:
+        if os.path.lexists(t):
+            found.append(t)
+            with contextlib.suppress(OSError):
+                os.unlink(t)
+    return found
 
 
 def _python_in_bash() -> tuple[str, str]:
