@@ -7,7 +7,7 @@ kernel, as root: they must not open what the calling session could not open itse
 disk access of a tool call runs in a thread that holds the session's filesystem credentials::
 
     files = SessionFiles(Identity(uid=1600000007, gid=1599999999))
-    text = await files.run(lambda: open("/ws/a.txt").read())   # EACCES as the session gets
+    text = await files.run(lambda: open("/ws/a.txt").read())  # refused as its code would be
     files.close()
 
 Why a thread: Linux keeps credentials per thread. ``setfsuid``/``setfsgid`` change only the
@@ -21,6 +21,11 @@ reimplement ACLs and miss the next rule; opening inside the sandbox and passing 
 would cost a round trip to the sandbox per file. The thread is dedicated (never handed back
 to a pool) and checks its credentials before each job, in case something in the kernel
 called a glibc set*id that broadcasts to every thread.
+
+What then runs with the kernel's or the server's rights (an edit through a collaboration
+room, the kernel's document history) is checked in this thread first
+(``LocalWorkspace.check_access``): a check, then the act. The root itself is reached with
+the kernel's rights (``SafeRoot.anchored``): the session's count from there on.
 
 A runtime puts its :class:`ActingAs` in ``ToolContext.extras["acting"]``;
 :class:`~think_kernel.tools.base.ToolRegistry` makes it the context of each call
