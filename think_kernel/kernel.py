@@ -631,6 +631,17 @@ class ThinkKernel(IPythonKernel):
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         """Close the runtime (store, sandbox) before the process exits; chat runs are left
         as they are in the store (a shutdown is not a Stop)."""
+        # ipykernel answers shutdown_request on its control thread; the runtime, the link and
+        # their tasks belong to the main loop (awaited from here, their futures fail).
+        loop = self._main_loop
+        if loop is not None and loop.is_running() and loop is not asyncio.get_running_loop():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._close(), loop))
+        else:
+            await self._close()
+        return super().do_shutdown(restart)
+
+    async def _close(self) -> None:
+        """On the main loop: leave the chat runs, then close reminders and the runtime."""
         await self._leave_chat_runs()
         if self.reminders is not None:
             try:
@@ -644,7 +655,6 @@ class ThinkKernel(IPythonKernel):
                 except Exception:
                     log.exception("closing the runtime failed")
         self.runtime = self._prepared = None
-        return super().do_shutdown(restart)
 
     async def _leave_chat_runs(self) -> None:
         """End this process's chat runs without a trace in the store or on the server.
