@@ -12,13 +12,18 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SandboxFactory
 
+from tests.waiting import until
 from think_kernel.sandbox import SandboxConfig, Tier
 from think_kernel.sandbox.limits import describe_limits
 from think_kernel.sandbox.meter import free_bytes
+from think_kernel.sandbox.result import ExecResult
+from think_kernel.sandbox.runs import Run
+from think_kernel.sandbox.sandbox import Sandbox
 
 MIB = 1 << 20
 
@@ -27,6 +32,7 @@ MIB = 1 << 20
 WRITE_150 = (
     "with open('b.bin', 'wb') as f:\n    for _ in range(150): f.write(b'x' * (1 << 20)); f.flush()"
 )
+WRITE_20 = "with open('a{}.bin', 'wb') as f: f.write(b'x' * (20 << 20))"
 
 
 async def test_two_runs_together_past_the_session_budget_stop_then_refuse(
@@ -78,6 +84,30 @@ async def test_runs_at_once_are_counted_once(open_sandbox: SandboxFactory) -> No
         assert 80 <= int(value.split()[0]) < 100, value
         after = await sb.run_bash("echo still")
         assert after.ok and after.stdout == "still\n", after
+
+
+async def test_a_run_the_kernel_looks_at_late_is_charged_in_full(
+    open_sandbox: SandboxFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loaded kernel may first look at a run after it wrote (here: after it ended). What it
+    # wrote is still charged: the session's written bytes are read before the run starts.
+    collect = Sandbox._collect
+
+    async def late(self: Sandbox, run: Run, *args: Any, **kw: Any) -> ExecResult:
+        await until(lambda: run.exit is not None, 30, "the run's end")
+        return await collect(self, run, *args, **kw)
+
+    monkeypatch.setattr(Sandbox, "_collect", late)
+    async with open_sandbox("late", session_write_mb=100, max_write_mb=0) as sb:
+        for i, run in enumerate(
+            (
+                lambda: sb.run_bash("head -c 20M /dev/zero > a0.bin"),
+                lambda: sb.run_python(WRITE_20.format(1), fresh=True),
+            )
+        ):
+            assert (await run()).ok
+            used = {r.name: r for r in sb.limits()}["disk writes per session"].value
+            assert int(used.split()[0]) >= 20 * (i + 1), (i, used)
 
 
 async def test_runs_are_refused_below_the_free_space_floor(

@@ -12,7 +12,8 @@ and the tmpfs size bound them instead::
     refused = ledger.refusal()                        # an ExecResult before a run, or None
     watch = WriteWatch(list_pids, last_listed_pids, budget=1 << 30, interval=0.2,
                        in_thread=False, ledger=ledger)
-    watch.start(spawn, on_exceeded)   # on_exceeded(message) is awaited once
+    base = written_bytes(last_listed_pids())          # before the run starts
+    watch.start(spawn, on_exceeded, base)             # on_exceeded(message) is awaited once
     ...
     watch.stop()                      # the run ended: its writes are charged to the session
 
@@ -204,9 +205,11 @@ class WriteWatch:
         self,
         spawn: Callable[[Any], asyncio.Task[Any]],
         on_exceeded: Callable[[str], Awaitable[None]],
+        base: int | None = None,
     ) -> None:
-        """Take the baseline now, then check in a task made by ``spawn``."""
-        self.base = written_bytes(self.known_pids())
+        """Check in a task made by ``spawn``, from ``base`` (the session's written bytes before
+        the run started; read now when not given: a run already writing is then undercounted)."""
+        self.base = written_bytes(self.known_pids()) if base is None else base
         if self.ledger is not None:
             self.ledger.begin(self.base)
         self._open = True

@@ -28,7 +28,7 @@ from .config import SandboxConfig
 from .launcher import Launcher, LauncherError, LaunchSpec
 from .limits import LimitRow, with_disk_use
 from .loopback import LoopbackHandler, LoopbackServer
-from .meter import DiskLedger, WriteWatch
+from .meter import DiskLedger, WriteWatch, written_bytes
 from .result import ExecResult, OutputBuffer, classify
 from .runs import Run, open_pipes, send_line, serve_channel
 from .session import ResourceError, SessionResources
@@ -532,6 +532,7 @@ class Sandbox:
         seconds = self._timeout(limit)
         for attempt in (1, 2):
             ooms = self._oom_kills()  # before the run starts: see _oom_kills
+            written = self._written()  # the same
             taken = None
             if kind == "bash" and attempt == 1:
                 taken = await self._take_primed(payload["command"], self._ack(seconds))
@@ -542,7 +543,7 @@ class Sandbox:
             run.worker = worker
             self._active.add(run)
             try:
-                res = await self._collect(run, seconds, on_output, ooms, need_exit=True)
+                res = await self._collect(run, seconds, on_output, ooms, written, need_exit=True)
             except asyncio.CancelledError:
                 await asyncio.shield(self._kill_cancelled(run))
                 raise
@@ -574,6 +575,7 @@ class Sandbox:
         start = time.perf_counter()
         seconds = self._timeout(limit)
         ooms = self._oom_kills()
+        written = self._written()
         warm = self._warms.get(worker)
         notes: list[str] = []
         if warm is None or warm.exit is not None or warm.chan is None or warm.chan_closed:
@@ -597,7 +599,7 @@ class Sandbox:
             finally:
                 os.close(out_w)
                 os.close(err_w)
-            res = await self._collect(cell, seconds, on_output, ooms, need_exit=False)
+            res = await self._collect(cell, seconds, on_output, ooms, written, need_exit=False)
         except asyncio.CancelledError:
             if self._warms.get(worker) is cell:
                 del self._warms[worker]  # the next cell gets a fresh worker
@@ -623,8 +625,9 @@ class Sandbox:
             res.warnings.insert(0, TIER3_WARNING)
         return res
 
-    def _watch(self, run: Run) -> WriteWatch | None:
-        """Start the disk watch of one run (None when there is no budget and no floor)."""
+    def _watch(self, run: Run, written: int) -> WriteWatch | None:
+        """Start the disk watch of one run from ``written``, the session's written bytes before
+        it started (None when there is no budget and no floor)."""
         cfg = self.config
         if cfg.max_write_mb <= 0 and cfg.session_write_mb <= 0 and cfg.min_free_mb <= 0:
             return None
@@ -642,8 +645,13 @@ class Sandbox:
             await self._kill(run, "disk")
             run.queue.put_nowait(("wake", "", b""))
 
-        watch.start(self._spawn_task, exceeded)
+        watch.start(self._spawn_task, exceeded, written)
         return watch
+
+    def _written(self) -> int:
+        """The session's written bytes now: a run's disk baseline. Read before the run starts,
+        as :meth:`_oom_kills` is: a loaded kernel may first look at a run after it wrote."""
+        return written_bytes(self.resources.known_pids(self._root_pid()))
 
     def _oom_kills(self) -> int:
         """The session's count of processes killed for its memory limit. A run's memory kill
@@ -657,6 +665,7 @@ class Sandbox:
         limit: float,
         on_output: OutputCallback | None,
         ooms: int,
+        written: int,
         need_exit: bool,
     ) -> ExecResult:
         loop = asyncio.get_running_loop()
@@ -669,7 +678,7 @@ class Sandbox:
         grace_set = False
         noted = False
         asked = False
-        watch = self._watch(run)
+        watch = self._watch(run, written)
 
         async def emit(stream: str, text: str) -> None:
             if on_output is not None and text:
