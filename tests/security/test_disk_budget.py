@@ -27,10 +27,12 @@ from think_kernel.sandbox.sandbox import Sandbox
 
 MIB = 1 << 20
 
-# Writes up to 150 MiB in 1 MiB steps (under the per-run limit of these tests), so a check
-# between two steps can stop it.
+# Writes 1 MiB every 10 ms until a budget stops it (150 MiB at most, under the per-run limit of
+# these tests): a writer that finished between two checks would pass whatever the budget did,
+# on a loaded machine.
 WRITE_150 = (
-    "with open('b.bin', 'wb') as f:\n    for _ in range(150): f.write(b'x' * (1 << 20)); f.flush()"
+    "import time\nwith open('b.bin', 'wb') as f:\n"
+    "    for _ in range(150): f.write(b'x' * (1 << 20)); f.flush(); time.sleep(0.01)"
 )
 WRITE_20 = "with open('a{}.bin', 'wb') as f: f.write(b'x' * (20 << 20))"
 
