@@ -211,6 +211,10 @@ export async function startLab({
         await model.script(SCRIPTS[kind]);
       }
     },
+    /** Queue these replies of the fake model (`tool_calls` as `[[name, args], ...]`). */
+    async scriptReplies(replies) {
+      await model.script(replies);
+    },
     /** What the fake model recorded (real backend), or null. */
     async modelStats() {
       return model ? model.stats() : null;
@@ -371,6 +375,18 @@ export async function openLab(context, lab, { colorScheme } = {}) {
   await page.goto(`${lab.url}/lab?token=${lab.token}&reset`);
   await page.waitForSelector('#jp-main-dock-panel', { timeout: 60000 });
   return page;
+}
+
+/**
+ * Open JupyterLab in a new page with a file of the server's root in an editor tab
+ * (`/lab/tree/<name>`); resolves with the editor once it shows the file.
+ */
+export async function openFile(context, lab, name) {
+  const page = await context.newPage();
+  await page.goto(`${lab.url}/lab/tree/${name}?token=${lab.token}&reset`);
+  const editor = page.locator('.jp-FileEditor .cm-content').first();
+  await editor.waitFor({ state: 'visible', timeout: 60000 });
+  return { page, editor };
 }
 
 /** Show the chat sidebar. */
