@@ -29,6 +29,10 @@ it once it was unused for the extension's ``document_cleanup_delay``, with nothi
 still no client. Until then each sandboxed run flushes first (see :attr:`RoomFiles.any_open`).
 
 Saving goes through the same contents manager call the room's autosave uses.
+
+jupyter_server_ydoc loads after this extension (extensions load in name order), so
+:meth:`RoomFiles.install_later` tries again until its mapping is there; the loaders of rooms
+opened before the install (a tab that reconnected at once) are adopted by :meth:`install`.
 """
 
 from __future__ import annotations
