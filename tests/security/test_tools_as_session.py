@@ -330,3 +330,65 @@ async def test_folders_above_the_workspace_need_not_let_the_session_through(tier
             assert out.ok and "new.txt" in out.text, out
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+SWAPPER = textwrap.dedent("""
+    import ctypes, os, platform, time
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = {"x86_64": 316, "aarch64": 276}[platform.machine()]
+    # Exchange A's private folder and B's own one (same parent: no right on A's folder is
+    # needed) every half millisecond, until the kernel has made its writes. (Nonstop, the
+    # renames would stall the kernel's own path lookups and leave few writes to race.)
+    end, swaps = time.time() + 30, 0
+    while time.time() < end and not os.path.exists("stop"):
+        if libc.syscall(renameat2, -100, b"mine", -100, b"private", 2) == 0:  # EXCHANGE
+            swaps += 1
+            if swaps == 200:
+                open("swapped", "w").close()
+        time.sleep(0.0005)
+    print("swaps", swaps)
+""")
+
+
+async def test_a_folder_swapped_between_check_and_write_is_never_written(
+    open_runtime: RuntimeFactory, workspace: Path
+) -> None:
+    """B's code swaps its own folder with A's private one while B's agent writes into its
+    own: a check as B followed by a write as root would land in A's folder some of the time.
+    The write happens as B, so it lands in B's folder or is refused."""
+    async with open_runtime("a") as a, open_runtime("b") as b:
+        assert a.sandbox and b.sandbox
+        made = await a.sandbox.run_bash(
+            'mkdir private && echo "a\'s secret" > private/f.txt && chmod 700 private && echo ok'
+        )
+        assert made.stdout == "ok\n", made
+        mine = await b.sandbox.run_bash("mkdir mine && echo mine > mine/f.txt && echo ok")
+        assert mine.stdout == "ok\n", mine
+        swapper = asyncio.ensure_future(b.sandbox.run_python(SWAPPER, fresh=True, timeout=60))
+        await until(lambda: swapper.done() or (workspace / "swapped").exists(), 30, "swaps")
+        b.read_paths.add("mine/f.txt")
+        results = {"written": 0, "refused": 0}
+        for i in range(300):
+            out = await tool(b, "write_file", path="mine/f.txt", content=f"b wrote {i}\n")
+            results["written" if out.ok else "refused"] += 1
+            if swapper.done():
+                break
+        (workspace / "stop").write_text("")
+        res = await swapper
+        assert res.ok and int(res.stdout.split()[-1]) > 200, res
+        assert results["written"] + results["refused"] >= 10, results
+        # Wherever the folders ended up, A's file holds A's text and B's holds B's.
+        for name in ("private", "mine"):
+            text = (workspace / name / "f.txt").read_text()
+            owner = (workspace / name).stat().st_uid
+            if owner == a.sandbox.identity[0]:  # type: ignore[index]
+                assert text == "a's secret\n", (name, text, results)
+            else:
+                assert text == "mine\n" or text.startswith("b wrote"), (name, text)
+        # The legitimate use: once the race is over, B writes into its own folder.
+        if (workspace / "mine").stat().st_uid != b.sandbox.identity[0]:  # type: ignore[index]
+            os.rename(workspace / "mine", workspace / "tmp")
+            os.rename(workspace / "private", workspace / "mine")
+            os.rename(workspace / "tmp", workspace / "private")
+        out = await tool(b, "write_file", path="mine/g.txt", content="b, after\n")
+        assert out.ok and (workspace / "mine" / "g.txt").read_text() == "b, after\n", out

@@ -138,7 +138,8 @@ class LocalDocuments:
         """The normalised workspace-relative path (PathError if it leaves the workspace)."""
         return self.workspace.relative(self.workspace.resolve(path))
 
-    # Disk access goes through the workspace's SafeRoot: never through a planted link.
+    # Disk access goes through the workspace's SafeRoot (never through a planted link), in a tool
+    # call with the calling session's rights (``run_io``): what it checked is what is opened.
 
     def _disk_stat(self, rel: str) -> os.stat_result | None:
         try:
@@ -213,7 +214,7 @@ class LocalDocuments:
         """Load ``path`` and merge changes made on disk since; call with its lock held."""
         rel = self.rel(path)
         entry = await self._entry(rel)
-        st = await asyncio.to_thread(self._disk_stat, rel)
+        st = await self.workspace.run_io(rel, lambda: self._disk_stat(rel), "read")
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PathError(f"{path!r} is a directory")
         disk = _stat_of(st)
@@ -225,7 +226,7 @@ class LocalDocuments:
             return entry
         if disk == entry.stat:
             return entry
-        text, disk = await asyncio.to_thread(self._read, rel)
+        text, disk = await self.workspace.run_io(rel, lambda: self._read(rel), "read")
         if entry.pending:
             await self._record(entry)
         if entry.version >= 0 and text == serialise_or_none(entry.doc):
@@ -309,7 +310,7 @@ class LocalDocuments:
             except OSError as e:
                 raise os_error(entry.path, e) from None
 
-        entry.stat = await asyncio.to_thread(write)
+        entry.stat = await self.workspace.run_io(entry.path, write, "write")
         entry.disk_version = version
         return version
 
@@ -427,7 +428,9 @@ class LocalDocuments:
             entry.pending_meta = (origin, action_id, "deleted")
             version = await self._record(entry)
             try:
-                await asyncio.to_thread(self.workspace.fs.unlink, entry.path)
+                await self.workspace.run_io(
+                    entry.path, lambda: self.workspace.fs.unlink(entry.path), "delete"
+                )
             except OSError as e:
                 raise os_error(entry.path, e) from None
             entry.stat, entry.disk_version = None, version

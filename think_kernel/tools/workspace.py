@@ -185,7 +185,7 @@ class LocalWorkspace:
             raise PathError(str(e)) from None
         return rel
 
-    async def _io(self, path: str, fn: Callable[[], T], need: str = "") -> T:
+    async def run_io(self, path: str, fn: Callable[[], T], need: str = "") -> T:
         """Run ``fn`` off the event loop, with the calling session's rights where the
         runtime acts as one (see :mod:`think_kernel.sandbox.asuser`); ``need`` (read,
         list, write, delete) names what a refusal refused."""
@@ -236,7 +236,7 @@ class LocalWorkspace:
                 self.fs.stat(asked)
             check(rel)
 
-        await self._io(asked or ".", may, need)
+        await self.run_io(asked or ".", may, need)
 
     def _may_read(self, rel: str) -> None:
         with self.fs.open_read(rel):
@@ -302,7 +302,7 @@ class LocalWorkspace:
         """A whole UTF-8 file (too big or not UTF-8: a ToolError that says what to do)."""
         rel = self.rel(path)
         try:
-            data = await self._io(rel, lambda: self.read_bytes_sync(rel), "read")
+            data = await self.run_io(rel, lambda: self.read_bytes_sync(rel), "read")
         except PathError as e:
             if e.code == "TOO_LARGE":
                 raise ToolError(self.too_large(rel), "TOO_LARGE") from None
@@ -325,7 +325,7 @@ class LocalWorkspace:
             with self.fs.open_read(rel) as f:
                 return read_page(f, offset, limit, max_bytes=20_000)
 
-        return await self._io(rel, read, "read")
+        return await self.run_io(rel, read, "read")
 
     def check_replaceable(self, rel: str) -> bool:
         """Whether ``rel`` exists; refuses a file the text tools must not rewrite."""
@@ -356,7 +356,7 @@ class LocalWorkspace:
             self.check_replaceable(rel)
             self.fs.write_bytes(rel, data)
 
-        await self._io(rel, write, "write")
+        await self.run_io(rel, write, "write")
 
     async def delete(self, path: str) -> None:
         """Delete one file (directories are refused; a link is removed, not followed)."""
@@ -373,7 +373,7 @@ class LocalWorkspace:
                 raise PathError(f"{path!r} is a directory; only files can be deleted")
             self.fs.unlink(rel)
 
-        await self._io(rel, delete, "delete")
+        await self.run_io(rel, delete, "delete")
 
     async def list(self, path: str = ".") -> list[Entry]:
         """List one directory, sorted, hiding caches and our temp files."""
@@ -401,7 +401,7 @@ class LocalWorkspace:
                     out.append(Entry(child_rel, is_dir, size))
             return out
 
-        return await self._io(rel or ".", _list, "list")
+        return await self.run_io(rel or ".", _list, "list")
 
     def _is_private(self, rel: str) -> bool:
         try:
