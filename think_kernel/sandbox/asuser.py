@@ -22,10 +22,12 @@ would cost a round trip to the sandbox per file. The thread is dedicated (never 
 to a pool) and checks its credentials before each job, in case something in the kernel
 called a glibc set*id that broadcasts to every thread.
 
-What then runs with the kernel's or the server's rights (an edit through a collaboration
-room, the kernel's document history) is checked in this thread first
-(``LocalWorkspace.check_access``): a check, then the act. The root itself is reached with
-the kernel's rights (``SafeRoot.anchored``): the session's count from there on.
+What goes through a document (the server's collaboration rooms, the kernel's own document
+history) is checked in this thread first (``LocalWorkspace.check_access``). The kernel's
+history also reads and writes the disk in this thread, so what was checked is what is
+opened; the server's rooms act with the server's rights after the check, a window that a
+session renaming folders in a shared parent could race. The root itself is reached with the
+kernel's rights (``SafeRoot.anchored``): the session's rights count from there on.
 
 A runtime puts its :class:`ActingAs` in ``ToolContext.extras["acting"]``;
 :class:`~think_kernel.tools.base.ToolRegistry` makes it the context of each call
