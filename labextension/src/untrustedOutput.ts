@@ -118,7 +118,7 @@ export function frameDocument(
   // JSON in a script: `<` escaped so that no `</script>` in the HTML ends ours.
   const payload = JSON.stringify({ html, id }).replace(/</g, '\\u003c');
   const css = `body{margin:0;color:${cssValue(style.color)};font:${cssValue(style.font)};}
-table{border-collapse:collapse;border-spacing:0;font-size:12px;}
+table{border-collapse:collapse;border-spacing:0;border:none;font-size:12px;}
 th,td{padding:4px 8px;text-align:right;vertical-align:middle;border:none;}
 thead{border-bottom:1px solid rgba(128,128,128,.6);}
 tbody tr:nth-child(odd){background:rgba(128,128,128,.1);}
