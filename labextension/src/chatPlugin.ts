@@ -24,6 +24,7 @@ import { ChatPanel } from './chatPanel';
 import { ContextProvider } from './context';
 import { ChatStore } from './store';
 import type { IThinkSettings } from './tokens';
+import { inertSanitizer } from './inertSanitizer';
 
 /** Command ids. */
 export const CommandIDs = {
@@ -78,6 +79,7 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
     };
 
     const chatRendermime = rendermime.clone({
+      sanitizer: inertSanitizer(rendermime.sanitizer),
       resolver: new RenderMimeRegistry.UrlResolver({
         path: PathExt.join('', 'think-chat.md'),
         contents: app.serviceManager.contents

@@ -21,7 +21,14 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import { SCRIPTS, launchBrowser, openLab, shot, startLab } from './harness.mjs';
+import {
+  SCRIPTS,
+  launchBrowser,
+  openChat,
+  openLab,
+  shot,
+  startLab
+} from './harness.mjs';
 
 const TIMEOUT = 90000;
 // A server standing for the attacker's: it counts what reaches it.
@@ -81,9 +88,22 @@ plt.title("sandbox figure")
 `;
 
 Object.assign(SCRIPTS, {
+  // Keyed by each conversation's first message: other model calls (titles) take none.
   attack: [
-    { text: 'Running it.', tool_calls: [['execute_code', { code: PYTHON }]] },
-    { text: ANSWER }
+    {
+      conversation: 'notebook attack',
+      text: 'Running it.',
+      tool_calls: [['execute_code', { code: PYTHON }]]
+    },
+    { conversation: 'notebook attack', text: ANSWER }
+  ],
+  chatAttack: [
+    {
+      conversation: 'chat attack',
+      text: 'Running it.',
+      tool_calls: [['execute_code', { code: PYTHON }]]
+    },
+    { conversation: 'chat attack', text: ANSWER }
   ]
 });
 
@@ -105,7 +125,7 @@ const NOTEBOOK = JSON.stringify({
     },
     {
       cell_type: 'code',
-      source: 'show me the results',
+      source: 'run the notebook attack',
       metadata: {},
       outputs: [],
       execution_count: null
@@ -372,5 +392,49 @@ describe('Output security', () => {
       .waitFor({ timeout: TIMEOUT });
     await shot(page, 'security-reopened', page.locator('.jp-NotebookPanel'));
     await assertInert(page, 'reopened');
+  });
+
+  test('the sidebar shows the same answer and tool output inertly', async () => {
+    await lab.script('chatAttack');
+    await openChat(page);
+    await page.fill('.jp-ThinkComposer-input', 'run the chat attack');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () =>
+        [
+          ...document.querySelectorAll('.jp-ThinkMessage.jp-mod-assistant')
+        ].some(m =>
+          /Here are the results[\s\S]*done/.test(m.textContent ?? '')
+        ),
+      null,
+      { timeout: TIMEOUT }
+    );
+    await shot(page, 'security-sidebar', page.locator('.jp-ThinkChat'));
+    const found = await page.evaluate(origin => {
+      const chat = document.querySelector('.jp-ThinkChat');
+      return {
+        pwned: window.__pwned ?? null,
+        handlers: chat.querySelectorAll('[onerror], [onload]').length,
+        scripts: chat.querySelectorAll('script').length,
+        jsLinks: chat.querySelectorAll('a[href^="javascript" i]').length,
+        frames: chat.querySelectorAll('iframe:not([sandbox])').length,
+        forms: chat.querySelectorAll('form').length,
+        remote: [...chat.querySelectorAll('img')]
+          .map(i => i.getAttribute('src') ?? '')
+          .filter(s => /^(https?:)?\/\//.test(s) && !s.startsWith(origin))
+      };
+    }, lab.url);
+    assert.deepEqual(found, {
+      pwned: null,
+      handlers: 0,
+      scripts: 0,
+      jsLinks: 0,
+      frames: 0,
+      forms: 0,
+      remote: []
+    });
+    assert.deepEqual(badRequests(), []);
+    assert.deepEqual(evilHits, []);
+    assert.deepEqual(await terminals(), []);
   });
 });
