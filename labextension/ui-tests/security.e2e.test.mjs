@@ -310,18 +310,22 @@ describe('Output security', () => {
     for (let i = 0; i < 3; i++) {
       await page.keyboard.press('Shift+Enter');
     }
-    // The request cell ends with the answer (its last Markdown names the results).
-    await page.waitForFunction(
-      () => {
-        const third = document.querySelectorAll(
-          '.jp-NotebookPanel .jp-CodeCell'
-        )[2];
-        const text = third?.querySelector('.jp-OutputArea')?.textContent ?? '';
-        return /Here are the results/.test(text) && /done/.test(text);
-      },
-      null,
-      { timeout: TIMEOUT }
-    );
+    // The request cell ends with the answer (its last paragraph ends with "done").
+    await page
+      .waitForFunction(
+        () =>
+          [
+            ...document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea')
+          ].some(o =>
+            /Here are the results[\s\S]*done/.test(o.textContent ?? '')
+          ),
+        null,
+        { timeout: TIMEOUT }
+      )
+      .catch(async e => {
+        await shot(page, 'security-failure');
+        throw e;
+      });
     await page.waitForSelector(
       '.jp-OutputArea-output img[src^="data:image/png"]',
       { timeout: TIMEOUT }
@@ -331,7 +335,9 @@ describe('Output security', () => {
     const table = cell(page, 1).frameLocator('iframe').locator('table');
     await table.waitFor({ timeout: TIMEOUT });
     assert.match(await table.textContent(), /Oslo.*Rome.*Lima/s);
-    // The frame takes the table's height once it reports it.
+    // The frame takes the table's height once it reports it (Chromium pauses the rendering
+    // of cross-origin frames out of view, so it is scrolled into view first).
+    await cell(page, 1).locator('iframe').scrollIntoViewIfNeeded();
     const frame = await cell(page, 1).locator('iframe').elementHandle();
     await page.waitForFunction(
       f => f.getBoundingClientRect().height > 60,
@@ -345,7 +351,6 @@ describe('Output security', () => {
     const figure = cell(page, 1).locator('img[src^="data:image/png"]');
     assert.ok((await figure.boundingBox()).height > 100);
     // The table's frame has painted (two frames of its own) before the picture is taken.
-    await cell(page, 1).scrollIntoViewIfNeeded();
     await table.evaluate(
       () =>
         new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))
