@@ -148,6 +148,7 @@ class CellRun:
         self.meta = {"think": {"session_id": self.runtime.session_id}}
         self.answer: str | None = None
         self.cards: dict[str, Any] = {}
+        self.card_ids: dict[str, tuple[str, dict[str, Any]]] = {}  # approval id: display, event
         self.widgets = False
         # The transcript is first shown like any pending update, one display interval after
         # the cell starts: a run that ends sooner shows one display, not three.
@@ -188,9 +189,7 @@ class CellRun:
         if isinstance(event, ApprovalRequested):
             self._card(event.to_dict())
         elif isinstance(event, ApprovalResolved):
-            card = self.cards.get(event.id)
-            if card is not None:
-                card.resolved(event.to_dict())
+            self._decided(event.to_dict())
         changed = self.view.feed(event, time.monotonic())
         if isinstance(event, Chat):
             self.answer = event.content
@@ -207,20 +206,42 @@ class CellRun:
                 raise
 
     def _card(self, event: dict[str, Any]) -> None:
-        if not self.widgets:
-            return  # a blocked cell cannot receive clicks: decide in the sidebar or the API
-        from .approvals.widget import ApprovalCard
+        from .approvals.widget import ApprovalCard, waiting_text
 
+        self._show_first()
+        display_id = uuid.uuid4().hex
+        self.card_ids[event["id"]] = (display_id, event)
+        if not self.widgets:
+            # A blocked cell cannot receive clicks: the text says how to decide elsewhere.
+            text = waiting_text(event, self.runtime.session_id, buttons=False)
+            display({"text/plain": text}, raw=True, display_id=display_id)
+            return
         loop = self.magics.loop
         runtime = self.runtime
 
         def decide(frame: dict[str, Any]) -> None:
             asyncio.run_coroutine_threadsafe(runtime.resolve_approval(event["id"], frame), loop)
 
-        card = ApprovalCard(event, decide)
+        card = ApprovalCard(event, decide, runtime.session_id)
         self.cards[event["id"]] = card
-        self._show_first()
-        display(card.widget)
+        # The widget, and the text that a run with no page (papermill) records of it.
+        display(card.bundle(), raw=True, display_id=display_id)
+
+    def _decided(self, decision: dict[str, Any]) -> None:
+        """A card's approval was decided (from any surface): its output says so."""
+        from .approvals.widget import decided_text
+
+        shown = self.card_ids.pop(decision.get("id", ""), None)
+        if shown is None:
+            return
+        display_id, request = shown
+        card = self.cards.get(decision["id"])
+        if card is not None:
+            card.resolved(decision)
+            data = card.bundle()
+        else:
+            data = {"text/plain": decided_text(request, decision)}
+        update_display(data, raw=True, display_id=display_id)
 
     def finish(self) -> None:
         """Final render; ``-o NAME`` keeps the answer."""

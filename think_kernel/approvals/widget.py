@@ -105,24 +105,33 @@ class ApprovalCard:
 
     def resolved(self, event: dict[str, Any]) -> None:
         """Show the decision (from any surface) and retire the buttons."""
-        verb = "Approved" if event.get("decision") == "approve" else "Rejected"
-        who = " ".join(
-            p
-            for p in (
-                f"by {event['user']}" if event.get("user") else "",
-                f"via {event['source']}" if event.get("source") else "",
-            )
-            if p
+        self._disable(_decision(event))
+        self.text = decided_text(self.event, event)
+
+
+def decided_text(request: dict[str, Any], decision: dict[str, Any]) -> str:
+    """A decided approval in plain text: the decision, by whom and how, and the call."""
+    return f"{_decision(decision)}: {_what(request)}"
+
+
+def _decision(event: dict[str, Any]) -> str:
+    verb = "Approved" if event.get("decision") == "approve" else "Rejected"
+    who = " ".join(
+        p
+        for p in (
+            f"by {event['user']}" if event.get("user") else "",
+            f"via {event['source']}" if event.get("source") else "",
         )
-        why = f": {event['reason']}" if event.get("reason") else ""
-        note = f"{verb} {who}{why}".replace("  ", " ").strip()
-        self._disable(note)
-        self.text = f"{note}: {_what(self.event)}"
+        if p
+    )
+    why = f": {event['reason']}" if event.get("reason") else ""
+    return f"{verb} {who}{why}".replace("  ", " ").strip()
 
 
-def waiting_text(event: dict[str, Any], session_id: str = "") -> str:
+def waiting_text(event: dict[str, Any], session_id: str = "", buttons: bool = True) -> str:
     """What a pending approval waits for and how to decide it, in plain text: all that
-    nbclient or papermill keep of the card (they record outputs but show no widgets)."""
+    nbclient or papermill keep of the card (they record outputs but show no widgets).
+    ``buttons``: the cell shows the card's buttons."""
     detail = str(event.get("diff") or _code(str(event.get("tool", "")), event.get("input")))
     lines = detail.splitlines() or [""]
     shown = [f"    {line}" for line in lines[:DETAIL_LINES]]
@@ -132,9 +141,10 @@ def waiting_text(event: dict[str, Any], session_id: str = "") -> str:
     text = [
         _title(event),
         *shown,
-        "The run is paused until someone decides. Decide with this cell's buttons or the "
-        "Think sidebar in JupyterLab, or over HTTP on a Jupyter server of this workspace "
-        "(with its token):",
+        "The run is paused until someone decides. Decide with "
+        + ("this cell's buttons or " if buttons else "")
+        + "the Think sidebar in JupyterLab, or over HTTP on a Jupyter server of this "
+        "workspace (with its token):",
         f'    POST {path}  {{"decision": "approve"}}',
         '    (or {"decision": "reject", "reason": "..."})',
     ]
