@@ -132,7 +132,8 @@ def test_saved_notebook_reads_as_clean_markdown(tmp_path: Path, model: FakeModel
     )
     body, _ = MarkdownExporter().from_notebook_node(nb)
     assert "<details><summary>Reasoning</summary>" in body
-    assert "> ▸ **write_file** `hello.py, content=<2 lines>` · ✓" in body
+    # Inline code holding "<" is an inert <code> element (see think_kernel/safeoutput).
+    assert "> ▸ **write_file** <code>hello.py, content=&lt;2 lines&gt;</code> · ✓" in body
     assert "Created `hello.py`." in body
     assert "print('hi')" in body  # the %%python cell's output
     assert "thinking" not in body and "running…" not in body and "Traceback" not in body
