@@ -25,21 +25,13 @@ def _texts(outputs: list) -> list[str]:
     return [str(o.get("data", {}).get("text/plain", "")) for o in outputs if "data" in o]
 
 
-def test_a_headless_run_says_what_it_waits_for_and_an_api_decision_finishes_it(
-    tmp_path, fake_model
-):
-    env = _setup(tmp_path, fake_model)
-    (tmp_path / "config" / "think_kernel_config.py").write_text(
-        'c.ThinkConfig.approval_policy = "strict"\nc.ThinkConfig.approval_timeout = 900.0\n'
-    )
+def _run_headless(tmp_path, env, nb, kernel: str, cell: int) -> tuple[str, str, list[str]]:
+    """Run ``nb`` with nbclient as papermill does, beside a real server on the same store;
+    once its run waits, check what cell ``cell`` says, approve over the API and let it end.
+    Returns the waiting text, the session id and the cell's texts at the end."""
     root = tmp_path / "root"
-    fake_model.reply(tool_calls=[("bash", {"command": "echo ran >> count.txt"})])
-    fake_model.reply(text="Counted.")
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("count the runs")]
-    nb.metadata["kernelspec"] = {"name": "think", "display_name": "Think", "language": "markdown"}
     client = NotebookClient(
-        nb, kernel_name="think", timeout=180, resources={"metadata": {"path": str(root)}}
+        nb, kernel_name=kernel, timeout=180, resources={"metadata": {"path": str(root)}}
     )
     failure: list[BaseException] = []
 
@@ -64,17 +56,14 @@ def test_a_headless_run_says_what_it_waits_for_and_an_api_decision_finishes_it(
 
         sid, approval = wait_until(pending, 120, "the notebook's run to ask")
         # What nbclient (and papermill's log) has recorded by now says what waits and how.
-        cell = nb.cells[0]
+        outputs = nb.cells[cell].outputs
         text = wait_until(
-            lambda: "\n".join(t for t in _texts(cell.outputs) if "Waiting for approval" in t),
+            lambda: "\n".join(t for t in _texts(outputs) if "Waiting for approval" in t),
             30,
             "the approval's text in the cell's outputs",
         )
         assert "Waiting for approval: bash" in text and "echo ran >> count.txt" in text, text
         assert f"POST /api/think/sessions/{sid}/approvals/{approval['id']}" in text, text
-        assert '{"decision": "approve"}' in text and "%think_approve auto" in text, text
-        assert "does not decide this one" in text, text
-        assert "(in 15 min) it counts as rejected" in text, text
         assert not (root / "count.txt").exists()
         server.call("POST", f"sessions/{sid}/approvals/{approval['id']}", {"decision": "approve"})
         runner.join(120)
@@ -85,11 +74,30 @@ def test_a_headless_run_says_what_it_waits_for_and_an_api_decision_finishes_it(
         if runner.is_alive():
             client.km and client.km.shutdown_kernel(now=True)
     assert (root / "count.txt").read_text() == "ran\n"
-    outputs = nb.cells[0].outputs
-    texts = _texts(outputs)
-    # The card's text now says what was decided; the answer follows.
+    texts = _texts(nb.cells[cell].outputs)
+    # The card's text now says what was decided.
     assert any(t.startswith("Approved ") and "via api: bash" in t for t in texts), texts
     assert not any("Waiting for approval" in t for t in texts), texts
+    return text, sid, texts
+
+
+def test_a_headless_run_says_what_it_waits_for_and_an_api_decision_finishes_it(
+    tmp_path, fake_model
+):
+    env = _setup(tmp_path, fake_model)
+    (tmp_path / "config" / "think_kernel_config.py").write_text(
+        'c.ThinkConfig.approval_policy = "strict"\nc.ThinkConfig.approval_timeout = 900.0\n'
+    )
+    fake_model.reply(tool_calls=[("bash", {"command": "echo ran >> count.txt"})])
+    fake_model.reply(text="Counted.")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("count the runs")]
+    nb.metadata["kernelspec"] = {"name": "think", "display_name": "Think", "language": "markdown"}
+    text, _, _ = _run_headless(tmp_path, env, nb, "think", 0)
+    assert '{"decision": "approve"}' in text and "%think_approve auto" in text, text
+    assert "does not decide this one" in text, text
+    assert "(in 15 min) it counts as rejected" in text, text
+    outputs = nb.cells[0].outputs
     markdown = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
     assert markdown and "Counted." in markdown[-1], outputs
 
@@ -97,10 +105,9 @@ def test_a_headless_run_says_what_it_waits_for_and_an_api_decision_finishes_it(
 def test_a_headless_think_magic_says_what_it_waits_for_and_an_api_decision_finishes_it(
     tmp_path, fake_model
 ):
-    # The same in an ordinary python3 notebook: `%%think` shows the card's text too, and the
-    # text says what was decided once it is.
+    # The same in an ordinary python3 notebook (which reads IPython's config, hence the
+    # magic): `%%think` shows the card's text too, then what was decided.
     env = _setup(tmp_path, fake_model)
-    root = tmp_path / "root"
     fake_model.reply(tool_calls=[("bash", {"command": "echo ran >> count.txt"})])
     fake_model.reply(text="Counted.")
     nb = nbformat.v4.new_notebook()
@@ -108,49 +115,4 @@ def test_a_headless_think_magic_says_what_it_waits_for_and_an_api_decision_finis
         nbformat.v4.new_code_cell("%load_ext think_kernel\n%think_approve strict"),
         nbformat.v4.new_code_cell("%%think\ncount the runs"),
     ]
-    client = NotebookClient(
-        nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(root)}}
-    )
-    failure: list[BaseException] = []
-
-    def execute() -> None:
-        try:
-            client.execute(env=env)
-        except BaseException as e:  # reported by the test's thread below
-            failure.append(e)
-
-    server = Server(tmp_path, env)
-    runner = threading.Thread(target=execute, daemon=True)
-    try:
-        server.wait_up()
-        runner.start()
-
-        def pending():
-            for s in server.call("GET", "sessions")["sessions"]:
-                rows = server.call("GET", f"sessions/{s['id']}/approvals?status=pending")
-                if rows["approvals"]:
-                    return s["id"], rows["approvals"][0]
-            return None
-
-        sid, approval = wait_until(pending, 120, "the notebook's run to ask")
-        cell = nb.cells[1]
-        text = wait_until(
-            lambda: "\n".join(t for t in _texts(cell.outputs) if "Waiting for approval" in t),
-            30,
-            "the approval's text in the cell's outputs",
-        )
-        assert "Waiting for approval: bash" in text and "echo ran >> count.txt" in text, text
-        assert f"POST /api/think/sessions/{sid}/approvals/{approval['id']}" in text, text
-        assert not (root / "count.txt").exists()
-        server.call("POST", f"sessions/{sid}/approvals/{approval['id']}", {"decision": "approve"})
-        runner.join(120)
-        assert not runner.is_alive(), "the notebook did not finish after the approval"
-        assert not failure, failure
-    finally:
-        server.kill()
-        if runner.is_alive():
-            client.km and client.km.shutdown_kernel(now=True)
-    assert (root / "count.txt").read_text() == "ran\n"
-    texts = _texts(nb.cells[1].outputs)
-    assert any(t.startswith("Approved ") and "via api: bash" in t for t in texts), texts
-    assert not any("Waiting for approval" in t for t in texts), texts
+    _run_headless(tmp_path, env, nb, "python3", 1)
