@@ -1,4 +1,4 @@
-"""Attack class: filling the disk one run at a time (issue 9, item 4).
+"""Attack class: filling the disk one run at a time.
 
 The write budget is the session's, not handed out afresh to each run: runs that each stay
 under the per-run limit are stopped, then refused, once together they pass

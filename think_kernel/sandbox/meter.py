@@ -1,4 +1,4 @@
-"""The disk budgets (issue 9, item 4): bytes runs write to disk, across processes, per run and
+"""The disk budgets: bytes runs write to disk, across processes, per run and
 per session, and the free space the workspace's filesystem must keep.
 
 ``write_bytes`` in ``/proc/PID/io`` counts what a process sent toward storage (at page-dirtying
