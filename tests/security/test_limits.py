@@ -164,6 +164,12 @@ async def test_scratch_space_is_bounded(open_sandbox: SandboxFactory, tier: Tier
             assert tmp.stdout == "rc=1\n" and "No space left" in tmp.stderr, tmp  # its own /tmp
         else:  # a host directory: its writes count in the run's disk budget
             assert "disk budget" in rows["scratch space"].mechanism
+            # One fast `head` may end between two of the budget's checks: a paced writer that
+            # only the budget stops (100 MiB in 1 MiB steps) is what this tier must stop.
+            fill = await sb.run_bash(
+                'for i in $(seq 100); do head -c 1M /dev/zero >> "$TMPDIR/fill"; sleep 0.01; '
+                "done; echo rc=$?"
+            )
             assert fill.error_category == "disk", fill
         await sb.run_bash('rm -f "$TMPDIR/fill"')
         small = await sb.run_bash('head -c 8M /dev/zero > "$TMPDIR/ok" && stat -c %s "$TMPDIR/ok"')
