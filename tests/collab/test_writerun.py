@@ -13,7 +13,6 @@ load, so it happens at the agent's first use of a room.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 
@@ -148,9 +147,12 @@ async def test_the_loaders_are_installed_once_jupyter_collaboration_has_loaded(j
     ydoc = settings.pop("jupyter_server_ydoc")
     try:
         files = RoomFiles(jp_serverapp)
+        tries = []
+        install = files.install
+        files.install = lambda: tries.append(1) or install()  # type: ignore[method-assign]
         files.install_later()
-        for _ in range(3):  # loop turns, and timers, before it loads
-            await asyncio.sleep(0.03)
+        # Loop turns, and the retry timers, before it loads.
+        await until(lambda: len(tries) >= 3, 5, "three attempts before it loads")
         assert files.mapping is None
     finally:
         settings["jupyter_server_ydoc"] = ydoc
