@@ -9,10 +9,14 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.waiting import until
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers
+from think_kernel.sandbox.result import ExecResult
+from think_kernel.sandbox.runs import Run
 
 TIERS = available_tiers()
 
@@ -62,3 +66,15 @@ def open_sandbox(tier: Tier, workspace: Path) -> SandboxFactory:
             await sb.close()
 
     return factory
+
+
+@pytest.fixture
+def kernel_looks_late(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded kernel: it first looks at each run after the run has ended."""
+    collect = Sandbox._collect
+
+    async def late(self: Sandbox, run: Run, *args: Any, **kw: Any) -> ExecResult:
+        await until(lambda: run.exit is not None, 30, "the run's end")
+        return await collect(self, run, *args, **kw)
+
+    monkeypatch.setattr(Sandbox, "_collect", late)

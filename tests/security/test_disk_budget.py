@@ -12,18 +12,13 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import SandboxFactory
 
-from tests.waiting import until
 from think_kernel.sandbox import SandboxConfig, Tier
 from think_kernel.sandbox.limits import describe_limits
 from think_kernel.sandbox.meter import free_bytes
-from think_kernel.sandbox.result import ExecResult
-from think_kernel.sandbox.runs import Run
-from think_kernel.sandbox.sandbox import Sandbox
 
 MIB = 1 << 20
 
@@ -89,17 +84,10 @@ async def test_runs_at_once_are_counted_once(open_sandbox: SandboxFactory) -> No
 
 
 async def test_a_run_the_kernel_looks_at_late_is_charged_in_full(
-    open_sandbox: SandboxFactory, monkeypatch: pytest.MonkeyPatch
+    open_sandbox: SandboxFactory, kernel_looks_late: None
 ) -> None:
     # A loaded kernel may first look at a run after it wrote (here: after it ended). What it
     # wrote is still charged: the session's written bytes are read before the run starts.
-    collect = Sandbox._collect
-
-    async def late(self: Sandbox, run: Run, *args: Any, **kw: Any) -> ExecResult:
-        await until(lambda: run.exit is not None, 30, "the run's end")
-        return await collect(self, run, *args, **kw)
-
-    monkeypatch.setattr(Sandbox, "_collect", late)
     async with open_sandbox("late", session_write_mb=100, max_write_mb=0) as sb:
         for i, run in enumerate(
             (

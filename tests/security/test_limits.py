@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
-from typing import Any
 
 import pytest
 from conftest import SandboxFactory
 
-from tests.waiting import until
-from think_kernel.sandbox import Sandbox, Tier
-from think_kernel.sandbox.result import ExecResult
-from think_kernel.sandbox.runs import Run
+from think_kernel.sandbox import Tier
 
 MIB = 1 << 20
 
@@ -177,17 +173,10 @@ async def test_scratch_space_is_bounded(open_sandbox: SandboxFactory, tier: Tier
 
 
 async def test_a_memory_kill_is_named_when_the_kernel_looks_late(
-    open_sandbox: SandboxFactory, monkeypatch: pytest.MonkeyPatch
+    open_sandbox: SandboxFactory, kernel_looks_late: None
 ) -> None:
     # A loaded kernel may first look at a run after the run is already gone. Its memory kill
     # is still a memory error: the session's OOM-kill count is read before the run starts.
-    collect = Sandbox._collect
-
-    async def late(self: Sandbox, run: Run, *args: Any, **kw: Any) -> ExecResult:
-        await until(lambda: run.exit is not None, 30, "the run's end")
-        return await collect(self, run, *args, **kw)
-
-    monkeypatch.setattr(Sandbox, "_collect", late)
     alloc = "b = bytearray(400 << 20); [b.__setitem__(j, 1) for j in range(0, len(b), 4096)]"
     async with open_sandbox("late", session_memory_mb=256, memory_mb=1024) as sb:
         for command in (f'python3 -c "{alloc}" && echo done', f'python3 -c "{alloc}"'):
