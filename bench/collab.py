@@ -37,8 +37,8 @@ sys.path.insert(0, str(REPO))
 
 from pycrdt import Doc, Text  # noqa: E402
 
-from jupyter_ext.documents import DocumentService  # noqa: E402
-from jupyter_ext.rooms import enable_room_nodelay  # noqa: E402
+from jupyter_ext.collab.documents import DocumentService  # noqa: E402
+from jupyter_ext.collab.rooms import enable_room_nodelay  # noqa: E402
 from tests.collab.peers import Peer  # noqa: E402
 from think_kernel.collab.history import VersionLog  # noqa: E402
 from think_kernel.store.location import store_dir  # noqa: E402
@@ -82,7 +82,7 @@ async def start_server(root: Path, data: Path) -> Any:
             },
             "YDocExtension": {
                 "document_save_delay": 1.0,
-                "ystore_class": "jupyter_ext.rooms.ThinkYStore",
+                "ystore_class": "jupyter_ext.collab.rooms.ThinkYStore",
             },
             "ThinkYStore": {"db_path": str(data / "ystore.db")},
             "BaseFileIdManager": {

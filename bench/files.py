@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 from tests.collab.peers import Peer  # noqa: E402
 from tests.fake_model import FakeModel  # noqa: E402
 from think_kernel.collab.watch import InotifyWatcher, SnapshotWatcher  # noqa: E402
-from think_kernel.link import KernelLink, kernel_identity  # noqa: E402
+from think_kernel.kernel.link import KernelLink, kernel_identity  # noqa: E402
 
 TOKEN = "bench-files-token"
 

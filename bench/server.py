@@ -30,7 +30,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from think_kernel.link import KernelLink, kernel_identity  # noqa: E402
+from think_kernel.kernel.link import KernelLink, kernel_identity  # noqa: E402
 from think_kernel.store import Store  # noqa: E402
 
 TOKEN = "bench-token"

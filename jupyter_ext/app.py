@@ -27,7 +27,8 @@ from traitlets import Bool, Float, Int, List, Unicode
 from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
 
-from .contents import ThinkCheckpoints, ThinkContentsManager
+from .collab.contents import ThinkCheckpoints, ThinkContentsManager
+from .collab.ystore import place_ystore
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
@@ -42,7 +43,6 @@ from .sessions import ChatSessions, RetryPolicy
 from .subagents import KIND as SUBAGENT_CHECK
 from .subagents import SubagentChecks
 from .websocket import SessionSocket
-from .ystore import place_ystore
 
 log = logging.getLogger(__name__)
 
@@ -232,9 +232,9 @@ class ThinkExtension(ExtensionApp):
 
     def _register_documents(self) -> None:
         # The agent's file and notebook edits go through the collaboration rooms, served to
-        # kernels as doc.* RPC methods (jupyter_ext/documents.py).
+        # kernels as doc.* RPC methods (jupyter_ext/collab/documents.py).
         try:
-            from .docrpc import register_document_rpcs
+            from .collab.docrpc import register_document_rpcs
         except ImportError as e:  # jupyter-collaboration missing: files fall back to disk
             self.log.warning("Think: document RPCs unavailable (%s)", e)
             return
@@ -288,7 +288,7 @@ class ThinkExtension(ExtensionApp):
             self.log.warning(
                 "Think: the contents manager %s follows symbolic links when it saves; code "
                 "the agent runs can plant links in the workspace and have a save write "
-                "outside it with this server's rights. Use jupyter_ext.contents."
+                "outside it with this server's rights. Use jupyter_ext.collab.contents."
                 "ThinkContentsManager (or a subclass) as ServerApp.contents_manager_class.",
                 type(cm).__name__,
             )
@@ -298,7 +298,7 @@ class ThinkExtension(ExtensionApp):
         ):
             self.log.warning(
                 "Think: the checkpoints class %s follows symbolic links; use "
-                "jupyter_ext.contents.ThinkCheckpoints.",
+                "jupyter_ext.collab.contents.ThinkCheckpoints.",
                 type(checkpoints).__name__,
             )
         settings = self.serverapp.web_app.settings
@@ -330,7 +330,7 @@ class ThinkExtension(ExtensionApp):
         """Keep the process ``preload_first_kernel`` started only if the early spare will
         use it (the extension's own config files are read by now); start it if it was not
         (a host that links extensions without listing them first)."""
-        from think_kernel import provisioner
+        from think_kernel.kernel import provisioner
 
         if self.kernel_pool_size > 0 and _loop_not_started(serverapp) is not None:
             provisioner.preload()
@@ -358,7 +358,7 @@ class ThinkExtension(ExtensionApp):
             self.log.warning("Think: could not start a spare kernel early", exc_info=True)
             return None
         finally:
-            from think_kernel import provisioner
+            from think_kernel.kernel import provisioner
 
             provisioner.discard()  # if the spare did not use it, nothing else will
 
@@ -497,7 +497,7 @@ def preload_first_kernel() -> None:
     server is starting with a kernel pool, start importing its first spare kernel now (issue
     17). The server's other extensions import, link and load for a second or more after this;
     the kernel's imports take most of that, and the early spare then starts in milliseconds
-    (think_kernel/provisioner.py). ``jupyter server extension list`` and other tools that
+    (think_kernel/kernel/provisioner.py). ``jupyter server extension list`` and other tools that
     read the extension points have no server instance: nothing starts."""
     try:
         from jupyter_server.serverapp import ServerApp
@@ -511,7 +511,7 @@ def preload_first_kernel() -> None:
         default = ThinkExtension.class_traits()["kernel_pool_size"].default_value
         if int(configured.get("kernel_pool_size", default)) <= 0:
             return
-        from think_kernel import provisioner
+        from think_kernel.kernel import provisioner
 
         provisioner.preload()
     except Exception:  # a nicety: the early spare starts the usual way without it

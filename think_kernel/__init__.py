@@ -13,14 +13,14 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext think_kernel``: register the ``%think`` magics."""
-    from .magics import ThinkMagics
+    from .kernel.magics import ThinkMagics
 
     ipython.register_magics(ThinkMagics(ipython))
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext think_kernel``: stop the background loop of the magics."""
-    from .magics import ThinkMagics
+    from .kernel.magics import ThinkMagics
 
     magics = ipython.magics_manager.registry.get(ThinkMagics.__name__)
     if magics is not None:

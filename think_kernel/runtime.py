@@ -57,11 +57,11 @@ from .tasks import TaskBoard, TasksConfig
 from .tasks.tools import TASK_TOOLS
 from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
 from .tools.code import CODE_TOOLS
-from .tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog
 from .tools.files import FILE_TOOLS
 from .tools.notebooks import NOTEBOOK_TOOLS
 from .tools.workspace import Workspace
 from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
+from .web.fetch import FETCH_TOOLS, FetchConfig, FetchLog
 
 log = logging.getLogger(__name__)
 Sink = Callable[[Event], Any]

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from think_kernel.agent.attachments import describe_attachment
-from think_kernel.commands import run_command
 from think_kernel.config import ThinkConfig
+from think_kernel.kernel.commands import run_command
 from think_kernel.runtime import Runtime
 from think_kernel.tools.base import ToolContext, ToolOutput, read_only
 

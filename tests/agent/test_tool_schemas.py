@@ -12,7 +12,7 @@ from typing import Any, Literal
 import pydantic
 import pytest
 
-from think_kernel.kernelexec import make_run_in_kernel
+from think_kernel.kernel.userkernel import make_run_in_kernel
 from think_kernel.runtime import Runtime, load_extensions
 from think_kernel.tools.base import Tool, ToolContext, ToolError, ToolRegistry, simple_schema
 

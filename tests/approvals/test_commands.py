@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from think_kernel.commands import CommandError, run_command
+from think_kernel.kernel.commands import CommandError, run_command
 from think_kernel.runtime import Runtime
 
 

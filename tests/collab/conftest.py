@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403  (the jp_* fixtures)
 
-from jupyter_ext.documents import DocumentService
-from jupyter_ext.rooms import enable_room_nodelay
+from jupyter_ext.collab.documents import DocumentService
+from jupyter_ext.collab.rooms import enable_room_nodelay
 from think_kernel.collab.history import VersionLog
 
 from .peers import Peer
@@ -47,7 +47,7 @@ def jp_server_config(jp_root_dir, jp_data_dir, cleanup_delay):  # noqa: F811
         "YDocExtension": {
             "document_save_delay": 0.2,
             "document_cleanup_delay": cleanup_delay,
-            "ystore_class": "jupyter_ext.rooms.ThinkYStore",
+            "ystore_class": "jupyter_ext.collab.rooms.ThinkYStore",
         },
         "ThinkYStore": {"db_path": str(jp_data_dir / "think" / "ystore.db")},
         "BaseFileIdManager": {

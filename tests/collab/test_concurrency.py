@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_ext.documents import DocumentError
-from jupyter_ext.execution import CellExecutor
+from jupyter_ext.collab.documents import DocumentError
+from jupyter_ext.collab.execution import CellExecutor
 from tests.waiting import until
 
 from .conftest import disk_text, until_live

@@ -131,7 +131,7 @@ def test_origin():
 
 @pytest.mark.parametrize("missing", ["nope.txt"])
 async def test_missing_file_is_an_error(service, missing):
-    from jupyter_ext.documents import DocumentError
+    from jupyter_ext.collab.documents import DocumentError
 
     with pytest.raises(DocumentError):
         await service.read_text(missing)

@@ -16,8 +16,8 @@ from jupyter_server_ydoc.loaders import FileLoader, FileLoaderMapping
 from jupyter_server_ydoc.rooms import DocumentRoom
 from pycrdt import Map
 
-from jupyter_ext.documents import DocumentService
-from jupyter_ext.roomfiles import RoomFiles, ThinkFileLoader
+from jupyter_ext.collab.documents import DocumentService
+from jupyter_ext.collab.roomfiles import RoomFiles, ThinkFileLoader
 from tests.waiting import until
 from think_kernel.collab.history import VersionLog
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import nbformat
 
-from jupyter_ext.docrpc import register_document_rpcs
+from jupyter_ext.collab.docrpc import register_document_rpcs
 from think_kernel.collab.access import LinkNotebookAccess
 from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.tools.base import ToolContext, ToolRegistry

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from jupyter_ext.roomfiles import RoomFiles, ThinkFileLoader
+from jupyter_ext.collab.roomfiles import RoomFiles, ThinkFileLoader
 from tests.waiting import until
 
 from ..server.conftest import write_kernelspec

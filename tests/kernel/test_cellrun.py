@@ -1,4 +1,4 @@
-"""The mailbox between a %%think run and its cell's thread (think_kernel/cellrun.py): the
+"""The mailbox between a %%think run and its cell's thread (think_kernel/kernel/cellrun.py): the
 cell's thread is woken for what it must do now, not for every event (issue 17: each wake-up
 is a hop between two threads that share the GIL)."""
 
@@ -10,8 +10,8 @@ from think_kernel.agent.events import (
     TextDelta,
     ToolResult,
 )
-from think_kernel.cellrun import DONE, Mailbox
-from think_kernel.kernelexec import KernelExec
+from think_kernel.kernel.cellrun import DONE, Mailbox
+from think_kernel.kernel.userkernel import KernelExec
 
 
 def test_only_urgent_items_wake_the_cell_while_a_display_is_due() -> None:

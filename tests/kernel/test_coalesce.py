@@ -6,7 +6,7 @@ import asyncio
 import random
 from typing import Any
 
-from think_kernel.coalesce import DeltaCoalescer
+from think_kernel.kernel.coalesce import DeltaCoalescer
 
 
 def delta(text: str, message_id: str = "m1", run_id: str = "r1") -> dict[str, Any]:

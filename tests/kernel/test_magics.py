@@ -10,7 +10,7 @@ import pytest
 
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel, workspace_in
-from think_kernel.namespace import describe, summarize_namespace
+from think_kernel.kernel.namespace import describe, summarize_namespace
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """A preloaded process becomes a think kernel (issue 17: the server's first spare kernel no
-longer imports after the server listens). think_kernel/provisioner.py hands a kernel's
+longer imports after the server listens). think_kernel/kernel/provisioner.py hands a kernel's
 arguments, environment and folder to a process that imported everything beforehand; the
 kernel it becomes must be indistinguishable: the kernel's environment (not the one the
 process started with), its folder, interrupts that kill a running tool, shutdown. A kernel
@@ -21,7 +21,7 @@ from tests.kernel.conftest import kernel_env, start_kernel, workspace_in
 from tests.kernel.test_stop import _stop_a_running_tool
 from tests.procs import running
 from tests.waiting import wait_until
-from think_kernel import provisioner
+from think_kernel.kernel import provisioner
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -81,7 +81,7 @@ def test_a_kernel_with_another_start_environment_is_launched_as_usual(
 def test_an_unused_preloaded_process_exits_on_its_own() -> None:
     env = {**os.environ, "THINK_PRELOAD_WAIT": "0.5"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "think_kernel.preload"], stdin=subprocess.PIPE, env=env
+        [sys.executable, "-m", "think_kernel.kernel.preload"], stdin=subprocess.PIPE, env=env
     )
     start = time.monotonic()
     try:
@@ -134,7 +134,7 @@ def test_every_variable_read_while_preloading_is_matched_or_passed_on() -> None:
     provisioner compares (else the kernel is launched as usual) or one passed on."""
     import json
 
-    from think_kernel.preload import PER_KERNEL, START_NAMES, START_PREFIXES
+    from think_kernel.kernel.preload import PER_KERNEL, START_NAMES, START_PREFIXES
 
     out = subprocess.run(
         [sys.executable, "-c", SCAN], capture_output=True, text=True, check=True, timeout=120

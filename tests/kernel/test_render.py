@@ -14,7 +14,7 @@ from think_kernel.agent.events import (
     ToolResult,
 )
 from think_kernel.config import HOW_TO_CONFIGURE
-from think_kernel.render import Transcript, code_span, short_args
+from think_kernel.kernel.render import Transcript, code_span, short_args
 
 
 def feed(view: Transcript, *events, now: float = 0.0) -> Transcript:

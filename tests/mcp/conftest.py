@@ -56,7 +56,7 @@ def jp_server_config(jp_root_dir, jp_data_dir):  # noqa: F811
         "YDocExtension": {
             "document_save_delay": 0.2,
             "document_cleanup_delay": 60,
-            "ystore_class": "jupyter_ext.rooms.ThinkYStore",
+            "ystore_class": "jupyter_ext.collab.rooms.ThinkYStore",
         },
         "ThinkYStore": {"db_path": str(jp_data_dir / "think" / "ystore.db")},
         "BaseFileIdManager": {

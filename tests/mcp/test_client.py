@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from think_kernel.commands import run_command
+from think_kernel.kernel.commands import run_command
 from think_kernel.runtime import Runtime
 
 from ..approvals.test_gate import decide, run_until_approval

@@ -14,8 +14,8 @@ import pytest_asyncio
 
 from think_kernel.sandbox import Sandbox
 from think_kernel.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
-from think_kernel.tools.fetch import FETCH_TOOLS, FetchConfig, FetchLog, fetch
 from think_kernel.tools.workspace import LocalWorkspace
+from think_kernel.web.fetch import FETCH_TOOLS, FetchConfig, FetchLog, fetch
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -59,7 +59,7 @@ def jp_server_config(jp_root_dir: Path, jp_data_dir: Path) -> dict[str, Any]:  #
         },
         "YDocExtension": {
             "document_save_delay": 0.2,
-            "ystore_class": "jupyter_ext.rooms.ThinkYStore",
+            "ystore_class": "jupyter_ext.collab.rooms.ThinkYStore",
         },
         "BaseFileIdManager": {
             "root_dir": str(jp_root_dir),

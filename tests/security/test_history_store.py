@@ -34,7 +34,7 @@ from pycrdt.store import SQLiteYStore as PlainSQLiteYStore
 from security_server import *  # noqa: F403  (a real server: jp_*, think, peers)
 from traitlets.config import Config
 
-from jupyter_ext.ystore import LEGACY_NAME, ThinkYStore, move_legacy, place_ystore
+from jupyter_ext.collab.ystore import LEGACY_NAME, ThinkYStore, move_legacy, place_ystore
 from tests.collab.peers import Peer
 from tests.waiting import until, wait_until
 from think_kernel.collab.watch import InotifyWatcher, SnapshotWatcher
@@ -275,7 +275,7 @@ LINK_YDOC_FIRST = """
 import sys
 from jupyter_server.extension.manager import ExtensionManager
 from jupyter_server.serverapp import ServerApp
-from jupyter_ext.ystore import ThinkYStore
+from jupyter_ext.collab.ystore import ThinkYStore
 
 class YdocFirst(ServerApp):
     def init_server_extensions(self):

@@ -21,7 +21,7 @@ from tornado.httpclient import HTTPClientError
 from tornado.websocket import websocket_connect
 
 from tests.waiting import until
-from think_kernel.link import KernelLink, kernel_identity
+from think_kernel.kernel.link import KernelLink, kernel_identity
 
 
 class Recorder:

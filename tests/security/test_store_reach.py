@@ -26,7 +26,7 @@ from traitlets.config import Config
 from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.collab.ystore import YStore
 from think_kernel.config import ThinkConfig
-from think_kernel.resume import remember_session, remembered_session
+from think_kernel.kernel.resume import remember_session, remembered_session
 from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Tier
 from think_kernel.store import Store, location

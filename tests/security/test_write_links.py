@@ -26,7 +26,7 @@ from security_server import *  # noqa: F403  (a real server: jp_*, think, peers,
 from security_server import InProcessLink
 from traitlets.config import Config
 
-from jupyter_ext.contents import ThinkContentsManager
+from jupyter_ext.collab.contents import ThinkContentsManager
 from tests.collab.peers import wait_change
 from tests.waiting import until
 from think_kernel.collab.workspace import CollabWorkspace

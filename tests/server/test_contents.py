@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 
-from jupyter_ext.contents import ThinkCheckpoints, ThinkContentsManager
+from jupyter_ext.collab.contents import ThinkCheckpoints, ThinkContentsManager
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from jupyter_ext.handlers import routes
 from jupyter_ext.modelsetup import model_routes
 from jupyter_ext.openapi import OPENAPI
 from tests.waiting import until
-from think_kernel.link import link_mac
+from think_kernel.kernel.link import link_mac
 
 from .conftest import TOKEN
 

@@ -1,6 +1,6 @@
 """The kernel link: HMAC handshake, RPC, at-least-once delivery with server-side dedup.
 
-The kernel end is the production ``think_kernel.link.KernelLink``, run in the test process
+The kernel end is the production ``think_kernel.kernel.link.KernelLink``, run in the test process
 with the identity (connection file) of a real kernel the server started.
 """
 
@@ -15,7 +15,7 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from tests.waiting import until
-from think_kernel.link import KernelLink, LinkError, find_server, kernel_identity, link_mac
+from think_kernel.kernel.link import KernelLink, LinkError, find_server, kernel_identity, link_mac
 
 
 class Recorder:

@@ -12,7 +12,7 @@ from typing import Any
 
 from tests.procs import marked_loop, processes_with
 from tests.waiting import until
-from think_kernel.commands import run_command
+from think_kernel.kernel.commands import run_command
 from think_kernel.runtime import Runtime
 
 from ..fake_model import FakeModel

@@ -14,7 +14,7 @@ then broadcasts it, writes it to its ystore and autosaves it. Nothing is written
 a room: a file that does not exist yet is created empty through the contents manager (no room
 can be open on it) and then filled through its room.
 
-RPC methods (:func:`jupyter_ext.docrpc.register_document_rpcs`), params -> result, all JSON:
+RPC methods (:func:`jupyter_ext.collab.docrpc.register_document_rpcs`), params -> result, all JSON:
 
 - ``doc.read`` {path} -> {content, kind}; ``doc.write`` {path, content, base?, action_id?}
   -> {ops, created, version}; ``doc.edit`` {path, old, new, replace_all?, action_id?}
@@ -24,7 +24,7 @@ RPC methods (:func:`jupyter_ext.docrpc.register_document_rpcs`), params -> resul
 - ``doc.edit_cell`` {path, cell_id, source, base?, action_id?} -> {ops, version}
 - ``doc.delete_cell`` {path, cell_id, action_id?} -> {version}
 - ``doc.execute_cell`` {path, cell_id, timeout?, wait?, action_id?} -> execution (see
-  :mod:`jupyter_ext.execution`); ``doc.execution`` {execution_id, since?, wait?};
+  :mod:`jupyter_ext.collab.execution`); ``doc.execution`` {execution_id, since?, wait?};
   ``doc.interrupt`` {execution_id}
 - ``doc.versions`` {path} -> {versions: [...]}; ``doc.revert`` {path, version, action_id?}
   -> {ops, version}
@@ -35,9 +35,9 @@ changed since is merged when it touches other lines; a change to the same lines 
 (:func:`think_kernel.collab.merge.merge_edit`). ``quiet`` (seconds) asks the agent's edit to
 wait while a person types in that cell or on those lines: the answer is then ``{"busy":
 "waiting for you to finish typing in cell 3 of a.ipynb", "retry_after": s}`` and nothing is
-changed (:mod:`jupyter_ext.activity`).
+changed (:mod:`jupyter_ext.collab.activity`).
 
-Around sandboxed runs (:mod:`jupyter_ext.roomfiles`): ``doc.flush`` {path, hold?} -> {saved,
+Around sandboxed runs (:mod:`jupyter_ext.collab.roomfiles`): ``doc.flush`` {path, hold?} -> {saved,
 lease} saves every dirty room under the folder ``path`` (and holds autosaves there for
 ``hold`` seconds); ``doc.sync`` {paths, lease?} -> {merged} merges what the run changed on disk
 into the open rooms and releases the lease.

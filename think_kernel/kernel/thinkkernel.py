@@ -1,9 +1,9 @@
 """The ``think`` Jupyter kernel: a cell is a request to the agent; events become cell output.
 
 The kernel is thin (STYLE.md rule 3): the agent loop lives in
-:class:`~think_kernel.runtime.Runtime`, event -> Markdown in :mod:`think_kernel.render`, the
-``%think_*`` commands in :mod:`think_kernel.commands`, code cells in
-:mod:`think_kernel.cellcode`. This module only turns those into Jupyter messages.
+:class:`~think_kernel.runtime.Runtime`, event -> Markdown in :mod:`think_kernel.kernel.render`, the
+``%think_*`` commands in :mod:`think_kernel.kernel.commands`, code cells in
+:mod:`think_kernel.kernel.cellcode`. This module only turns those into Jupyter messages.
 
 Base class: ``IPythonKernel`` rather than the bare ``Kernel``. It keeps ``comm_manager`` (comms
 are dispatched even while a cell runs, which ipywidgets approval prompts need), the display
@@ -33,20 +33,20 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
-from . import __version__
-from .agent.events import ErrorEvent, Event, StatusEvent, ToolResult
+from .. import __version__
+from ..agent.events import ErrorEvent, Event, StatusEvent, ToolResult
+from ..collab.linked import linked_setup
+from ..config import ThinkConfig
+from ..runtime import Runtime
+from ..safeoutput import safe_bundle
+from ..schedules.notebook import KernelReminders
+from ..store.location import store_dir
+from ..tasks.display import TaskDisplay
 from .cellcode import run_cell_code
-from .collab.linked import linked_setup
 from .commands import COMMANDS, CommandError, run_command, whole_output_markdown
-from .config import ThinkConfig
 from .link import start_link
 from .render import Transcript
 from .resume import notebook_key, remember_session, remembered_session
-from .runtime import Runtime
-from .safeoutput import safe_bundle
-from .schedules.notebook import KernelReminders
-from .store.location import store_dir
-from .tasks.display import TaskDisplay
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class ThinkKernel(IPythonKernel):
     def banner(self) -> str:  # type: ignore[override]
         """Shown by consoles on connect, with the sandbox tier code will run in (once the
         background probe that :meth:`start` begins has finished)."""
-        from .sandbox.tiers import TIER3_WARNING, Tier, probed_tier
+        from ..sandbox.tiers import TIER3_WARNING, Tier, probed_tier
 
         tier = probed_tier()
         if tier is None:
@@ -220,7 +220,7 @@ class ThinkKernel(IPythonKernel):
         self._main_loop = asyncio.get_running_loop()
         # The sandbox probes (for the banner; the sandbox repeats them from the cache) run
         # beside the kernel's start, not in a kernel_info reply (issue 17).
-        from .sandbox.tiers import detect_tier
+        from ..sandbox.tiers import detect_tier
 
         probe = self._main_loop.run_in_executor(None, detect_tier)
         self._background.add(probe)
@@ -687,7 +687,7 @@ class ApprovalCards:
 
     def feed_subagent(self, event: Event) -> None:
         """A subagent's approval events (they reach the runtime's sinks, not the run)."""
-        from .agent.events import ApprovalRequested, ApprovalResolved
+        from ..agent.events import ApprovalRequested, ApprovalResolved
 
         if isinstance(event, ApprovalRequested) and event.task_id:
             self._subagent_asks.add(event.id)
@@ -697,10 +697,10 @@ class ApprovalCards:
 
     def feed(self, event: Event) -> None:
         """Show a card for ``approval_requested``; settle it on ``approval_resolved``."""
-        from .agent.events import ApprovalRequested, ApprovalResolved
+        from ..agent.events import ApprovalRequested, ApprovalResolved
 
         if isinstance(event, ApprovalRequested):
-            from .approvals.widget import ApprovalCard, waiting_text
+            from ..approvals.widget import ApprovalCard, waiting_text
 
             aid = event.id
 

@@ -17,11 +17,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .agent.attachments import MAX_ATTACHMENTS, MAX_IMAGE_BYTES, describe_attachment
-from .agent.calls import ROLES
-from .dataclasses_light import dataclass
+from ..agent.attachments import MAX_ATTACHMENTS, MAX_IMAGE_BYTES, describe_attachment
+from ..agent.calls import ROLES
+from ..dataclasses_light import dataclass
+from ..tools.base import ToolError
 from .render import code_span
-from .tools.base import ToolError
 
 PROPS = {"model", "instructions", "max_steps"}
 # Credentials and values baked into the model client at start need a restart, not a magic.
@@ -165,7 +165,7 @@ async def think_config(rt: Any, arg: str) -> CommandReply:
 
 def _sandbox_limits(rt: Any) -> str:
     """The limits table of the session's sandbox (configured values if not started yet)."""
-    from .sandbox import describe_limits, detect_tier, markdown_table
+    from ..sandbox import describe_limits, detect_tier, markdown_table
 
     if rt.sandbox is not None:
         return markdown_table(rt.sandbox.limits())
@@ -179,7 +179,7 @@ def _sandbox_limits(rt: Any) -> str:
 
 
 async def _approvals(rt: Any) -> str:
-    from .approvals import PolicyError
+    from ..approvals import PolicyError
 
     try:
         return str((await rt.policy()).describe()) + " (`%think_approve` changes it)"
@@ -206,7 +206,7 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
     configured = ep.configured
     tier = getattr(getattr(rt.sandbox, "tier", None), "description", None)
     if tier is None:
-        from .sandbox import detect_tier
+        from ..sandbox import detect_tier
 
         tier = f"{detect_tier(rt.sandbox_config.bwrap_path).description} (starts on first use)"
     models = rt.role_models(props)
@@ -249,7 +249,7 @@ async def think_approve(rt: Any, arg: str) -> CommandReply:
     ``allow TOOL`` add a rule (checked before the mode); ``reset`` drops the session's
     changes (config applies again).
     """
-    from .approvals import MODES, PolicyError, Rule
+    from ..approvals import MODES, PolicyError, Rule
 
     text = arg.strip()
     approval = dict((await rt.props()).get("approval") or {})
@@ -436,8 +436,8 @@ async def think_mcp(rt: Any, arg: str) -> CommandReply:
 async def think_doctor(rt: Any, arg: str) -> CommandReply:
     """Try the sandbox's containment for real (network, files, secrets, store, other sessions,
     launcher, limits) on this machine; ``all`` probes every tier it can run."""
-    from .sandbox import Tier, available_tiers
-    from .sandbox.probes import run_probes
+    from ..sandbox import Tier, available_tiers
+    from ..sandbox.probes import run_probes
 
     here = available_tiers(rt.sandbox_config.bwrap_path)
     if arg.strip() == "all":
@@ -457,7 +457,7 @@ async def think_doctor(rt: Any, arg: str) -> CommandReply:
 async def think_tasks(rt: Any, arg: str) -> CommandReply:
     """The task tree of this session's last planned request with progress (``all``: every
     request's)."""
-    from .tasks.shape import markdown
+    from ..tasks.shape import markdown
 
     if rt.store is None:
         await rt.start()

@@ -15,7 +15,7 @@ from jupyter_core.paths import jupyter_config_path
 from traitlets import Type, default
 from traitlets.config import Application
 
-from .kernel import ThinkKernel
+from .thinkkernel import ThinkKernel
 
 
 class ThinkKernelApp(IPKernelApp):
@@ -27,7 +27,7 @@ class ThinkKernelApp(IPKernelApp):
         ThinkKernel,
         klass="ipykernel.kernelbase.Kernel",
         config=True,
-        help="The kernel class to serve. Default: think_kernel.kernel.ThinkKernel.",
+        help="The kernel class to serve. Default: think_kernel.kernel.thinkkernel.ThinkKernel.",
     )
 
     @default("config_file_name")

@@ -5,7 +5,7 @@ A Jupyter server with the extension starts one of these while it is still loadin
 second or more before it listens). It imports what a think kernel imports, then waits on its
 standard input for one line, ``{"args": [...], "env": {...}, "cwd": "..."}`` (``args``: those
 after ``python -m think_kernel``), which the kernel provisioner
-(:mod:`think_kernel.provisioner`) writes when the server starts a think kernel. It then
+(:mod:`think_kernel.kernel.provisioner`) writes when the server starts a think kernel. It then
 becomes that kernel: same environment, same folder, same arguments, exactly as if ``python -m
 think_kernel -f CONNECTION_FILE`` had been started then. The server's first spare kernel so
 answers a few hundred milliseconds after the server listens instead of a kernel start-up
@@ -56,7 +56,7 @@ def _preload() -> None:
     # link's WebSocket client, the file watch. (The model client's transport comes with the
     # runtime; httpx and its backends are imported only behind a proxy.)
     for name in (
-        "think_kernel.kernelapp", "think_kernel.runtime", "think_kernel.store",
+        "think_kernel.kernel.app", "think_kernel.runtime", "think_kernel.store",
         "ipykernel.debugger", "IPython.core.debugger", "IPython.core.completerlib",
         "IPython.extensions.storemagic", "psutil", "tornado.websocket",
         "tornado.simple_httpclient", "certifi", "inotify_simple",
@@ -85,7 +85,7 @@ def _read_request(wait: float) -> dict[str, object] | None:
 
 
 def main() -> None:
-    """``python -m think_kernel.preload``: import, wait for the kernel's arguments, be it."""
+    """``python -m think_kernel.kernel.preload``: import, wait for the kernel's arguments, be it."""
     _preload()
     try:
         wait = float(os.environ.get("THINK_PRELOAD_WAIT", WAIT))
@@ -107,7 +107,7 @@ def main() -> None:
     if isinstance(cwd, str) and cwd:
         os.chdir(cwd)
     import think_kernel.__main__ as entry
-    from think_kernel.kernelapp import ThinkKernelApp
+    from think_kernel.kernel.app import ThinkKernelApp
 
     sys.argv = [str(entry.__file__), *(str(a) for a in args)]
     # ipykernel reads these into trait defaults when it is imported, before we had them: the

@@ -1,8 +1,8 @@
 """Room plumbing of jupyter-collaboration: the ystore class, TCP_NODELAY, history path.
 
-1. **Ystore.** :class:`~jupyter_ext.ystore.ThinkYStore` (re-exported here: configurations
-   name ``jupyter_ext.rooms.ThinkYStore``) keeps the rooms' Yjs updates in the workspace's
-   store folder; ``jupyter_ext.ystore`` sets it up when the extension is linked.
+1. **Ystore.** :class:`~jupyter_ext.collab.ystore.ThinkYStore` (re-exported here: configurations
+   name ``jupyter_ext.collab.rooms.ThinkYStore``) keeps the rooms' Yjs updates in the workspace's
+   store folder; ``jupyter_ext.collab.ystore`` sets it up when the extension is linked.
 2. **TCP_NODELAY.** The room websocket does not set it, so small Yjs updates wait for Nagle's
    algorithm: a human -> agent -> human round trip takes ~44 ms instead of ~8 ms.
    :func:`enable_room_nodelay` points the room route at a subclass whose ``open`` sets it.

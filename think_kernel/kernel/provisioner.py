@@ -2,7 +2,7 @@
 
 ``kernel.json`` names it (``metadata.kernel_provisioner``). It launches kernels exactly as
 :class:`jupyter_client.provisioning.LocalProvisioner` does, except when a preloaded process
-(:mod:`think_kernel.preload`) is waiting in this process: then the kernel's arguments,
+(:mod:`think_kernel.kernel.preload`) is waiting in this process: then the kernel's arguments,
 environment and folder are handed to it, and it becomes the kernel without importing
 anything. The server starts one while it loads (``preload()``), for its first spare kernel.
 
@@ -43,7 +43,7 @@ def preload(env: dict[str, str] | None = None) -> bool:
     env = dict(os.environ if env is None else env)
     try:
         _waiting = subprocess.Popen(
-            [sys.executable, "-m", "think_kernel.preload"],
+            [sys.executable, "-m", "think_kernel.kernel.preload"],
             stdin=subprocess.PIPE,
             env=env,
             start_new_session=True,  # as jupyter_client launches kernels

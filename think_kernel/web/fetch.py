@@ -15,7 +15,7 @@ from traitlets import Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from ..dataclasses_light import dataclass
-from .base import ToolContext, ToolError, ToolOutput
+from ..tools.base import ToolContext, ToolError, ToolOutput
 
 if TYPE_CHECKING:  # imported where used: ~50 ms that a first %%think need not pay
     import httpx

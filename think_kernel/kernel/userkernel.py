@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import field
 from typing import Any
 
-from .dataclasses_light import dataclass
-from .tools.base import ToolContext, ToolError, ToolOutput
+from ..dataclasses_light import dataclass
+from ..tools.base import ToolContext, ToolError, ToolOutput
 
 MAX_TEXT = 20_000
 

@@ -4,10 +4,10 @@
     %%think
     plot the distribution of df.price and save it as price.png
 
-The agent sees a compact summary of the notebook's variables (:mod:`think_kernel.namespace`).
+The agent sees a compact summary of the notebook's variables (:mod:`think_kernel.kernel.namespace`).
 It runs on a private asyncio loop in a daemon thread (IPython runs magics synchronously, and the
 kernel's own loop is blocked while a cell runs); the cell's thread renders its events as a live
-Markdown display, batched like the think kernel's (:mod:`think_kernel.cellrun`). Ctrl-C / the stop
+Markdown display, batched like the think kernel's (:mod:`.cellrun`). Ctrl-C / the stop
 button raise KeyboardInterrupt in the cell's thread: we cancel the run on the private loop, show
 "Interrupted." and re-raise, so the kernel aborts queued cells and stays alive.
 
@@ -28,9 +28,9 @@ from typing import Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
+from ..safeoutput import safe_bundle
 from .cellrun import CellRun
-from .kernelexec import make_run_in_kernel
-from .safeoutput import safe_bundle
+from .userkernel import make_run_in_kernel
 
 LINK_WAIT = 5.0  # seconds to wait for the server link before working on local files
 KERNEL_PROMPT = """You are running inside the user's own notebook (an IPython kernel, through
@@ -95,12 +95,12 @@ class ThinkMagics(Magics):
         return self._loop
 
     async def _make_runtime(self) -> Any:
-        from .collab.linked import linked_setup
-        from .config import ThinkConfig
+        from ..collab.linked import linked_setup
+        from ..config import ThinkConfig
+        from ..runtime import Runtime
+        from ..store.location import store_dir
         from .link import start_link
         from .resume import notebook_key, own_notebook, remember_session, remembered_session
-        from .runtime import Runtime
-        from .store.location import store_dir
 
         root = Path(os.getcwd())
         key = notebook_key()
@@ -142,7 +142,7 @@ class ThinkMagics(Magics):
             await self._link.runtime()  # its events reach the server (the sidebar) from now
             # A reminder set here wakes the server's scheduler at once (issue 15); without a
             # server, %%think reminders wait for one (no run can start in this kernel alone).
-            from .schedules.notebook import KernelReminders
+            from ..schedules.notebook import KernelReminders
 
             KernelReminders(runtime, self._link)
         return runtime

@@ -23,7 +23,7 @@ import json
 import os
 from pathlib import Path
 
-from .safefs import SafeRoot
+from ..safefs import SafeRoot
 
 POINTER_FILE = "kernel-sessions.json"
 DEFAULT_KEY = "<default>"

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.display import display, update_display
 
-from .kernelexec import KernelExec, execute
-from .safeoutput import safe_bundle
-from .waits import wait_for
+from ..safeoutput import safe_bundle
+from ..waits import wait_for
+from .userkernel import KernelExec, execute
 
 if TYPE_CHECKING:
     from .magics import ThinkMagics
@@ -52,7 +52,7 @@ Stopped.__name__ = Stopped.__qualname__ = "KeyboardInterrupt"
 
 def _urgent(item: Any) -> bool:
     """Items the cell's thread must handle now, not at the next display."""
-    from .agent.events import ApprovalRequested, ApprovalResolved, ToolResult
+    from ..agent.events import ApprovalRequested, ApprovalResolved, ToolResult
 
     if item is DONE or isinstance(item, (KernelExec, ApprovalRequested, ApprovalResolved)):
         return True
@@ -172,7 +172,7 @@ class CellRun:
 
     def feed(self, event: Any) -> bool:
         """Handle one item from the run; True when the transcript changed."""
-        from .agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent, ToolResult
+        from ..agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent, ToolResult
 
         if isinstance(event, KernelExec):
             self._show_first()
@@ -206,7 +206,7 @@ class CellRun:
                 raise
 
     def _card(self, event: dict[str, Any]) -> None:
-        from .approvals.widget import ApprovalCard, waiting_text
+        from ..approvals.widget import ApprovalCard, waiting_text
 
         self._show_first()
         display_id = uuid.uuid4().hex
@@ -229,7 +229,7 @@ class CellRun:
 
     def _decided(self, decision: dict[str, Any]) -> None:
         """A card's approval was decided (from any surface): its output says so."""
-        from .approvals.widget import decided_text
+        from ..approvals.widget import decided_text
 
         shown = self.card_ids.pop(decision.get("id", ""), None)
         if shown is None:
@@ -253,7 +253,7 @@ class CellRun:
     # -- drivers -----------------------------------------------------------------------------
 
     def _produce(self, box: Mailbox) -> concurrent.futures.Future[None]:
-        from .agent.events import ErrorEvent
+        from ..agent.events import ErrorEvent
 
         runtime, request, context = self.runtime, self.request, self.context
 

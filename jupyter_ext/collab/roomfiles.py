@@ -302,7 +302,7 @@ class RoomFiles:
         self.loaders: dict[str, ThinkFileLoader] = {}
         self._holds_changed = asyncio.Event()
         #: Called with :attr:`any_open` whenever it changes (kernels skip the flush request
-        #: of a run while no room is open, see jupyter_ext/docrpc.py).
+        #: of a run while no room is open, see jupyter_ext/collab/docrpc.py).
         self.open_listeners: list[Callable[[bool], None]] = []
         self._told: bool | None = None
         self._used: dict[str, float] = {}  # room id -> when the agent last used it

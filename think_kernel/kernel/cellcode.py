@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import Any
 
-from .dataclasses_light import dataclass
-from .waits import wait_for
+from ..dataclasses_light import dataclass
+from ..waits import wait_for
 
 OutputCallback = Callable[[str, str], Any]
 """(stream, text) with stream "stdout" or "stderr"; may be sync or async."""

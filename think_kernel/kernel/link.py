@@ -571,7 +571,7 @@ class KernelLink:
         task.add_done_callback(lambda t: self._tools.pop(call_id, None))
 
     async def _run_tool(self, frame: dict[str, Any], call_id: str) -> None:
-        from .mcp.served import serve_call
+        from ..mcp.served import serve_call
 
         session_id = str(frame.get("session_id") or "")
         output: dict[str, Any] = {}

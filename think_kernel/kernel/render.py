@@ -20,7 +20,7 @@ import re
 from dataclasses import field
 from typing import Any
 
-from .agent.events import (
+from ..agent.events import (
     Chat,
     ErrorEvent,
     Event,
@@ -32,7 +32,7 @@ from .agent.events import (
     ToolProgress,
     ToolResult,
 )
-from .dataclasses_light import dataclass
+from ..dataclasses_light import dataclass
 
 ARG_CHARS = 60
 SUMMARY_CHARS = 120

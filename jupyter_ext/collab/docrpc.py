@@ -34,7 +34,7 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
     """Build the service (and cell executor) and register the ``doc.*`` RPC methods on ``ext``.
 
     Call once from ``ThinkExtension.initialize_settings``. Also installs TCP_NODELAY on the room
-    websockets once the server runs (see :mod:`jupyter_ext.rooms`).
+    websockets once the server runs (see :mod:`jupyter_ext.collab.rooms`).
     """
     from .execution import CellExecutor
     from .rooms import enable_room_nodelay, history_path
