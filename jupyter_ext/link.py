@@ -37,7 +37,7 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import allow_unauthenticated
@@ -45,8 +45,6 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from tornado.web import HTTPError
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
-
-from think_kernel.dataclasses_light import dataclass
 
 from .base import parse_json
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from think_kernel.dataclasses_light import dataclass
 
 if TYPE_CHECKING:
     from think_kernel.store import Store

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from think_kernel.dataclasses_light import dataclass
 from think_kernel.waits import wait_for
 
 if TYPE_CHECKING:

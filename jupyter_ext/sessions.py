@@ -31,11 +31,10 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from think_kernel.agent.events import TaskEvent
-from think_kernel.dataclasses_light import dataclass
 from think_kernel.store import new_id
 from think_kernel.waits import wait_for
 

@@ -16,9 +16,8 @@ choice, made in the product. ``DELETE /api/think/model`` goes back to the enviro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-from .dataclasses_light import dataclass
 
 #: The store setting the setup card writes.
 SETTING = "model_endpoint"

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from think_kernel.dataclasses_light import dataclass
 from think_kernel.store import new_id
 from think_kernel.waits import wait_for
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..dataclasses_light import dataclass
 from .tokens import estimate_text
 
 # Per message of the transcript the summarizer reads; longer texts are cut in the middle.

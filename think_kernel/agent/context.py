@@ -15,10 +15,9 @@ enormous tool result in the tail) are cut in the middle for the model only (:met
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..dataclasses_light import dataclass
 from ..store.history import Frozen, Row, StartMemo, read_only_until
 from .compaction import Plan
 from .messages import to_model_message, transform_context, transform_steps

@@ -15,10 +15,8 @@ the other :class:`TaskEvent` names are the durable *run* lifecycle.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
-
-from ..dataclasses_light import dataclass
 
 Status = Literal["idle", "thinking", "executing", "waiting"]
 

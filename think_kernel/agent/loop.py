@@ -25,10 +25,9 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..dataclasses_light import dataclass
 from ..store import Store, new_id
 from ..tools.base import CallOutcome, ToolContext, ToolOutput, ToolRegistry
 from ..tools.summarize import needs_whole, summarize_input, summarize_output

@@ -35,10 +35,10 @@ import re
 import ssl
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .. import __version__
-from ..dataclasses_light import dataclass
 from ..store.history import Frozen
 from .tokens import spec_key
 from .transport import HTTPClient, TransportError, TransportTimeout

@@ -23,10 +23,10 @@ import copy
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import ApprovalRequested, ApprovalResolved, Event, StatusEvent
-from ..dataclasses_light import dataclass
 from ..waits import wait_for
 from .describe import describe_call
 from .policy import Policy

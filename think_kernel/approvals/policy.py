@@ -24,10 +24,8 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from ..dataclasses_light import dataclass
 
 MODES = ("auto", "default", "strict")
 READS = frozenset(

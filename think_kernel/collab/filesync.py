@@ -19,10 +19,9 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..dataclasses_light import dataclass
 from .watch import Changes, SnapshotWatcher, Watcher, workspace_watcher
 
 log = logging.getLogger(__name__)

@@ -18,11 +18,9 @@ import sqlite3
 import threading
 import time
 import zlib
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-from ..dataclasses_light import dataclass
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS versions (

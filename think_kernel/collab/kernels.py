@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 
-from ..dataclasses_light import dataclass
 from ..tools.base import ToolError
 
 OnOutput = Callable[[dict[str, Any]], Awaitable[None]]

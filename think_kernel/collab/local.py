@@ -26,11 +26,10 @@ import json
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..dataclasses_light import dataclass
 from ..tools.base import ToolError
 from ..tools.workspace import LocalWorkspace, PathError, os_error
 from .ystore import YStore

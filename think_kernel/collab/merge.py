@@ -19,10 +19,9 @@ range the other replaces; inserting whole lines next to a changed line does not 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
-
-from ..dataclasses_light import dataclass
 
 Hunk = tuple[int, int]  # base lines [start, end); start == end: lines inserted before start
 

@@ -24,11 +24,10 @@ import itertools
 import logging
 import os
 import sys
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..dataclasses_light import dataclass
 from ..safefs import is_temp_name
 
 log = logging.getLogger(__name__)

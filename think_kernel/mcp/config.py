@@ -25,11 +25,9 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from ..dataclasses_light import dataclass
 
 HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

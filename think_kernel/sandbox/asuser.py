@@ -47,9 +47,8 @@ import platform
 import queue
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
-
-from ..dataclasses_light import dataclass
 
 T = TypeVar("T")
 

@@ -22,10 +22,8 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from ..dataclasses_light import dataclass
 
 V1_CONTROLLERS = ("memory", "pids", "cpu")
 

@@ -21,11 +21,10 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..dataclasses_light import dataclass
 from ..waits import wait_for
 from . import launch
 from .config import SandboxConfig

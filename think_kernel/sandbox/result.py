@@ -5,10 +5,8 @@ from __future__ import annotations
 import codecs
 import signal
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from ..dataclasses_light import dataclass
 
 #: The closed set of error categories (issue 3; ``disk``: the per-run write budget, issue 9).
 ERROR_CATEGORIES = ("syntax", "runtime", "timeout", "memory", "killed", "disk")

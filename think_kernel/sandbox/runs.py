@@ -10,10 +10,8 @@ import json
 import os
 import socket
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
-
-from ..dataclasses_light import dataclass
 
 
 @dataclass(eq=False)

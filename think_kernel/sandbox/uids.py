@@ -22,9 +22,8 @@ import random
 import signal
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-
-from ..dataclasses_light import dataclass
 
 
 class UidRangeExhausted(RuntimeError):

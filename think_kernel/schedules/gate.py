@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..dataclasses_light import dataclass
 from .config import ScheduleConfig
 from .reminders import message_id
 from .scheduler import Defer, Firing, Skip

@@ -38,10 +38,9 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..dataclasses_light import dataclass
 from ..waits import wait_for
 from .when import next_occurrence
 

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
-
-from ..dataclasses_light import dataclass
 
 FORMATS = (
     "a delay ('in 20 minutes', 'in 2 h', 'in 1 hour 30 min'), a time in the user's zone "

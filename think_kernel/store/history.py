@@ -25,10 +25,8 @@ import copy
 import operator
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Generic, NoReturn, TypeVar
-
-from ..dataclasses_light import dataclass
 
 T = TypeVar("T")
 

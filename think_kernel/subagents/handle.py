@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent.events import Chat, ErrorEvent, Event
-from ..dataclasses_light import dataclass
 from .runner import Job
 
 RESULT_CHARS = 4000

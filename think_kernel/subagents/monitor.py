@@ -23,11 +23,11 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agent.events import SubagentError
 from ..approvals.record import decide, decision_record
-from ..dataclasses_light import dataclass
 from ..tasks.graph import TaskError
 
 if TYPE_CHECKING:

@@ -14,11 +14,10 @@ sandbox (:class:`.SandboxWorker`). Its events go to the parent's clients through
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.events import Chat, ErrorEvent, Event, ToolCall, Usage
-from ..dataclasses_light import dataclass
 from ..tools.base import ToolContext, ToolRegistry
 from .facet import WORKING_ON, FacetStore, SandboxWorker
 from .stream import SubagentStream

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-
-from ..dataclasses_light import dataclass
+from dataclasses import dataclass
 
 TYPES = ("explore", "code", "test", "review", "plan", "fix")
 STATUSES = ("pending", "in_progress", "blocked", "complete", "failed", "cancelled")

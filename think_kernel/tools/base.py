@@ -26,10 +26,8 @@ import types
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-
-from ..dataclasses_light import dataclass
 
 if TYPE_CHECKING:
     from ..agent.events import Event

@@ -16,9 +16,8 @@ from __future__ import annotations
 import codecs
 import io
 import os
+from dataclasses import dataclass
 from typing import IO
-
-from ..dataclasses_light import dataclass
 
 CHUNK = 1 << 20
 MAX_PAGE_BYTES = 256 * 1024

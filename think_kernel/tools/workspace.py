@@ -26,10 +26,10 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol, TypeVar
 
-from ..dataclasses_light import dataclass
 from ..safefs import SafeRoot, UnsafePathError, is_temp_name, split
 from .base import ACTING, ToolError
 from .textpage import NotUtf8, TextPage, check_utf8, read_page, utf8_help

@@ -21,10 +21,9 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..dataclasses_light import dataclass
 from .config import WebConfig
 from .page import NetworkWatch
 

@@ -14,9 +14,8 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-
-from ..dataclasses_light import dataclass
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..dataclasses_light import dataclass
 from ..waits import wait_for
 from .netpolicy import AllowEntry, IPAddress, NetPolicy
 

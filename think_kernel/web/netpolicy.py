@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-
-from ..dataclasses_light import dataclass
+from dataclasses import dataclass
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ..dataclasses_light import dataclass
 from ..waits import wait_for
 
 Action = Literal["click", "type", "select", "scroll", "navigate", "press", "hover", "wait"]

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-from ..dataclasses_light import dataclass
 
 if TYPE_CHECKING:  # imported where used: ~50 ms that a first %%think need not pay
     import httpx

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..agent.calls import ModelCaller
-from ..dataclasses_light import dataclass
 
 VISION_SYSTEM = (
     "You look at screenshots of web pages for a coding agent. Answer its question about the "
