@@ -21,11 +21,10 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pycrdt import Array, Assoc, Awareness, Doc, StickyIndex, Text
-
-from think_kernel.dataclasses_light import dataclass
 
 
 @dataclass

@@ -17,14 +17,13 @@ import asyncio
 import os
 import time
 import uuid
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import nbformat
 from jupyter_client.asynchronous import AsyncKernelClient
 
 from think_kernel.collab import ydocs
-from think_kernel.dataclasses_light import dataclass
 from think_kernel.waits import wait_for
 
 if TYPE_CHECKING:

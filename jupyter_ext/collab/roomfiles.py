@@ -45,6 +45,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from jupyter_server.utils import ensure_async
@@ -55,7 +56,6 @@ from pycrdt import Map, Text
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.merge import merge_disk, merge_notebook
-from think_kernel.dataclasses_light import dataclass
 from think_kernel.waits import wait_for
 
 from .activity import RoomActivity

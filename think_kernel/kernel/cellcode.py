@@ -22,10 +22,9 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..dataclasses_light import dataclass
 from ..waits import wait_for
 
 OutputCallback = Callable[[str, str], Any]

@@ -15,11 +15,11 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..agent.attachments import MAX_ATTACHMENTS, MAX_IMAGE_BYTES, describe_attachment
 from ..agent.calls import ROLES
-from ..dataclasses_light import dataclass
 from ..tools.base import ToolError
 from .render import code_span
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent.events import (
@@ -32,7 +32,6 @@ from ..agent.events import (
     ToolProgress,
     ToolResult,
 )
-from ..dataclasses_light import dataclass
 
 ARG_CHARS = 60
 SUMMARY_CHARS = 120

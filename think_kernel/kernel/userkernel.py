@@ -18,10 +18,9 @@ import io
 import sys
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..dataclasses_light import dataclass
 from ..tools.base import ToolContext, ToolError, ToolOutput
 
 MAX_TEXT = 20_000

@@ -267,7 +267,7 @@ async def _history_store() -> Probe:
     # code can write the workspace, so a history kept there can be replaced with a link.
     attack = "the history store: replace it in the workspace"
     try:
-        from jupyter_ext.ystore import check_workspace
+        from jupyter_ext.collab.ystore import check_workspace
     except ImportError as e:  # no server extension (or no jupyter-collaboration) here
         return Probe(attack, True, f"no collaboration rooms ({e})")
     ok, detail = await asyncio.to_thread(check_workspace, os.getcwd())

@@ -8,13 +8,12 @@ its :class:`FetchConfig` in ``ctx.extras["fetch_config"]`` and a :class:`FetchLo
 from __future__ import annotations
 
 import time
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from traitlets import Float, Int, List, Unicode
 from traitlets.config import Configurable
 
-from ..dataclasses_light import dataclass
 from ..tools.base import ToolContext, ToolError, ToolOutput
 
 if TYPE_CHECKING:  # imported where used: ~50 ms that a first %%think need not pay
