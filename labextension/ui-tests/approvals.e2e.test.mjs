@@ -10,14 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import {
-  SCRIPTS,
-  launchBrowser,
-  openChat,
-  openLab,
-  shot,
-  startLab
-} from './harness.mjs';
+import { SCRIPTS, launchLab, openChat, shot } from './harness.mjs';
 
 const TIMEOUT = 60000;
 
@@ -52,8 +45,8 @@ Object.assign(SCRIPTS, {
   ]
 });
 
+let ui;
 let lab;
-let browser;
 let page;
 
 async function newSession(p) {
@@ -100,26 +93,17 @@ const pending = p => p.locator('.jp-ThinkApproval[data-status="pending"]');
 
 describe('Approvals in the sidebar', () => {
   before(async () => {
-    lab = await startLab();
-    // Kernels start on the first message: they read this (ask before every write).
-    fs.writeFileSync(
-      path.join(lab.tmp, 'config', 'think_kernel_config.py'),
-      'c.ThinkConfig.approval_policy = "strict"\n'
-    );
-    browser = await launchBrowser();
-    const context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
+    ui = await launchLab({
+      // Kernels start on the first message: they read this (ask before every write).
+      kernelConfig: 'c.ThinkConfig.approval_policy = "strict"\n',
+      sidebar: true
     });
-    page = await openLab(context, lab);
-    await openChat(page);
+    ({ lab, page } = ui);
   });
 
   afterEach(t => lab?.reportFailure(t));
 
-  after(async () => {
-    await browser?.close();
-    await lab?.stop();
-  });
+  after(() => ui?.close());
 
   test('approve: the card shows the diff, the call runs', async () => {
     await newSession(page);

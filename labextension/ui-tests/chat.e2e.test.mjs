@@ -7,18 +7,12 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import {
-  launchBrowser,
-  openChat,
-  openLab,
-  shot,
-  startLab
-} from './harness.mjs';
+import { launchLab, openChat, openLab, shot } from './harness.mjs';
 
 const TIMEOUT = 30000;
 
+let ui;
 let lab;
-let browser;
 let context;
 let page;
 
@@ -95,21 +89,13 @@ async function sampleStream(p, doneSelector) {
 
 describe('Think chat in JupyterLab', () => {
   before(async () => {
-    lab = await startLab();
-    browser = await launchBrowser();
-    context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
-    });
-    page = await openLab(context, lab);
-    await openChat(page);
+    ui = await launchLab({ sidebar: true });
+    ({ lab, context, page } = ui);
   });
 
   afterEach(t => lab?.reportFailure(t));
 
-  after(async () => {
-    await browser?.close();
-    await lab?.stop();
-  });
+  after(() => ui?.close());
 
   test('the sidebar, launcher and palette entries exist', async () => {
     assert.equal(await chat(page).isVisible(), true);

@@ -186,6 +186,7 @@ export async function startLab({
     token,
     root,
     tmp,
+    configDir: env.JUPYTER_CONFIG_DIR,
     backend,
     modelUrl: model?.modelUrl ?? null,
     log: path.join(tmp, 'lab.log'),
@@ -273,6 +274,25 @@ const EMPTY_NOTEBOOK = JSON.stringify({
   nbformat: 4,
   nbformat_minor: 5
 });
+
+/**
+ * The text of a notebook of code cells (`sources`) on the `think` kernel, for `files` of
+ * launchLab: a notebook that names its kernel opens without a kernel dialog.
+ */
+export function notebookText(sources = [''], kernel = 'think') {
+  return JSON.stringify({
+    cells: sources.map(source => ({
+      cell_type: 'code',
+      execution_count: null,
+      metadata: {},
+      outputs: [],
+      source
+    })),
+    metadata: { kernelspec: { name: kernel, display_name: kernel } },
+    nbformat: 4,
+    nbformat_minor: 5
+  });
+}
 
 const words = (prefix, n) =>
   Array.from({ length: n }, (_, i) => `${i ? ' ' : ''}${prefix}${i}`);
@@ -389,25 +409,135 @@ export async function openFile(context, lab, name) {
   return { page, editor };
 }
 
-/** Show the chat sidebar. */
-export async function openChat(page) {
-  const input = page.locator('.jp-ThinkChat .jp-ThinkComposer-input');
+/**
+ * Open JupyterLab in a new page with a notebook of the server's root open
+ * (`/lab/tree/<name>`); resolves with the page once the notebook shows a cell.
+ */
+export async function openNotebook(context, lab, name) {
+  const page = await context.newPage();
+  await page.goto(`${lab.url}/lab/tree/${name}?token=${lab.token}&reset`);
+  await page
+    .locator('.jp-NotebookPanel .jp-Cell')
+    .first()
+    .waitFor({ state: 'visible', timeout: 60000 });
+  return page;
+}
+
+/** Show the sidebar until `shown` (a locator inside it) is visible. */
+async function showSidebar(page, shown) {
   const tab = page.locator('.jp-SideBar [data-id="think-chat"]');
   await tab.waitFor();
   // The tab toggles the sidebar, and a layout restored late may open it too: click only
   // when it is hidden, and again if the restore closed what the click opened.
   for (let i = 0; i < 3; i++) {
-    if (!(await input.isVisible())) {
+    if (!(await shown.isVisible())) {
       await tab.click();
     }
     try {
-      await input.waitFor({ state: 'visible', timeout: 5000 });
+      await shown.waitFor({ state: 'visible', timeout: 5000 });
       return;
     } catch {
       // toggled shut by a late layout restore: try again
     }
   }
   throw new Error('the Think sidebar did not open');
+}
+
+/** Show the chat sidebar and wait for its composer. */
+export async function openChat(page) {
+  await showSidebar(
+    page,
+    page.locator('.jp-ThinkChat .jp-ThinkComposer-input')
+  );
+}
+
+/** Show the sidebar, whatever it shows (the setup card has no composer). */
+export async function openSidebar(page) {
+  await showSidebar(page, page.locator('.jp-ThinkChat .jp-ThinkChat-header'));
+}
+
+/**
+ * The set-up of a browser test in one call: `jupyter lab` (see startLab), a headless
+ * Chromium, a browser context and a JupyterLab page. Resolves with
+ * `{lab, browser, context, page, close}`; `close()` stops the browser, then the server.
+ * When the set-up fails half-way, what it started is stopped before the error is thrown.
+ *
+ * Options: those of startLab (`backend`, `env`, `configured`), and
+ * - `files`: `{name: text}` written to the server's root before the page opens;
+ * - `kernelConfig`: the text of think_kernel_config.py (kernels read it as they start);
+ * - `labSettings`: `{'@jupyterlab/notebook-extension:tracker': {...}}`, user settings;
+ * - `viewport` (1400 x 900 unless given), `colorScheme`, `permissions` (granted for the
+ *   server's origin);
+ * - `beforePage(ui)`: runs once the context exists, before the page opens (listeners);
+ * - `page: false`: no page (the test opens its own, e.g. with openFile);
+ * - `notebook`: open this notebook of the root rather than the bare workspace (one that
+ *   names its kernel, see notebookText, or JupyterLab asks for one in a dialog);
+ * - `sidebar: true`: open the chat sidebar and wait for its composer.
+ */
+export async function launchLab({
+  files = {},
+  kernelConfig,
+  labSettings = {},
+  viewport = { width: 1400, height: 900 },
+  colorScheme,
+  permissions = [],
+  beforePage,
+  page: withPage = true,
+  notebook,
+  sidebar = false,
+  ...server
+} = {}) {
+  const lab = await startLab(server);
+  let browser = null;
+  const close = async () => {
+    await browser?.close();
+    await lab.stop();
+  };
+  try {
+    for (const [name, text] of Object.entries(files)) {
+      const file = path.join(lab.root, name);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, text);
+    }
+    if (kernelConfig !== undefined) {
+      fs.mkdirSync(lab.configDir, { recursive: true });
+      fs.writeFileSync(
+        path.join(lab.configDir, 'think_kernel_config.py'),
+        kernelConfig
+      );
+    }
+    for (const [id, values] of Object.entries(labSettings)) {
+      const [pkg, plugin] = id.split(':');
+      const dir = path.join(lab.configDir, 'lab', 'user-settings', pkg);
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(
+        path.join(dir, `${plugin}.jupyterlab-settings`),
+        JSON.stringify(values)
+      );
+    }
+    browser = await launchBrowser();
+    const context = await browser.newContext({ viewport });
+    if (permissions.length) {
+      await context.grantPermissions(permissions, { origin: lab.url });
+    }
+    const ui = { lab, browser, context, page: null, close };
+    await beforePage?.(ui);
+    if (withPage) {
+      ui.page = notebook
+        ? await openNotebook(context, lab, notebook)
+        : await openLab(context, lab, { colorScheme });
+      if (colorScheme && notebook) {
+        await ui.page.emulateMedia({ colorScheme });
+      }
+      if (sidebar) {
+        await openChat(ui.page);
+      }
+    }
+    return ui;
+  } catch (e) {
+    await close();
+    throw e;
+  }
 }
 
 /** Save a screenshot under ui-tests/screenshots. */

@@ -10,21 +10,15 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import {
-  launchBrowser,
-  openChat,
-  openLab,
-  shot,
-  startLab
-} from './harness.mjs';
+import { launchLab, shot } from './harness.mjs';
 
 const TIMEOUT = 60000;
 // A 1x1 red PNG.
 const PNG_B64 =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 
+let ui;
 let lab;
-let browser;
 let page;
 
 async function newSession(p) {
@@ -69,22 +63,17 @@ async function send(p, text) {
 
 describe('Long sessions in the Think sidebar', () => {
   before(async () => {
-    lab = await startLab({ env: { THINK_CONTEXT_WINDOW: '2600' } });
-    browser = await launchBrowser();
-    const context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
+    ui = await launchLab({
+      env: { THINK_CONTEXT_WINDOW: '2600' },
+      sidebar: true
     });
-    page = await openLab(context, lab);
-    await openChat(page);
+    ({ lab, page } = ui);
     await newSession(page);
   });
 
   afterEach(t => lab?.reportFailure(t));
 
-  after(async () => {
-    await browser?.close();
-    await lab?.stop();
-  });
+  after(() => ui?.close());
 
   test('a full window is compacted: a marker that expands to the summary and the messages', async () => {
     const filler = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');

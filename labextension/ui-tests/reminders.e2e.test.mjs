@@ -10,14 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import {
-  SCRIPTS,
-  launchBrowser,
-  openChat,
-  openLab,
-  shot,
-  startLab
-} from './harness.mjs';
+import { SCRIPTS, launchLab, openChat, shot } from './harness.mjs';
 
 const TIMEOUT = 60000;
 
@@ -37,27 +30,19 @@ Object.assign(SCRIPTS, {
   ]
 });
 
+let ui;
 let lab;
-let browser;
 let page;
 
 describe('Reminders', () => {
   before(async () => {
-    lab = await startLab();
-    browser = await launchBrowser();
-    const context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
-    });
-    page = await openLab(context, lab);
-    await openChat(page);
+    ui = await launchLab({ sidebar: true });
+    ({ lab, page } = ui);
   });
 
   afterEach(t => lab?.reportFailure(t));
 
-  after(async () => {
-    await browser?.close();
-    await lab?.stop();
-  });
+  after(() => ui?.close());
 
   test('a fired reminder notifies, and its action opens its session', async () => {
     // The reminder's session, set up over the API; the sidebar shows another one.

@@ -21,14 +21,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import {
-  SCRIPTS,
-  launchBrowser,
-  openChat,
-  openLab,
-  shot,
-  startLab
-} from './harness.mjs';
+import { SCRIPTS, launchLab, openChat, shot } from './harness.mjs';
 
 const TIMEOUT = 90000;
 // A server standing for the attacker's: it counts what reaches it.
@@ -139,8 +132,8 @@ const NOTEBOOK = JSON.stringify({
   nbformat_minor: 5
 });
 
+let ui;
 let lab;
-let browser;
 let context;
 let page;
 const requests = [];
@@ -242,6 +235,27 @@ async function assertInert(p, label) {
   assert.deepEqual(await terminals(), [], `${label}: a terminal was opened`);
 }
 
+/** Record every request of every page, frame and popup, and why it failed if it did. */
+function watchRequests(c) {
+  const rows = new Map();
+  c.on('request', r => {
+    const row = { url: r.url(), method: r.method(), failure: null };
+    rows.set(r, row);
+    requests.push(row);
+  });
+  c.on('console', m => {
+    if (m.text().includes('Content Security Policy')) {
+      cspReports.push(m.text());
+    }
+  });
+  c.on('requestfailed', r => {
+    const row = rows.get(r);
+    if (row) {
+      row.failure = r.failure()?.errorText ?? 'failed';
+    }
+  });
+}
+
 async function openNotebook(p) {
   await p.goto(`${lab.url}/lab/tree/security.ipynb?token=${lab.token}`);
   await p.waitForSelector('.jp-NotebookPanel .jp-Cell', { timeout: TIMEOUT });
@@ -251,52 +265,22 @@ const cell = (p, i) => p.locator('.jp-NotebookPanel .jp-CodeCell').nth(i);
 
 describe('Output security', () => {
   before(async () => {
-    lab = await startLab();
-    fs.writeFileSync(path.join(lab.root, 'security.ipynb'), NOTEBOOK);
-    // Every cell in the DOM (no windowing), so off-screen outputs can be checked too.
-    const settings = path.join(
-      lab.tmp,
-      'config',
-      'lab',
-      'user-settings',
-      '@jupyterlab',
-      'notebook-extension'
-    );
-    fs.mkdirSync(settings, { recursive: true });
-    fs.writeFileSync(
-      path.join(settings, 'tracker.jupyterlab-settings'),
-      JSON.stringify({ windowingMode: 'none' })
-    );
-    browser = await launchBrowser();
-    context = await browser.newContext({
-      viewport: { width: 1400, height: 1000 }
+    ui = await launchLab({
+      files: { 'security.ipynb': NOTEBOOK },
+      // Every cell in the DOM (no windowing), so off-screen outputs can be checked too.
+      labSettings: {
+        '@jupyterlab/notebook-extension:tracker': { windowingMode: 'none' }
+      },
+      viewport: { width: 1400, height: 1000 },
+      beforePage: ({ context: c }) => watchRequests(c)
     });
-    // Every request of every page, frame and popup, and why it failed if it did.
-    const rows = new Map();
-    context.on('request', r => {
-      const row = { url: r.url(), method: r.method(), failure: null };
-      rows.set(r, row);
-      requests.push(row);
-    });
-    context.on('console', m => {
-      if (m.text().includes('Content Security Policy')) {
-        cspReports.push(m.text());
-      }
-    });
-    context.on('requestfailed', r => {
-      const row = rows.get(r);
-      if (row) {
-        row.failure = r.failure()?.errorText ?? 'failed';
-      }
-    });
-    page = await openLab(context, lab);
+    ({ lab, context, page } = ui);
   });
 
   afterEach(t => lab?.reportFailure(t));
 
   after(async () => {
-    await browser?.close();
-    await lab?.stop();
+    await ui?.close();
     evil.close();
   });
 

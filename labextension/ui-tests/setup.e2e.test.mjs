@@ -13,21 +13,13 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import {
-  launchBrowser,
-  openChat,
-  openLab,
-  repoDir,
-  shot,
-  startLab
-} from './harness.mjs';
+import { launchLab, openChat, openSidebar, repoDir, shot } from './harness.mjs';
 
 const TIMEOUT = 30000;
 const KEY = 'sk-e2e-secret-0123456789';
 
+let ui;
 let lab;
-let browser;
-let context;
 let page;
 
 const chat = p => p.locator('.jp-ThinkChat');
@@ -45,26 +37,6 @@ async function send(p, text, script) {
   await lab.script(script);
   await p.fill('.jp-ThinkComposer-input', text);
   await p.keyboard.press('Enter');
-}
-
-/** Show the sidebar (whatever it shows: the setup card has no composer). */
-async function openSidebar(p) {
-  const header = p.locator('.jp-ThinkChat .jp-ThinkChat-header');
-  const tab = p.locator('.jp-SideBar [data-id="think-chat"]');
-  await tab.waitFor();
-  // A layout restored late may toggle the sidebar shut again (see openChat).
-  for (let i = 0; i < 3; i++) {
-    if (!(await header.isVisible())) {
-      await tab.click();
-    }
-    try {
-      await header.waitFor({ state: 'visible', timeout: 5000 });
-      return;
-    } catch {
-      // toggled shut: try again
-    }
-  }
-  throw new Error('the Think sidebar did not open');
 }
 
 /** Add sessions of other kinds straight to the server's store (as kernels would). */
@@ -94,23 +66,16 @@ asyncio.run(main())
 
 describe('First contact: setup card to first answer', () => {
   before(async () => {
-    lab = await startLab({ configured: false });
-    browser = await launchBrowser();
-    context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
+    ui = await launchLab({
+      configured: false,
+      permissions: ['clipboard-read', 'clipboard-write']
     });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], {
-      origin: lab.url
-    });
-    page = await openLab(context, lab);
+    ({ lab, page } = ui);
   });
 
   afterEach(t => lab?.reportFailure(t));
 
-  after(async () => {
-    await browser?.close();
-    await lab?.stop();
-  });
+  after(() => ui?.close());
 
   test('a fresh server opens the sidebar on the setup card', async () => {
     const before = await lab.api('GET', 'model');

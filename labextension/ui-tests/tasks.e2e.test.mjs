@@ -12,14 +12,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import {
-  SCRIPTS,
-  launchBrowser,
-  openChat,
-  openLab,
-  shot,
-  startLab
-} from './harness.mjs';
+import { SCRIPTS, launchLab, openChat, shot } from './harness.mjs';
 
 const TIMEOUT = 90000;
 const REQUEST = 'Summarise the workspace for me';
@@ -104,8 +97,8 @@ Object.assign(SCRIPTS, {
   ]
 });
 
+let ui;
 let lab;
-let browser;
 let page;
 
 async function newSession(p) {
@@ -190,21 +183,13 @@ const mainText = p =>
 
 describe('Tasks and subagents in the sidebar', () => {
   before(async () => {
-    lab = await startLab();
-    browser = await launchBrowser();
-    const context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
-    });
-    page = await openLab(context, lab);
-    await openChat(page);
+    ui = await launchLab({ sidebar: true });
+    ({ lab, page } = ui);
   });
 
   afterEach(t => lab?.reportFailure(t));
 
-  after(async () => {
-    await browser?.close();
-    await lab?.stop();
-  });
+  after(() => ui?.close());
 
   test('the tree, two subagents at once, progress to complete, a live drill-in', async () => {
     await newSession(page);

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 
-import { launchBrowser, openFile, startLab } from './harness.mjs';
+import { launchLab, openFile } from './harness.mjs';
 import {
   newSession,
   typingRounds,
@@ -24,26 +24,22 @@ import {
 
 const ROUNDS = Number(process.env.THINK_WRITERUN_ROUNDS ?? 36);
 
+let ui;
 let lab;
-let browser;
 let context;
 
 // Each test starts its own server: the first room the agent uses is what the bug of a tab
 // opened before it was about, so a test must not inherit a server another test warmed.
 describe('write then run with the file open in JupyterLab', () => {
   beforeEach(async () => {
-    lab = await startLab();
-    browser = await launchBrowser();
-    context = await browser.newContext({
-      viewport: { width: 1400, height: 900 }
-    });
+    ui = await launchLab({ page: false });
+    ({ lab, context } = ui);
   });
 
   afterEach(async t => {
     await lab?.reportFailure(t);
-    await browser?.close();
-    await lab?.stop();
-    lab = browser = context = undefined;
+    await ui?.close();
+    ui = lab = context = undefined;
   });
 
   test('the run reads what the agent wrote, every round', async () => {
