@@ -1,12 +1,14 @@
 """``/api/think/sessions/{id}/ws``: live frames of one session for one tab.
 
-On connect: ``sync`` (session, status, run), ``history`` (the newest messages), ``partial``
-(the message being streamed, if any), then every live frame (event ``to_dict()`` + ``seq`` +
-``session_id``). Frames published while the first three are prepared are held back and sent
-after them, minus those the partial already contains. Clients may send ``{"type": "ping"}``
-(answered ``pong``), ``{"type": "cancel"}`` and ``{"type": "approval", "id", "decision",
-"input"?, "reason"?, "always"?}`` (answered ``approval_decided``, or an error frame with code
-``already_decided`` when another surface was first); anything else gets an ``error`` frame.
+On connect: ``sync`` (session, the agent's status and its detail, run), ``history`` (the newest
+messages), ``partial`` (the message being streamed and the running tools with their output so
+far, if any; ``upto`` is the seq of the last frame it includes), then every live frame (event
+``to_dict()`` + ``seq`` + ``session_id``). The partial is taken with the subscription, so the
+frames published while the first three are prepared are held back and sent after them.
+Clients may send ``{"type": "ping"}`` (answered ``pong``), ``{"type": "cancel"}`` and
+``{"type": "approval", "id", "decision", "input"?, "reason"?, "always"?}`` (answered
+``approval_decided``, or an error frame with code ``already_decided`` when another surface
+was first); anything else gets an ``error`` frame.
 """
 
 from __future__ import annotations
@@ -79,24 +81,35 @@ class SessionSocket(  # type: ignore[misc]
         self.set_nodelay(True)
         svc = self.svc
         svc.hub.subscribe(session_id, self)
+        # Taken with the subscription (no await between): every later frame is held for us.
+        live = svc.hub.snapshot(session_id)
         session = await svc.store.get_session(session_id)
         run = await svc.store.active_run(session_id)
         rows, cursor = await svc.store.page_messages(session_id, None, svc.limits.history_limit)
-        status = "running" if run else "idle"
+        status, detail = _status(run, live)
         last_seq = await svc.store.last_event_seq(session_id)
         self._write(
-            {"type": "sync", "session": session, "status": status, "run": run, "last_seq": last_seq}
+            {
+                "type": "sync",
+                "session": session,
+                "status": status,
+                "detail": detail,
+                "run": run,
+                "last_seq": last_seq,
+            }
         )
         self._write({"type": "history", "messages": rows, "next_cursor": cursor})
-        part = svc.hub.partial(session_id)
-        upto = 0
-        if part is not None:
-            upto = part.seq
-            self._write({"type": "partial", "message": part.to_dict()})
+        if live is not None and (live["message"] or live["tools"]):
+            self._write(
+                {
+                    "type": "partial",
+                    "message": live["message"],
+                    "tools": live["tools"],
+                    "upto": live["upto"],
+                }
+            )
         held, self._held = self._held or [], None
         for text in held:
-            if upto and _seq(text) <= upto:
-                continue
             self._send(text)
 
     def send_text(self, text: str) -> None:
@@ -190,9 +203,13 @@ class SessionSocket(  # type: ignore[misc]
         self.svc.hub.unsubscribe(self.session_id, self)
 
 
-def _seq(text: str) -> int:
-    # Only frames held during the handshake are parsed again; there are few of them.
-    try:
-        return int(json.loads(text).get("seq") or 0)
-    except (ValueError, AttributeError):
-        return 0
+def _status(run: dict[str, Any] | None, live: dict[str, Any] | None) -> tuple[str, str]:
+    """The agent's status for ``sync``: what its last status frame said while a run is on
+    (``running`` when none came yet), ``idle`` otherwise."""
+    if run is None:
+        return "idle", ""
+    if live is not None and live["status"]:
+        return live["status"], live["detail"]
+    if run.get("status") == "retrying":
+        return "waiting", f"retrying: {run.get('error') or 'the last attempt failed'}"
+    return "running", ""

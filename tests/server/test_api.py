@@ -245,6 +245,68 @@ async def test_ws_sync_history_and_live_frames(api, ws, think):
     await until(lambda: len(tab.of("pong")) == 2, what="server still answers")
 
 
+async def test_ws_reconnect_shows_what_the_run_does(api, ws, think):
+    """A tab that joins mid-run gets the agent's status (not just "running"), the tools
+    that still run with their output so far, and a retry's countdown minus the time since."""
+    store, pipe = think.services.store, think.services.pipeline
+    _, s = await api("POST", "sessions", {"title": "reload"})
+    sid = s["id"]
+    msg = await store.add_message(sid, "user", "run it")
+    await store.create_run("r_reload", sid, msg["id"], "test")
+    await store.update_run("r_reload", status="running")
+
+    await pipe.emit(sid, {"type": "status", "status": "executing", "detail": "bash"})
+    await pipe.emit(
+        sid,
+        {"type": "tool_call", "id": "c1", "name": "bash", "input": {"command": "x"},
+         "message_id": "m1"},
+    )  # fmt: skip
+    last = await pipe.emit(
+        sid, {"type": "tool_progress", "call_id": "c1", "stream": "stdout", "text": "one\n"}
+    )
+    tab = await ws(sid)
+    await until(lambda: tab.of("partial"), what="partial")
+    sync = tab.of("sync")[0]
+    assert (sync["status"], sync["detail"]) == ("executing", "bash")
+    part = tab.of("partial")[0]
+    assert part["message"] is None and part["upto"] == last
+    assert [(t["id"], t["progress"]) for t in part["tools"]] == [("c1", "one\n")]
+    # live output resumes after the snapshot, nothing twice
+    await pipe.emit(
+        sid, {"type": "tool_progress", "call_id": "c1", "stream": "stdout", "text": "two\n"}
+    )
+    await until(lambda: tab.of("tool_progress"), what="live progress")
+    assert [f["text"] for f in tab.of("tool_progress")] == ["two\n"]
+
+    await pipe.emit(sid, {"type": "status", "status": "waiting", "detail": "approval needed: x"})
+    tab2 = await ws(sid)
+    await until(lambda: tab2.of("partial"), what="partial")
+    assert (tab2.of("sync")[0]["status"], tab2.of("sync")[0]["detail"]) == (
+        "waiting",
+        "approval needed: x",
+    )
+    assert tab2.of("partial")[0]["tools"][0]["progress"] == "one\ntwo\n"
+
+    await pipe.emit(
+        sid, {"type": "tool_result", "call_id": "c1", "name": "bash", "output": "", "ok": True,
+              "duration_ms": 1.0},
+    )  # fmt: skip
+    await pipe.emit(
+        sid, {"type": "status", "status": "waiting", "detail": "429; retry 1/3 in 30 s"}
+    )
+    tab3 = await ws(sid)
+    await until(lambda: tab3.of("history"), what="history")
+    detail = tab3.of("sync")[0]["detail"]
+    assert detail in ("429; retry 1/3 in 30 s", "429; retry 1/3 in 29 s")
+    assert not tab3.of("partial")  # no tool runs, nothing streams
+
+    await pipe.emit(sid, {"type": "status", "status": "idle"})
+    await store.update_run("r_reload", status="complete")
+    tab4 = await ws(sid)
+    await until(lambda: tab4.of("history"), what="history")
+    assert (tab4.of("sync")[0]["status"], tab4.of("sync")[0]["detail"]) == ("idle", "")
+
+
 async def test_ws_auth_and_unknown_session(
     jp_ws_fetch, http_server_client, jp_http_port, jp_base_url, api
 ):

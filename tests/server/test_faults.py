@@ -101,7 +101,7 @@ async def test_tab_websocket_dropped_and_reopened_mid_run(api, ws, think, model_
     await first.close()
     again = await ws(sid)
     sync = again.frames[0]
-    assert sync["type"] == "sync" and sync["status"] == "running" and sync["run"]
+    assert sync["type"] == "sync" and sync["status"] == "thinking" and sync["run"]
     part = next((f for f in again.frames if f["type"] == "partial"), None)
     await until(lambda: again.of("task_complete"), 60, "the run completes")
     # the reopened tab rebuilds the whole answer: the partial, then only newer deltas
