@@ -25,6 +25,7 @@ import type {
   AgentStatus,
   IAttachment,
   IErrorFrame,
+  IPartialFrame,
   ISession,
   ITaskFrame,
   IWireMessage,
@@ -91,6 +92,7 @@ function apply(state: IChatState, a: ChatAction): IChatState {
       }
       if (a.status) {
         next.status = a.status;
+        next.statusDetail = a.detail ?? '';
       }
       if (!a.run && next.status === 'idle') {
         next.statusDetail = '';
@@ -99,14 +101,8 @@ function apply(state: IChatState, a: ChatAction): IChatState {
     }
     case 'history':
       return replaceHistory(state, a.messages, a.next_cursor ?? null);
-    case 'partial': {
-      const next = upsertWire(state, a.message, true);
-      // The snapshot includes every event up to its seq: live copies of those are duplicates.
-      const seq = a.message.seq;
-      return typeof seq === 'number' && seq > next.lastSeq
-        ? { ...next, lastSeq: seq }
-        : next;
-    }
+    case 'partial':
+      return onPartial(state, a);
     case 'message':
       return upsertWire(state, a.message, false);
     case 'status':
@@ -312,6 +308,28 @@ function apply(state: IChatState, a: ChatAction): IChatState {
       return state; // unknown frame types are ignored, not fatal
   }
 }
+/** The run's in-flight snapshot: the streaming message and the tools that still run. */
+function onPartial(state: IChatState, a: IPartialFrame): IChatState {
+  let next = a.message ? upsertWire(state, a.message, true) : state;
+  for (const t of a.tools ?? []) {
+    const found = next.toolCalls[t.id];
+    if (!found) {
+      next = onToolCall(next, t.id, t.name, t.input, t.message_id ?? '');
+    }
+    const tc = next.toolCalls[t.id];
+    if (tc.status === 'complete' || tc.status === 'error') {
+      continue; // its stored result came with the history: newer than the snapshot
+    }
+    // History calls a stored call without a result stopped; the server says it runs.
+    next = putTool(next, { ...tc, status: 'running', progress: t.progress });
+  }
+  // The snapshot includes every event up to its seq: live copies of those are duplicates.
+  const seq = a.upto ?? a.message?.seq;
+  return typeof seq === 'number' && seq > next.lastSeq
+    ? { ...next, lastSeq: seq }
+    : next;
+}
+
 /**
  * A run is a durable task: its `task_*` events start and end it. The server ends a run
  * (complete, failed, cancelled) with `task_complete` / `task_failed` and may send no

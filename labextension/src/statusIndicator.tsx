@@ -2,7 +2,7 @@
  * The agent's status (idle / thinking / executing / waiting) and the connection state.
  */
 
-import React from 'react';
+import React, { useEffect, useRef, useState } from 'react';
 
 import type { IChatState } from './chatState';
 import type { AgentStatus } from './tokens';
@@ -30,6 +30,38 @@ export function badgeStatus(state: IChatState): BadgeStatus {
     : 'idle';
 }
 
+// "...; retry 1/3 in 8 s": a detail that ends with a countdown (the server counts down the
+// time that passed before a tab connected, so a reloaded tab shows the time that is left).
+const RETRY_IN = /in ([0-9.]+) s$/;
+
+/** The detail with its countdown advanced to `now` (ms), counted from `since` (ms). */
+export function countDown(detail: string, since: number, now: number): string {
+  const match = RETRY_IN.exec(detail);
+  if (!match) {
+    return detail;
+  }
+  const left = Math.max(0, Number(match[1]) - (now - since) / 1000);
+  return detail.replace(RETRY_IN, `in ${Math.ceil(left)} s`);
+}
+
+/** The detail as it counts down, re-rendered every second while it has a countdown. */
+function useCountdown(detail: string): string {
+  const since = useRef({ detail, at: Date.now() });
+  if (since.current.detail !== detail) {
+    since.current = { detail, at: Date.now() };
+  }
+  const [, tick] = useState(0);
+  const counting = RETRY_IN.test(detail);
+  useEffect(() => {
+    if (!counting) {
+      return;
+    }
+    const timer = window.setInterval(() => tick(n => n + 1), 1000);
+    return () => window.clearInterval(timer);
+  }, [detail, counting]);
+  return countDown(detail, since.current.at, Date.now());
+}
+
 /** Props of the status indicator. */
 export interface IStatusIndicatorProps {
   status: BadgeStatus;
@@ -43,6 +75,7 @@ export function StatusIndicator({
   detail,
   connected
 }: IStatusIndicatorProps): JSX.Element {
+  const shown = useCountdown(detail);
   const state = connected ? status : 'offline';
   const label = connected ? (LABELS[status] ?? status) : 'Reconnecting…';
   return (
@@ -56,7 +89,10 @@ export function StatusIndicator({
       <span className="jp-ThinkStatus-dot" />
       <span className="jp-ThinkStatus-label">{label}</span>
       {detail && connected ? (
-        <span className="jp-ThinkStatus-detail">{detail}</span>
+        // Each second of a countdown is not announced (the region is polite, not a clock).
+        <span className="jp-ThinkStatus-detail" aria-live="off">
+          {shown}
+        </span>
       ) : null}
     </div>
   );

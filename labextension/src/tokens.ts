@@ -366,6 +366,8 @@ export interface ISyncFrame extends IFrameBase {
   type: 'sync';
   session?: ISession;
   status?: AgentStatus;
+  /** The detail of the last status (e.g. what an approval is for, a retry's countdown). */
+  detail?: string;
   run?: IRunInfo | null;
 }
 export interface IHistoryFrame extends IFrameBase {
@@ -373,9 +375,21 @@ export interface IHistoryFrame extends IFrameBase {
   messages: IWireMessage[];
   next_cursor?: string | number | null;
 }
+/** A tool call that runs, with its live output so far (in a `partial` frame). */
+export interface ILiveTool {
+  id: string;
+  name: string;
+  input?: unknown;
+  message_id?: string;
+  progress: string;
+}
+/** What the run is doing as the tab connects: the message it streams, its running tools. */
 export interface IPartialFrame extends IFrameBase {
   type: 'partial';
-  message: IWireMessage;
+  message?: IWireMessage | null;
+  tools?: ILiveTool[];
+  /** The seq of the last event the snapshot includes. */
+  upto?: number;
 }
 /** A whole stored message (e.g. a user message sent from another tab). */
 export interface IMessageFrame extends IFrameBase {

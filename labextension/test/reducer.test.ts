@@ -479,6 +479,86 @@ describe('history replay and reconnect', () => {
     expect(s.messages.a1.toolCallIds).toEqual(['c5']);
   });
 
+  it('a reconnect shows a tool that still runs, with its output so far', () => {
+    // The step is stored (complete) with its call; the result is not: the server's
+    // snapshot says the call runs, so the card is not "stopped", and live output resumes.
+    const s = run([
+      { type: 'sync', status: 'executing', detail: 'bash', run: { id: 'r1' } },
+      {
+        type: 'history',
+        messages: [
+          user('u1', 'q'),
+          {
+            id: 'a1',
+            role: 'assistant',
+            content: '',
+            status: 'complete',
+            tool_calls: [{ id: 'c1', name: 'bash', input: { command: 'x' } }]
+          }
+        ]
+      },
+      {
+        type: 'partial',
+        message: null,
+        tools: [{ id: 'c1', name: 'bash', progress: 'line 1\n' }],
+        upto: 30
+      },
+      {
+        type: 'tool_progress',
+        call_id: 'c1',
+        stream: 'stdout',
+        text: 'line 1\n',
+        seq: 30
+      },
+      {
+        type: 'tool_progress',
+        call_id: 'c1',
+        stream: 'stdout',
+        text: 'line 2\n',
+        seq: 31
+      }
+    ]);
+    expect(s.status).toBe('executing');
+    expect(s.statusDetail).toBe('bash');
+    expect(s.toolCalls.c1).toMatchObject({
+      status: 'running',
+      progress: 'line 1\nline 2\n'
+    });
+  });
+
+  it('a snapshot tool whose result is in the history stays finished', () => {
+    const s = run([
+      {
+        type: 'history',
+        messages: [
+          {
+            id: 'a1',
+            role: 'assistant',
+            content: '',
+            status: 'complete',
+            tool_calls: [{ id: 'c1', name: 'bash', input: { command: 'x' } }]
+          },
+          { id: 't1', role: 'tool', content: 'ok', tool_call_id: 'c1' }
+        ]
+      },
+      { type: 'partial', tools: [{ id: 'c1', name: 'bash', progress: 'o' }] }
+    ]);
+    expect(s.toolCalls.c1.status).toBe('complete');
+  });
+
+  it('sync gives the status detail (what an approval waits for)', () => {
+    const s = run([
+      {
+        type: 'sync',
+        status: 'waiting',
+        detail: 'approval needed: write a.py',
+        run: { id: 'r1' }
+      }
+    ]);
+    expect(s.status).toBe('waiting');
+    expect(s.statusDetail).toBe('approval needed: write a.py');
+  });
+
   it('history of a stored streaming message keeps it streaming', () => {
     const s = run([
       {

@@ -13,7 +13,11 @@ import {
   SessionsList,
   sessionLabel
 } from '../src/sessionsList';
-import { badgeStatus, StatusIndicator } from '../src/statusIndicator';
+import {
+  badgeStatus,
+  countDown,
+  StatusIndicator
+} from '../src/statusIndicator';
 import type { ISession } from '../src/tokens';
 import { splitContext, UserText } from '../src/userText';
 import {
@@ -117,6 +121,20 @@ describe('status badge', () => {
     expect(badgeStatus(thinking)).toBe('thinking');
     m = mount(<StatusIndicator status="starting" detail="" connected />);
     expect(m.container.textContent).toBe('Starting…');
+  });
+
+  it('counts a retry down from when it was told', () => {
+    const detail = 'rate limited; retry 1/3 in 30 s';
+    expect(countDown(detail, 1000, 1000)).toBe(
+      'rate limited; retry 1/3 in 30 s'
+    );
+    expect(countDown(detail, 1000, 13500)).toBe(
+      'rate limited; retry 1/3 in 18 s'
+    );
+    expect(countDown(detail, 1000, 99000)).toBe(
+      'rate limited; retry 1/3 in 0 s'
+    );
+    expect(countDown('approval needed: x', 0, 5000)).toBe('approval needed: x');
   });
 });
 
