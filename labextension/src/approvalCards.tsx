@@ -1,13 +1,27 @@
 /**
  * The approval cards above the composer: the call, a diff for file and cell edits, and
  * Approve / Reject / Edit / Always. The first decision (here, in a notebook or over the
- * API) wins; every card settles when the server says so.
+ * API) wins; every card settles when the server says so. A decided card leaves the area
+ * above the composer: the transcript shows it as one line on its tool call's card, which
+ * expands to the whole card.
  */
 
-import React, { useState, useSyncExternalStore } from 'react';
+import { caretDownIcon, caretRightIcon } from '@jupyterlab/ui-components';
+import React, {
+  createContext,
+  useContext,
+  useState,
+  useSyncExternalStore
+} from 'react';
 
 import type { ThinkApi } from './api';
-import type { ApprovalsModel, IApproval, IDecision } from './approvals';
+import {
+  decidedFor,
+  pendingApprovals,
+  type ApprovalsModel,
+  type IApproval,
+  type IDecision
+} from './approvals';
 import type { ISession } from './tokens';
 
 const MODES: [string, string][] = [
@@ -97,13 +111,61 @@ export function ApprovalCards(props: {
         session={state.session}
         api={props.model.store.api}
       />
-      {list.map(a => (
+      {pendingApprovals(list).map(a => (
         <ApprovalCard
           key={a.id}
           approval={a}
           decide={body => props.model.decide(a.id, body)}
         />
       ))}
+    </div>
+  );
+}
+
+/** The approvals of the open session, for the tool cards of the transcript. */
+export const ApprovalsContext = createContext<ApprovalsModel | null>(null);
+
+const NO_APPROVALS: readonly IApproval[] = [];
+const noop = (): (() => void) => () => undefined;
+
+/** The decided approval of tool call `callId` (re-renders when the approvals change). */
+export function useDecidedApproval(callId: string): IApproval | null {
+  const model = useContext(ApprovalsContext);
+  const snapshot = model?.getSnapshot ?? (() => NO_APPROVALS);
+  const list = useSyncExternalStore(
+    model?.subscribe ?? noop,
+    snapshot,
+    snapshot
+  );
+  return decidedFor(list, callId);
+}
+
+/** A decided approval as one line of the transcript; expands to the whole card. */
+export function DecidedApproval(props: { approval: IApproval }): JSX.Element {
+  const a = props.approval;
+  const [open, setOpen] = useState(false);
+  return (
+    <div
+      className={`jp-ThinkApprovalLine jp-mod-${a.status}`}
+      data-approval-id={a.id}
+      data-status={a.status}
+    >
+      <button
+        className="jp-ThinkApprovalLine-header"
+        aria-expanded={open}
+        title={describeDecision(a)}
+        onClick={() => setOpen(!open)}
+      >
+        {open ? (
+          <caretDownIcon.react tag="span" />
+        ) : (
+          <caretRightIcon.react tag="span" />
+        )}
+        <span className="jp-ThinkApprovalLine-text">{describeDecision(a)}</span>
+      </button>
+      {open ? (
+        <ApprovalCard approval={a} decide={() => Promise.resolve()} />
+      ) : null}
     </div>
   );
 }

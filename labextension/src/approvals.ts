@@ -15,6 +15,8 @@ export interface IApproval {
   diff: string;
   reason: string;
   status: 'pending' | 'approved' | 'rejected';
+  /** The tool call it gates (a decided approval is shown on that call's card). */
+  callId: string;
   /** Who decided, from where, and why (once decided). */
   decided?: { decision: string; user: string; source: string; reason: string };
 }
@@ -28,8 +30,6 @@ export interface IDecision {
 }
 
 type Frame = { type: string; [k: string]: unknown };
-
-const KEEP_DECIDED = 3;
 
 /** Pure: apply one frame to the list of approvals. */
 export function applyApprovalFrame(
@@ -50,7 +50,8 @@ export function applyApprovalFrame(
         summary: String(frame.summary ?? ''),
         diff: String(frame.diff ?? ''),
         reason: String(frame.reason ?? ''),
-        status: 'pending'
+        status: 'pending',
+        callId: String(frame.call_id ?? '')
       }
     ];
   }
@@ -71,21 +72,39 @@ export function applyApprovalFrame(
         reason: String(frame.reason ?? '')
       }
     };
-    const next = list.map(a => (a.id === id ? settled : a));
-    // Decided cards stay a moment as a record; the oldest drop off.
-    const decided = next.filter(a => a.status !== 'pending');
-    const drop = new Set(
-      decided
-        .slice(0, Math.max(0, decided.length - KEEP_DECIDED))
-        .map(a => a.id)
-    );
-    return next.filter(a => !drop.has(a.id));
+    // Kept: the transcript shows it, folded to one line, on its tool call's card.
+    return list.map(a => (a.id === id ? settled : a));
   }
   return list;
 }
 
+/** The approvals pinned above the composer: only those still waiting for a decision. */
+export function pendingApprovals(list: readonly IApproval[]): IApproval[] {
+  return list.filter(a => a.status === 'pending');
+}
+
+/** The decided approval of tool call `callId`, if there is one. */
+export function decidedFor(
+  list: readonly IApproval[],
+  callId: string
+): IApproval | null {
+  return list.find(a => a.callId === callId && a.status !== 'pending') ?? null;
+}
+
 /** A stored approval row (GET .../approvals) as shown. */
 export function approvalFromRow(row: Record<string, unknown>): IApproval {
+  const status =
+    row.status === 'approved' || row.status === 'rejected'
+      ? row.status
+      : 'pending';
+  let decision = row.decision as Record<string, unknown> | string | null;
+  if (typeof decision === 'string') {
+    try {
+      decision = JSON.parse(decision) as Record<string, unknown>;
+    } catch {
+      decision = null;
+    }
+  }
   return {
     id: String(row.id),
     tool: String(row.tool ?? ''),
@@ -93,7 +112,18 @@ export function approvalFromRow(row: Record<string, unknown>): IApproval {
     summary: String(row.summary ?? ''),
     diff: String(row.diff ?? ''),
     reason: '',
-    status: 'pending'
+    status,
+    callId: String(row.call_id ?? ''),
+    ...(status !== 'pending' && decision
+      ? {
+          decided: {
+            decision: String(decision.decision ?? ''),
+            user: String(decision.user ?? ''),
+            source: String(decision.source ?? ''),
+            reason: String(decision.reason ?? '')
+          }
+        }
+      : {})
   };
 }
 
@@ -151,7 +181,8 @@ export class ApprovalsModel {
       return;
     }
     try {
-      const rows = await this.store.api.listApprovals(id, 'pending');
+      // Decided ones too: the transcript shows each on its call's card.
+      const rows = await this.store.api.listApprovals(id);
       if (this._session !== id) {
         return;
       }

@@ -43,14 +43,39 @@ export function summariseInput(input: unknown): string {
   }
   if (typeof input === 'object') {
     const o = input as Record<string, unknown>;
-    for (const k of ['command', 'path', 'url', 'query', 'code', 'cell_id']) {
-      if (typeof o[k] === 'string') {
+    for (const k of ARG_KEYS) {
+      if (typeof o[k] === 'string' && o[k]) {
         return o[k] as string;
       }
+    }
+    if (!Array.isArray(input)) {
+      // Our own tools (tasks, subagents) take small records: "key: value" reads better
+      // than their JSON.
+      return Object.entries(o)
+        .filter(([, v]) => v !== null && v !== undefined && v !== '')
+        .map(
+          ([k, v]) =>
+            `${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`
+        )
+        .join(', ');
     }
   }
   return JSON.stringify(input);
 }
+
+/** The argument that names what a call is about, first found first. */
+const ARG_KEYS = [
+  'command',
+  'path',
+  'url',
+  'query',
+  'code',
+  'cell_id',
+  'title',
+  'task_id',
+  'task',
+  'instructions'
+];
 
 /** Format milliseconds for a card header. */
 export function formatDuration(ms: number | undefined): string {

@@ -1,22 +1,77 @@
 /**
  * A card per tool call: name, arguments, live status and output, duration, result preview,
- * and the images a tool returned (browser screenshots).
+ * the images a tool returned (browser screenshots), and the decision of its approval.
  */
 
 import React, { useState } from 'react';
 
+import { DecidedApproval, useDecidedApproval } from './approvalCards';
 import { formatDuration, summariseInput } from './format';
 import type { IToolCallState } from './reducer';
 import { storedToolImages, ToolImages, toolImages } from './toolImages';
+import {
+  argumentRows,
+  subagentRecords,
+  toolStatusView,
+  type ISubagentRecord
+} from './toolView';
 
 const PREVIEW_CHARS = 2000;
 
-const STATUS_LABEL: Record<IToolCallState['status'], string> = {
-  running: 'running',
-  complete: 'done',
-  error: 'failed',
-  cancelled: 'stopped'
-};
+/** The arguments as "name: value" rows (JSON only for nested values). */
+function Arguments(props: { input: unknown }): JSX.Element {
+  const rows = argumentRows(props.input);
+  if (!rows) {
+    return (
+      <pre className="jp-ThinkToolCard-pre">
+        {typeof props.input === 'string'
+          ? props.input
+          : JSON.stringify(props.input, null, 2)}
+      </pre>
+    );
+  }
+  return (
+    <dl className="jp-ThinkToolCard-args-list">
+      {rows.map(r => (
+        <React.Fragment key={r.name}>
+          <dt>{r.name}</dt>
+          <dd>
+            {r.block ? (
+              <pre className="jp-ThinkToolCard-pre">{r.value}</pre>
+            ) : (
+              r.value
+            )}
+          </dd>
+        </React.Fragment>
+      ))}
+    </dl>
+  );
+}
+
+/** The subagents a report names, one record each. */
+function SubagentRecords(props: { items: ISubagentRecord[] }): JSX.Element {
+  return (
+    <ul className="jp-ThinkToolCard-records">
+      {props.items.map(r => (
+        <li key={r.taskId} data-status={r.status}>
+          <div>
+            <b>{r.title || r.taskId}</b>{' '}
+            <span className="jp-ThinkToolCard-recordStatus">{r.status}</span>
+          </div>
+          {r.detail ? (
+            <div className="jp-ThinkToolCard-recordDetail">{r.detail}</div>
+          ) : null}
+          {r.result ? (
+            <div className="jp-ThinkToolCard-recordText">{r.result}</div>
+          ) : null}
+          {r.error ? (
+            <div className="jp-ThinkToolCard-error">{r.error}</div>
+          ) : null}
+        </li>
+      ))}
+    </ul>
+  );
+}
 
 /** Props of a tool card. */
 export interface IToolCardProps {
@@ -35,6 +90,9 @@ export const ToolCard = React.memo(function ToolCard({
   const [whole, setWhole] = useState<string | null>(null);
   const [wholeError, setWholeError] = useState<string | null>(null);
   const args = summariseInput(call.input);
+  const status = toolStatusView(call);
+  const approval = useDecidedApproval(call.id);
+  const records = subagentRecords(call.name, call.output);
   const live = toolImages(call.display);
   // Live bundles while the run streams; after a reload, the images the store keeps.
   const images = live.length ? live : storedToolImages(call.storedImages);
@@ -47,7 +105,7 @@ export const ToolCard = React.memo(function ToolCard({
       : output.slice(0, PREVIEW_CHARS) + '\n…';
   return (
     <div
-      className={`jp-ThinkToolCard jp-mod-${call.status}`}
+      className={`jp-ThinkToolCard jp-mod-${status.kind}`}
       data-tool-call-id={call.id}
       data-status={call.status}
     >
@@ -55,32 +113,29 @@ export const ToolCard = React.memo(function ToolCard({
         className="jp-ThinkToolCard-header"
         onClick={() => setOpen(!open)}
         aria-expanded={open}
-        aria-label={`Tool ${call.name}, ${STATUS_LABEL[call.status]}. Show details`}
+        aria-label={`Tool ${call.name}, ${status.label}. Show details`}
       >
-        <span className={`jp-ThinkToolCard-dot jp-mod-${call.status}`} />
+        <span className={`jp-ThinkToolCard-dot jp-mod-${status.kind}`} />
         <span className="jp-ThinkToolCard-name">{call.name}</span>
         <span className="jp-ThinkToolCard-args" title={args}>
           {args}
         </span>
         <span className="jp-ThinkToolCard-status">
-          {STATUS_LABEL[call.status]}
+          {status.label}
           {call.durationMs !== undefined
             ? ` · ${formatDuration(call.durationMs)}`
             : ''}
         </span>
       </button>
+      {approval ? <DecidedApproval approval={approval} /> : null}
       <ToolImages images={images} />
-      {call.status === 'error' && !open && call.summary ? (
+      {status.kind === 'error' && !open && call.summary ? (
         <div className="jp-ThinkToolCard-error">{call.summary}</div>
       ) : null}
       {open ? (
         <div className="jp-ThinkToolCard-body">
           <div className="jp-ThinkToolCard-label">Arguments</div>
-          <pre className="jp-ThinkToolCard-pre">
-            {typeof call.input === 'string'
-              ? call.input
-              : JSON.stringify(call.input, null, 2)}
-          </pre>
+          <Arguments input={call.input} />
           {call.progress && call.status === 'running' ? (
             <>
               <div className="jp-ThinkToolCard-label">Output so far</div>
@@ -90,13 +145,17 @@ export const ToolCard = React.memo(function ToolCard({
           {call.output !== undefined ? (
             <>
               <div className="jp-ThinkToolCard-label">
-                {call.status === 'error' ? 'Error' : 'Result'}
+                {status.kind === 'error' ? 'Error' : 'Result'}
                 {call.summary ? ` (${call.summary})` : ''}
               </div>
-              <pre className="jp-ThinkToolCard-pre jp-ThinkToolCard-output">
-                {shown}
-              </pre>
-              {output.length > PREVIEW_CHARS ? (
+              {records && whole === null ? (
+                <SubagentRecords items={records} />
+              ) : (
+                <pre className="jp-ThinkToolCard-pre jp-ThinkToolCard-output">
+                  {shown}
+                </pre>
+              )}
+              {output.length > PREVIEW_CHARS && !records ? (
                 <button
                   className="jp-ThinkLinkButton"
                   onClick={() => setFull(!full)}

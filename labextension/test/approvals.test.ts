@@ -1,7 +1,13 @@
+// @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
 
 import { describeDecision } from '../src/approvalCards';
-import { applyApprovalFrame, approvalFromRow } from '../src/approvals';
+import {
+  applyApprovalFrame,
+  approvalFromRow,
+  decidedFor,
+  pendingApprovals
+} from '../src/approvals';
 
 const asked = {
   type: 'approval_requested',
@@ -45,17 +51,43 @@ describe('approvals', () => {
     );
   });
 
-  it('keeps only the last few decided cards', () => {
-    let list = applyApprovalFrame([], { ...asked, id: 'p' });
+  it('pins only pending cards; a decided one belongs to its tool call', () => {
+    let list = applyApprovalFrame([], { ...asked, id: 'p', call_id: 'c_p' });
     for (let i = 0; i < 5; i++) {
-      list = applyApprovalFrame(list, { ...asked, id: `d${i}` });
+      list = applyApprovalFrame(list, {
+        ...asked,
+        id: `d${i}`,
+        call_id: `c${i}`
+      });
       list = applyApprovalFrame(list, {
         type: 'approval_resolved',
         id: `d${i}`,
-        decision: 'approve'
+        decision: i === 4 ? 'reject' : 'approve'
       });
     }
-    expect(list.map(a => a.id)).toEqual(['p', 'd2', 'd3', 'd4']);
+    expect(pendingApprovals(list).map(a => a.id)).toEqual(['p']);
+    expect(decidedFor(list, 'c0')?.status).toBe('approved');
+    expect(decidedFor(list, 'c4')?.status).toBe('rejected');
+    expect(decidedFor(list, 'c_p')).toBeNull();
+  });
+
+  it('reads a decided stored row with its call and decision', () => {
+    const a = approvalFromRow({
+      id: 'ap_3',
+      tool: 'bash',
+      input: { command: 'rm x' },
+      call_id: 'call_9',
+      status: 'rejected',
+      decision: JSON.stringify({
+        decision: 'reject',
+        user: 'ada',
+        source: 'sidebar',
+        reason: 'no'
+      })
+    });
+    expect(a.callId).toBe('call_9');
+    expect(a.status).toBe('rejected');
+    expect(describeDecision(a)).toBe('Rejected by ada via sidebar: no');
   });
 
   it('reads a stored row (a reloaded page)', () => {

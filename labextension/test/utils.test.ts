@@ -24,7 +24,11 @@ describe('tool card helpers', () => {
   it('summarises the main argument', () => {
     expect(summariseInput({ command: 'ls -la' })).toBe('ls -la');
     expect(summariseInput({ path: 'a.py', content: 'x' })).toBe('a.py');
-    expect(summariseInput({ n: 1 })).toBe('{"n":1}');
+    expect(summariseInput({ n: 1, tags: ['a'] })).toBe('n: 1, tags: ["a"]');
+    expect(
+      summariseInput({ title: 'Count the lines', type: 'explore', name: 'c' })
+    ).toBe('Count the lines');
+    expect(summariseInput({ task_ids: [] })).toBe('task_ids: []');
     expect(summariseInput(undefined)).toBe('');
   });
 
