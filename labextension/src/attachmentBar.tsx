@@ -33,12 +33,15 @@ function KindIcon(props: { kind: string }): JSX.Element {
 export function PendingAttachments(props: {
   items: IPendingAttachment[];
   onRemove: (id: string) => void;
+  /** A chip shown before the files (the active document). */
+  first?: React.ReactNode;
 }): JSX.Element | null {
-  if (!props.items.length) {
+  if (!props.items.length && !props.first) {
     return null;
   }
   return (
     <div className="jp-ThinkAttachments" aria-label="Attachments">
+      {props.first}
       {props.items.map(a => (
         <span
           key={a.id}

@@ -18,11 +18,15 @@ import React, {
   useSyncExternalStore
 } from 'react';
 
-import { ApprovalCards } from './approvalCards';
+import { ApprovalCards, ApprovalsContext } from './approvalCards';
 import { ApprovalsModel } from './approvals';
 import type { IPendingAttachment } from './attachments';
 import { Composer } from './composer';
-import type { ContextProvider } from './context';
+import {
+  sameSummary,
+  type ContextProvider,
+  type IContextSummary
+} from './context';
 import { DebugEvents } from './debugEvents';
 import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
@@ -97,7 +101,9 @@ function ChatApp(
   const [sessions, setSessions] = useState<ISession[]>([]);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [attach, setAttach] = useState(props.settings().attachContext);
-  const [contextLabel, setContextLabel] = useState<string | null>(null);
+  const [contextSummary, setContextSummary] = useState<IContextSummary | null>(
+    null
+  );
   const [showDebug, setShowDebug] = useState(false);
   const [endpoint, setEndpoint] = useState<IEndpoint | null>(null);
   const [setupOpen, setSetupOpen] = useState(false);
@@ -172,10 +178,14 @@ function ChatApp(
     }
   }, [state.session]);
 
-  // Follow the active document for the "attach" label.
+  // Follow the active document (and its selected cells) for the composer's chip.
   const contextRef = useRef(context);
   useEffect(() => {
-    const update = (): void => setContextLabel(contextRef.current.label());
+    const update = (): void =>
+      setContextSummary(prev => {
+        const next = contextRef.current.summary();
+        return sameSummary(prev, next) ? prev : next;
+      });
     update();
     const timer = window.setInterval(update, 1000);
     return () => window.clearInterval(timer);
@@ -321,166 +331,170 @@ function ChatApp(
     .find(id => state.messages[id].role === 'user');
 
   return (
-    <div className="jp-ThinkChat-body" data-running={running}>
-      <div className="jp-ThinkChat-header">
-        <span className="jp-ThinkChat-title">
-          <thinkIcon.react tag="span" /> Think
-        </span>
-        <StatusIndicator
-          status={badgeStatus(state)}
-          detail={state.statusDetail}
-          connected={state.connected || currentId === null}
-        />
-        <span className="jp-ThinkComposer-spacer" />
-        {endpoint?.configured ? (
-          <button
-            className="jp-ThinkModelBadge"
-            aria-label="Model settings"
-            title={`Model: ${modelName} (role: primary, the main loop) at ${
-              settings.endpoint || endpoint.effective_url
-            }${endpoint.source === 'saved' ? ', saved from the setup card' : ', from the server environment'}. Click to change.`}
-            onClick={() => (setupOpen ? setSetupOpen(false) : openSetup())}
-          >
-            <span className="jp-ThinkModelBadge-name">{modelName}</span>
-            <span className="jp-ThinkModelBadge-role">primary</span>
-          </button>
-        ) : null}
-        {currentId ? <UsageBadge usage={state.usage} /> : null}
-        <button
-          className="jp-ThinkIconButton"
-          aria-label="Open the action log"
-          title="Action log"
-          onClick={props.openActionLog}
-        >
-          <listIcon.react tag="span" />
-        </button>
-        {settings.debugEvents ? (
-          <button
-            className={`jp-ThinkIconButton${showDebug ? ' jp-mod-active' : ''}`}
-            aria-label="Show debug events"
-            aria-pressed={showDebug}
-            title="Debug events"
-            onClick={() => setShowDebug(!showDebug)}
-          >
-            <bugIcon.react tag="span" />
-          </button>
-        ) : null}
-      </div>
-      <SessionsList
-        sessions={sessions}
-        currentId={currentId}
-        onSelect={id => select(sessions.find(s => s.id === id) ?? null)}
-        onCreate={() => void onCreate()}
-        onRename={(id, t) => void onRename(id, t)}
-        onDelete={id => void onDelete(id)}
-      />
-      {loadError ? (
-        <div className="jp-ThinkBanner jp-mod-error" role="alert">
-          Cannot reach the Think server extension: {loadError}
-        </div>
-      ) : null}
-      {showSetup ? null : <TaskPanel model={tasks} />}
-      {showSetup ? (
-        <div className="jp-ThinkSetupHost">
-          <SetupCard
-            api={api}
-            current={endpoint}
-            onSaved={ep => {
-              setEndpoint(ep);
-              setSetupOpen(false);
-            }}
-            onCancel={
-              endpoint?.configured ? () => setSetupOpen(false) : undefined
-            }
+    <ApprovalsContext.Provider value={approvals}>
+      <div className="jp-ThinkChat-body" data-running={running}>
+        <div className="jp-ThinkChat-header">
+          <span className="jp-ThinkChat-title">
+            <thinkIcon.react tag="span" /> Think
+          </span>
+          <StatusIndicator
+            status={badgeStatus(state)}
+            detail={state.statusDetail}
+            connected={state.connected || currentId === null}
           />
+          <span className="jp-ThinkComposer-spacer" />
+          {endpoint?.configured ? (
+            <button
+              className="jp-ThinkModelBadge"
+              aria-label="Model settings"
+              title={`Model: ${modelName} (role: primary, the main loop) at ${
+                settings.endpoint || endpoint.effective_url
+              }${endpoint.source === 'saved' ? ', saved from the setup card' : ', from the server environment'}. Click to change.`}
+              onClick={() => (setupOpen ? setSetupOpen(false) : openSetup())}
+            >
+              <span className="jp-ThinkModelBadge-name">{modelName}</span>
+              <span className="jp-ThinkModelBadge-role">primary</span>
+            </button>
+          ) : null}
+          {currentId ? <UsageBadge usage={state.usage} /> : null}
+          <button
+            className="jp-ThinkIconButton"
+            aria-label="Open the action log"
+            title="Action log"
+            onClick={props.openActionLog}
+          >
+            <listIcon.react tag="span" />
+          </button>
+          {settings.debugEvents ? (
+            <button
+              className={`jp-ThinkIconButton${showDebug ? ' jp-mod-active' : ''}`}
+              aria-label="Show debug events"
+              aria-pressed={showDebug}
+              title="Debug events"
+              onClick={() => setShowDebug(!showDebug)}
+            >
+              <bugIcon.react tag="span" />
+            </button>
+          ) : null}
         </div>
-      ) : showDebug && settings.debugEvents ? (
-        <DebugEvents events={store.debugEvents} />
-      ) : drill ? (
-        <SubagentView
-          key={drill}
-          model={tasks}
-          taskId={drill}
-          rendermime={rendermime}
-          onOpenPath={openPath}
-          loadWhole={loadWhole}
+        <SessionsList
+          sessions={sessions}
+          currentId={currentId}
+          onSelect={id => select(sessions.find(s => s.id === id) ?? null)}
+          onCreate={() => void onCreate()}
+          onRename={(id, t) => void onRename(id, t)}
+          onDelete={id => void onDelete(id)}
         />
-      ) : (
-        <MessageList
-          state={state}
-          rendermime={rendermime}
-          onOpenPath={openPath}
-          onEdit={onEdit}
-          onLoadOlder={onLoadOlder}
-          loadWhole={loadWhole}
-          onSetup={openSetup}
-          onInsertCode={props.insertCell}
-          editRequest={editRequest}
-          readOnly={chatKind !== 'chat'}
-        />
-      )}
-      {showSetup ? null : <ApprovalCards model={approvals} />}
-      {showSetup ? null : chatKind !== 'chat' && state.session ? (
-        <div className="jp-ThinkForeign" role="note">
-          {chatKind === 'mcp' ? (
-            <>
-              This session logs the calls of <b>{state.session.title}</b>, an
-              agent using Think over MCP (its approvals wait here). You can{' '}
-              <button
-                className="jp-ThinkLinkButton"
-                onClick={() => void onCreate()}
-              >
-                start a new chat
-              </button>
-              .
-            </>
-          ) : (
-            <>
-              {chatKind === 'magic' ? (
-                <>
-                  This session belongs to <code>%%think</code> cells
-                </>
-              ) : (
-                'This session belongs to a Think notebook'
-              )}
-              {notebook ? (
-                <>
-                  {' '}
-                  in{' '}
-                  <button
-                    className="jp-ThinkLinkButton"
-                    onClick={() => openPath(notebook)}
-                  >
-                    {notebook}
-                  </button>
-                </>
-              ) : null}
-              : continue it there, or{' '}
-              <button
-                className="jp-ThinkLinkButton"
-                onClick={() => void onCreate()}
-              >
-                start a new chat
-              </button>
-              .
-            </>
-          )}
-        </div>
-      ) : (
-        <Composer
-          running={running}
-          canRetry={!!lastUser}
-          attach={attach}
-          contextLabel={contextLabel}
-          onAttachChange={setAttach}
-          onSend={(text, pending) => void onSend(text, pending)}
-          onStopAndSend={(text, pending) => void onSend(text, pending, true)}
-          cellsPath={source => context.notebookPath(source)}
-          onStop={() => void store.stop().catch(report('stopping'))}
-          onRetry={() => void store.retry(sendOptions()).catch(report('retry'))}
-          onEditLast={onEditLast}
-        />
-      )}
-    </div>
+        {loadError ? (
+          <div className="jp-ThinkBanner jp-mod-error" role="alert">
+            Cannot reach the Think server extension: {loadError}
+          </div>
+        ) : null}
+        {showSetup ? null : <TaskPanel model={tasks} running={running} />}
+        {showSetup ? (
+          <div className="jp-ThinkSetupHost">
+            <SetupCard
+              api={api}
+              current={endpoint}
+              onSaved={ep => {
+                setEndpoint(ep);
+                setSetupOpen(false);
+              }}
+              onCancel={
+                endpoint?.configured ? () => setSetupOpen(false) : undefined
+              }
+            />
+          </div>
+        ) : showDebug && settings.debugEvents ? (
+          <DebugEvents events={store.debugEvents} />
+        ) : drill ? (
+          <SubagentView
+            key={drill}
+            model={tasks}
+            taskId={drill}
+            rendermime={rendermime}
+            onOpenPath={openPath}
+            loadWhole={loadWhole}
+          />
+        ) : (
+          <MessageList
+            state={state}
+            rendermime={rendermime}
+            onOpenPath={openPath}
+            onEdit={onEdit}
+            onLoadOlder={onLoadOlder}
+            loadWhole={loadWhole}
+            onSetup={openSetup}
+            onInsertCode={props.insertCell}
+            editRequest={editRequest}
+            readOnly={chatKind !== 'chat'}
+          />
+        )}
+        {showSetup ? null : <ApprovalCards model={approvals} />}
+        {showSetup ? null : chatKind !== 'chat' && state.session ? (
+          <div className="jp-ThinkForeign" role="note">
+            {chatKind === 'mcp' ? (
+              <>
+                This session logs the calls of <b>{state.session.title}</b>, an
+                agent using Think over MCP (its approvals wait here). You can{' '}
+                <button
+                  className="jp-ThinkLinkButton"
+                  onClick={() => void onCreate()}
+                >
+                  start a new chat
+                </button>
+                .
+              </>
+            ) : (
+              <>
+                {chatKind === 'magic' ? (
+                  <>
+                    This session belongs to <code>%%think</code> cells
+                  </>
+                ) : (
+                  'This session belongs to a Think notebook'
+                )}
+                {notebook ? (
+                  <>
+                    {' '}
+                    in{' '}
+                    <button
+                      className="jp-ThinkLinkButton"
+                      onClick={() => openPath(notebook)}
+                    >
+                      {notebook}
+                    </button>
+                  </>
+                ) : null}
+                : continue it there, or{' '}
+                <button
+                  className="jp-ThinkLinkButton"
+                  onClick={() => void onCreate()}
+                >
+                  start a new chat
+                </button>
+                .
+              </>
+            )}
+          </div>
+        ) : (
+          <Composer
+            running={running}
+            canRetry={!!lastUser}
+            attach={attach}
+            context={contextSummary}
+            onAttachChange={setAttach}
+            onSend={(text, pending) => void onSend(text, pending)}
+            onStopAndSend={(text, pending) => void onSend(text, pending, true)}
+            cellsPath={source => context.notebookPath(source)}
+            onStop={() => void store.stop().catch(report('stopping'))}
+            onRetry={() =>
+              void store.retry(sendOptions()).catch(report('retry'))
+            }
+            onEditLast={onEditLast}
+          />
+        )}
+      </div>
+    </ApprovalsContext.Provider>
   );
 }

@@ -40,7 +40,7 @@ const DEFAULTS: IThinkSettings = {
   model: '',
   endpoint: '',
   debugEvents: false,
-  attachContext: true
+  attachContext: false
 };
 
 /** The chat sidebar plugin. */

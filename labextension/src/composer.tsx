@@ -7,7 +7,14 @@
  * ("Queue", or Enter), or sent at once after stopping the run ("Stop & send").
  */
 
-import { fileUploadIcon, refreshIcon } from '@jupyterlab/ui-components';
+import {
+  addIcon,
+  closeIcon,
+  fileIcon,
+  fileUploadIcon,
+  notebookIcon,
+  refreshIcon
+} from '@jupyterlab/ui-components';
 import React, { useEffect, useRef, useState } from 'react';
 
 import { PendingAttachments } from './attachmentBar';
@@ -18,13 +25,16 @@ import {
   pendingFromCells,
   pendingFromFile
 } from './attachments';
+import { contextChipLabel, type IContextSummary } from './context';
 
 /** Props of the composer. */
 export interface IComposerProps {
   running: boolean;
   canRetry: boolean;
+  /** The active document goes with the next message (shown as a removable chip). */
   attach: boolean;
-  contextLabel: string | null;
+  /** The active document and its selected cells, or null when there is none. */
+  context: IContextSummary | null;
   onAttachChange: (attach: boolean) => void;
   onSend: (text: string, attachments: IPendingAttachment[]) => void;
   onStopAndSend: (text: string, attachments: IPendingAttachment[]) => void;
@@ -46,7 +56,8 @@ interface ILuminoDragEvent extends Event {
 
 /** The message input and its buttons. */
 export function Composer(props: IComposerProps): JSX.Element {
-  const { running, canRetry, attach, contextLabel } = props;
+  const { running, canRetry, attach, context } = props;
+  const contextLabel = context ? contextChipLabel(context) : null;
   const [text, setText] = useState('');
   const [pending, setPending] = useState<IPendingAttachment[]>([]);
   const [dropping, setDropping] = useState(false);
@@ -146,11 +157,24 @@ export function Composer(props: IComposerProps): JSX.Element {
       <PendingAttachments
         items={pending}
         onRemove={id => setPending(p => p.filter(a => a.id !== id))}
+        first={
+          attach && context && contextLabel ? (
+            <ContextChip
+              summary={context}
+              label={contextLabel}
+              onRemove={() => props.onAttachChange(false)}
+            />
+          ) : null
+        }
       />
       <textarea
         className="jp-ThinkComposer-input"
         aria-label="Message to Think"
-        placeholder="Ask Think… (Enter to send)"
+        placeholder={
+          (attach && context) || pending.length
+            ? 'Ask Think… (Enter to send)'
+            : 'Ask Think… (Enter to send). Only your text is sent: nothing is attached unless you add it.'
+        }
         title="Enter sends, Shift+Enter adds a line, Escape stops the run, Up (in an empty box) edits your last message"
         rows={3}
         value={text}
@@ -182,24 +206,26 @@ export function Composer(props: IComposerProps): JSX.Element {
         }}
       />
       <div className="jp-ThinkComposer-bar">
-        <label
-          className="jp-ThinkComposer-attach"
-          title={contextLabel ?? 'No active notebook or file'}
-        >
-          <input
-            type="checkbox"
-            checked={attach}
-            onChange={e => props.onAttachChange(e.target.checked)}
-          />
-          <span>
-            Attach{' '}
-            {contextLabel ? (
-              <code>{contextLabel.split('/').pop()}</code>
-            ) : (
-              'active file'
-            )}
+        {context && !attach ? (
+          <button
+            className="jp-ThinkLabelButton jp-ThinkComposer-attach"
+            aria-label={`Attach ${contextLabel}`}
+            title={`Attach ${context.path}${
+              context.cells.length ? ' with its selected cells' : ''
+            } to your next messages (nothing is attached unless you add it)`}
+            onClick={() => props.onAttachChange(true)}
+          >
+            <addIcon.react tag="span" />
+            <span className="jp-ThinkComposer-attachName">{contextLabel}</span>
+          </button>
+        ) : !context ? (
+          <span
+            className="jp-ThinkComposer-attach jp-ThinkComposer-none"
+            title="Open a notebook or file to attach it"
+          >
+            No active file
           </span>
-        </label>
+        ) : null}
         <button
           className="jp-ThinkIconButton jp-ThinkComposer-clip"
           aria-label="Attach files or images"
@@ -275,5 +301,31 @@ export function Composer(props: IComposerProps): JSX.Element {
         )}
       </div>
     </div>
+  );
+}
+
+/** The active document as a chip of the next message, removable like any attachment. */
+function ContextChip(props: {
+  summary: IContextSummary;
+  label: string;
+  onRemove: () => void;
+}): JSX.Element {
+  const Icon = props.summary.kind === 'notebook' ? notebookIcon : fileIcon;
+  return (
+    <span
+      className="jp-ThinkAttachment jp-ThinkAttachment-context"
+      data-kind="context"
+      title={`${props.summary.path}: goes with your next messages while it is the active document`}
+    >
+      <Icon.react tag="span" className="jp-ThinkAttachment-icon" />
+      <span className="jp-ThinkAttachment-name">{props.label}</span>
+      <button
+        className="jp-ThinkIconButton"
+        aria-label={`Remove ${props.label}`}
+        onClick={props.onRemove}
+      >
+        <closeIcon.react tag="span" />
+      </button>
+    </span>
   );
 }

@@ -8,6 +8,40 @@ import type { INotebookTracker } from '@jupyterlab/notebook';
 
 import type { IMessageContext } from './tokens';
 
+/** What a context chip names: the document and the notebook cells selected in it. */
+export interface IContextSummary {
+  path: string;
+  kind: 'notebook' | 'file';
+  /** Indexes of the selected (or active) cells of a notebook. */
+  cells: number[];
+}
+
+/** The chip's text: "notes.md", "analysis.ipynb · cell 3", "analysis.ipynb · 2 cells". */
+export function contextChipLabel(s: IContextSummary): string {
+  const name = s.path.split('/').pop() || s.path;
+  if (s.kind !== 'notebook' || !s.cells.length) {
+    return name;
+  }
+  return s.cells.length === 1
+    ? `${name} · cell ${s.cells[0] + 1}`
+    : `${name} · ${s.cells.length} cells`;
+}
+
+/** True if two summaries name the same document and cells (no re-render then). */
+export function sameSummary(
+  a: IContextSummary | null,
+  b: IContextSummary | null
+): boolean {
+  return (
+    a === b ||
+    (!!a &&
+      !!b &&
+      a.path === b.path &&
+      a.kind === b.kind &&
+      a.cells.join() === b.cells.join())
+  );
+}
+
 /** Collects the active notebook (and its selected cells) or file. */
 export class ContextProvider {
   constructor(
@@ -25,6 +59,24 @@ export class ContextProvider {
   /** A short label for the composer (the active document's path), or null. */
   label(): string | null {
     return this.current()?.path ?? null;
+  }
+
+  /** What the composer's chip shows (no cell sources: it is polled). */
+  summary(): IContextSummary | null {
+    const widget = this.app.shell.currentWidget;
+    if (!widget) {
+      return null;
+    }
+    const nb = this.notebooks?.currentWidget;
+    if (nb && nb === widget) {
+      const notebook = nb.content;
+      const cells = notebook.widgets
+        .map((cell, index) => (notebook.isSelectedOrActive(cell) ? index : -1))
+        .filter(i => i >= 0);
+      return { path: nb.context.path, kind: 'notebook', cells };
+    }
+    const ctx = this.docManager?.contextForWidget(widget);
+    return ctx ? { path: ctx.path, kind: 'file', cells: [] } : null;
   }
 
   /** The context of the active main-area document, or null when there is none. */

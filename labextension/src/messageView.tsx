@@ -1,12 +1,15 @@
 /**
- * The message list: memoised messages, a render window for long sessions, stick-to-bottom.
+ * The message list: memoised messages, a render window for long sessions, and following
+ * the conversation.
  *
- * Only the last `window` messages are mounted (older ones on scroll up), so a session of
- * thousands of messages paints as fast as a short one.
+ * Only the last `window` messages are mounted (older ones when the reader scrolls to the
+ * top), so a session of thousands of messages paints as fast as a short one. The list
+ * follows the stream while the reader is at the bottom; scrolling up to read stops that and
+ * offers "Jump to latest"; sending a message always shows it.
  */
 
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { editIcon } from '@jupyterlab/ui-components';
+import { caretDownIcon, editIcon } from '@jupyterlab/ui-components';
 import React, { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import { SentAttachments } from './attachmentBar';
@@ -28,6 +31,32 @@ import { UserText } from './userText';
 /** How many messages are mounted at first, and how many more per step. */
 export const INITIAL_WINDOW = 40;
 const WINDOW_STEP = 100;
+/** Within this many pixels of the bottom the list counts as at the bottom. */
+const BOTTOM_SLACK = 40;
+/** Within this many pixels of the top, earlier messages are mounted. */
+const TOP_SLACK = 80;
+
+/** True if a scroller shows its end (the reader follows the conversation). */
+export function atBottom(el: {
+  scrollHeight: number;
+  scrollTop: number;
+  clientHeight: number;
+}): boolean {
+  return el.scrollHeight - el.scrollTop - el.clientHeight < BOTTOM_SLACK;
+}
+
+/** True if the newest message is one the user just sent (then the list shows it). */
+export function sentByUser(
+  state: IChatState,
+  previousLast: string | undefined
+): boolean {
+  const last = state.order[state.order.length - 1];
+  return (
+    last !== undefined &&
+    last !== previousLast &&
+    state.messages[last]?.role === 'user'
+  );
+}
 
 /** Props of one message. */
 export interface IMessageItemProps {
@@ -258,16 +287,33 @@ export function MessageList(props: IMessageListProps): JSX.Element {
   } = props;
   const [windowSize, setWindowSize] = useState(INITIAL_WINDOW);
   const scroller = useRef<HTMLDivElement>(null);
+  const content = useRef<HTMLDivElement>(null);
+  // Follows the stream (kept at the bottom) until the reader scrolls up.
   const stick = useRef(true);
+  const [following, setFollowing] = useState(true);
+  const loadingOlder = useRef(false);
   const sessionId = state.session?.id;
   const lastSession = useRef(sessionId);
+  const lastId = useRef<string | undefined>(
+    state.order[state.order.length - 1]
+  );
   if (lastSession.current !== sessionId) {
     lastSession.current = sessionId;
     stick.current = true;
+    if (!following) {
+      setFollowing(true);
+    }
     if (windowSize !== INITIAL_WINDOW) {
       setWindowSize(INITIAL_WINDOW);
     }
+  } else if (sentByUser(state, lastId.current)) {
+    // What you send is shown, wherever you had scrolled to, and the answer followed.
+    stick.current = true;
+    if (!following) {
+      setFollowing(true);
+    }
   }
+  lastId.current = state.order[state.order.length - 1];
 
   // Queued messages wait at the bottom, after the run in flight, until their run starts.
   const queued = state.order.filter(
@@ -336,71 +382,127 @@ export function MessageList(props: IMessageListProps): JSX.Element {
     }
   });
 
-  const showOlder = async (): Promise<void> => {
+  // Markdown, images and opened cards grow after React's commit: follow them too.
+  useEffect(() => {
     const el = scroller.current;
-    const before = el ? el.scrollHeight - el.scrollTop : 0;
-    if (start > 0) {
-      setWindowSize(windowSize + WINDOW_STEP);
-    } else if (state.nextCursor !== null) {
-      await onLoadOlder();
-      setWindowSize(windowSize + WINDOW_STEP);
+    const inner = content.current;
+    if (!el || !inner || typeof ResizeObserver === 'undefined') {
+      return;
     }
-    // Keep the message the user was reading in place.
-    requestAnimationFrame(() => {
-      if (el) {
-        el.scrollTop = el.scrollHeight - before;
+    const observer = new ResizeObserver(() => {
+      if (stick.current) {
+        el.scrollTop = el.scrollHeight;
       }
     });
+    observer.observe(inner);
+    return () => observer.disconnect();
+  }, []);
+
+  const hasOlder = start > 0 || state.nextCursor !== null;
+  const showOlder = async (): Promise<void> => {
+    const el = scroller.current;
+    if (loadingOlder.current) {
+      return;
+    }
+    loadingOlder.current = true;
+    const before = el ? el.scrollHeight - el.scrollTop : 0;
+    try {
+      if (start > 0) {
+        setWindowSize(windowSize + WINDOW_STEP);
+      } else if (state.nextCursor !== null) {
+        await onLoadOlder();
+        setWindowSize(windowSize + WINDOW_STEP);
+      }
+    } finally {
+      // Keep the message the user was reading in place.
+      requestAnimationFrame(() => {
+        if (el) {
+          el.scrollTop = el.scrollHeight - before;
+        }
+        loadingOlder.current = false;
+      });
+    }
+  };
+
+  const jumpToLatest = (): void => {
+    stick.current = true;
+    setFollowing(true);
+    const el = scroller.current;
+    if (el) {
+      el.scrollTop = el.scrollHeight;
+    }
   };
 
   return (
-    <div
-      className="jp-ThinkMessages"
-      ref={scroller}
-      onScroll={e => {
-        const el = e.currentTarget;
-        stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
-      }}
-    >
-      {start > 0 || state.nextCursor !== null ? (
-        <button
-          className="jp-ThinkLinkButton jp-ThinkMessages-older"
-          onClick={() => void showOlder()}
-        >
-          Show earlier messages
-        </button>
-      ) : null}
-      {order.length === 0 ? (
-        <div className="jp-ThinkMessages-empty">
-          Ask Think to read, write or run code in this workspace.
+    <div className="jp-ThinkTranscript">
+      <div
+        className="jp-ThinkMessages"
+        ref={scroller}
+        onScroll={e => {
+          const el = e.currentTarget;
+          const bottom = atBottom(el);
+          stick.current = bottom;
+          if (bottom !== following) {
+            setFollowing(bottom);
+          }
+          if (el.scrollTop < TOP_SLACK && !bottom && hasOlder) {
+            void showOlder();
+          }
+        }}
+      >
+        <div className="jp-ThinkMessages-content" ref={content}>
+          {hasOlder ? (
+            <button
+              className="jp-ThinkLinkButton jp-ThinkMessages-older"
+              onClick={() => void showOlder()}
+            >
+              Show earlier messages
+            </button>
+          ) : null}
+          {order.length === 0 ? (
+            <div className="jp-ThinkMessages-empty">
+              Ask Think to read, write or run code in this workspace.
+            </div>
+          ) : null}
+          {displayItems(
+            visible,
+            state.messages,
+            state.compactions,
+            start === 0 && state.nextCursor === null
+          ).map(item =>
+            item.kind === 'message' ? (
+              renderItem(item.id)
+            ) : (
+              <CompactionMarker
+                key={`compaction-${item.compaction.id}`}
+                compaction={item.compaction}
+                hiddenCount={item.hidden.length}
+              >
+                {open => (open ? item.hidden.map(renderItem) : null)}
+              </CompactionMarker>
+            )
+          )}
+          {err && !errorAfter ? (
+            <ErrorNote
+              message={err.message}
+              code={err.code}
+              rendermime={rendermime}
+              onSetup={onSetup}
+            />
+          ) : null}
         </div>
-      ) : null}
-      {displayItems(
-        visible,
-        state.messages,
-        state.compactions,
-        start === 0 && state.nextCursor === null
-      ).map(item =>
-        item.kind === 'message' ? (
-          renderItem(item.id)
-        ) : (
-          <CompactionMarker
-            key={`compaction-${item.compaction.id}`}
-            compaction={item.compaction}
-            hiddenCount={item.hidden.length}
-          >
-            {open => (open ? item.hidden.map(renderItem) : null)}
-          </CompactionMarker>
-        )
+      </div>
+      {following || order.length === 0 ? null : (
+        <button
+          className="jp-Button jp-mod-styled jp-ThinkJumpLatest"
+          aria-label="Jump to latest"
+          title="Scroll to the newest message and follow the conversation again"
+          onClick={jumpToLatest}
+        >
+          <caretDownIcon.react tag="span" />
+          <span>Jump to latest</span>
+        </button>
       )}
-      {err && !errorAfter ? (
-        <ErrorNote
-          message={err.message}
-          code={err.code}
-          rendermime={rendermime}
-          onSetup={onSetup}
-        />
-      ) : null}
     </div>
   );
 }

@@ -1,7 +1,8 @@
 /**
- * The "Tasks" area of the chat sidebar (issue 12): the task tree with status, type,
- * progress, what a blocked task waits for and each subagent's state. A task with a
- * subagent opens its drill-in; the area shows only once the model decomposed a request.
+ * The "Tasks" area of the chat sidebar: the task tree with status, type, progress, what a
+ * blocked task waits for and each subagent's state. A task with a subagent opens its
+ * drill-in; the area shows only once the model decomposed a request. It is open while a
+ * request runs and folds to its header when the request ends, unless pinned open.
  */
 
 import {
@@ -16,7 +17,7 @@ import {
   runIcon,
   stopIcon
 } from '@jupyterlab/ui-components';
-import React, { useMemo, useState, useSyncExternalStore } from 'react';
+import React, { useMemo, useRef, useState, useSyncExternalStore } from 'react';
 
 import {
   childrenOf,
@@ -217,6 +218,26 @@ const TaskRow = React.memo(
     a.depth === b.depth
 );
 
+const PINNED_KEY = 'think:tasks-pinned';
+
+/** Whether the tree shows: pinned open, else as toggled during this phase, else while a
+ * request runs. */
+export function tasksOpen(
+  pinned: boolean,
+  toggled: boolean | null,
+  running: boolean
+): boolean {
+  return pinned || (toggled ?? running);
+}
+
+function readPinned(): boolean {
+  try {
+    return window.localStorage.getItem(PINNED_KEY) === '1';
+  } catch {
+    return false;
+  }
+}
+
 /** Status of each stream, as one string: equal strings, no re-render of the tree. */
 function streamStatuses(model: TasksModel): string {
   return Object.values(model.getSnapshot().streams)
@@ -225,8 +246,12 @@ function streamStatuses(model: TasksModel): string {
 }
 
 /** The tasks area; nothing while the session has no decomposed request. */
-export function TaskPanel(props: { model: TasksModel }): JSX.Element | null {
-  const { model } = props;
+export function TaskPanel(props: {
+  model: TasksModel;
+  /** A request of the session runs: the tree is open, and folds when it ends. */
+  running: boolean;
+}): JSX.Element | null {
+  const { model, running } = props;
   const graph = useSyncExternalStore(
     model.subscribe,
     () => model.getSnapshot().graph
@@ -235,7 +260,26 @@ export function TaskPanel(props: { model: TasksModel }): JSX.Element | null {
     streamStatuses(model)
   );
   const drill = useSyncExternalStore(model.subscribe, model.getDrill);
-  const [open, setOpen] = useState(true);
+  const [pinned, setPinned] = useState(readPinned);
+  // The user's toggle holds until a request starts or ends.
+  const [toggledOpen, setToggledOpen] = useState<boolean | null>(null);
+  const wasRunning = useRef(running);
+  if (wasRunning.current !== running) {
+    wasRunning.current = running;
+    if (toggledOpen !== null) {
+      setToggledOpen(null);
+    }
+  }
+  const open = tasksOpen(pinned, toggledOpen, running);
+  const pin = (): void => {
+    const next = !pinned;
+    setPinned(next);
+    try {
+      window.localStorage.setItem(PINNED_KEY, next ? '1' : '0');
+    } catch {
+      // storage refused (private mode): pinned for this page only
+    }
+  };
   const [toggled, setToggled] = useState<Record<string, boolean>>({});
   const roots = useMemo(() => shownRoots(graph), [graph]);
   const streams = useMemo(() => {
@@ -303,7 +347,12 @@ export function TaskPanel(props: { model: TasksModel }): JSX.Element | null {
           className="jp-ThinkTasks-toggle"
           aria-expanded={open}
           aria-label={open ? 'Hide the tasks' : 'Show the tasks'}
-          onClick={() => setOpen(!open)}
+          onClick={() => {
+            if (open && pinned) {
+              pin();
+            }
+            setToggledOpen(!open);
+          }}
         >
           {open ? (
             <caretDownIcon.react tag="span" />
@@ -322,6 +371,19 @@ export function TaskPanel(props: { model: TasksModel }): JSX.Element | null {
         </span>
         <ProgressBar value={sum.progress} label="Overall progress" />
         <span className="jp-ThinkTasks-pct">{pct}%</span>
+        <button
+          className={`jp-ThinkLabelButton jp-ThinkTasks-pin${pinned ? ' jp-mod-active' : ''}`}
+          aria-pressed={pinned}
+          aria-label="Keep the tasks open"
+          title={
+            pinned
+              ? 'Pinned open: click to let the tasks fold when a request ends'
+              : 'Keep the tasks open after the request ends'
+          }
+          onClick={pin}
+        >
+          {pinned ? 'Pinned' : 'Pin'}
+        </button>
       </div>
       {open ? (
         <ul className="jp-ThinkTasks-list jp-ThinkTasks-tree">

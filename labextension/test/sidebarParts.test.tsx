@@ -16,6 +16,7 @@ import {
 import {
   badgeStatus,
   countDown,
+  countdownFirst,
   StatusIndicator
 } from '../src/statusIndicator';
 import type { ISession } from '../src/tokens';
@@ -135,6 +136,10 @@ describe('status badge', () => {
       'rate limited; retry 1/3 in 0 s'
     );
     expect(countDown('approval needed: x', 0, 5000)).toBe('approval needed: x');
+    expect(countdownFirst('rate limited; retry 1/3 in 18 s')).toBe(
+      'retry 1/3 in 18 s · rate limited'
+    );
+    expect(countdownFirst('approval needed: x')).toBe('approval needed: x');
   });
 });
 
@@ -251,7 +256,7 @@ describe('composer keys', () => {
     running,
     canRetry: true,
     attach: false,
-    contextLabel: null,
+    context: null,
     onAttachChange: vi.fn(),
     onSend: vi.fn(),
     onStopAndSend: vi.fn(),

@@ -65,14 +65,14 @@ describe('the tasks area', () => {
     const t = setup();
     t.frame({ type: 'task_created', task: task('lone') });
     t.flush();
-    m = mount(<TaskPanel model={t.model} />);
+    m = mount(<TaskPanel model={t.model} running />);
     expect(m.container.querySelector('.jp-ThinkTasks')).toBeNull();
   });
 
   it('shows the tree with status, type, progress, blocked hint and subagents', () => {
     const t = tree();
     t.flush();
-    m = mount(<TaskPanel model={t.model} />);
+    m = mount(<TaskPanel model={t.model} running />);
     const el = m.container;
     expect(el.querySelector('[aria-label="Tasks"]')).not.toBeNull();
     expect(rows(el)).toEqual([
@@ -118,7 +118,7 @@ describe('the tasks area', () => {
   it('re-renders on its own model notification, with nothing else changing', async () => {
     const t = setup({ ownSchedule: true });
     t.flush();
-    m = mount(<TaskPanel model={t.model} />);
+    m = mount(<TaskPanel model={t.model} running />);
     expect(m.container.querySelector('.jp-ThinkTasks')).toBeNull();
     // Task frames without a seq leave the chat state as it is: only the model tells.
     const chat = t.store.state;
@@ -136,7 +136,7 @@ describe('the tasks area', () => {
   it('moves live, folds away, and opens a subagent on click', async () => {
     const t = tree();
     t.flush();
-    m = mount(<TaskPanel model={t.model} />);
+    m = mount(<TaskPanel model={t.model} running />);
     const el = m.container;
     act(() => {
       t.frame({
@@ -187,6 +187,36 @@ describe('the tasks area', () => {
     expect(
       el.querySelector('[data-task-id="plot"] .jp-ThinkTask-row')?.className
     ).toContain('jp-mod-selected');
+  });
+});
+
+describe('the tasks area folds when its request ends', () => {
+  it('is open while the request runs, folds after it, and stays open when pinned', () => {
+    window.localStorage.removeItem('think:tasks-pinned');
+    const t = tree();
+    t.flush();
+    m = mount(<TaskPanel model={t.model} running />);
+    const el = m.container;
+    expect(rows(el).length).toBe(4);
+    act(() => m!.root.render(<TaskPanel model={t.model} running={false} />));
+    expect(rows(el).length).toBe(0);
+    expect(el.querySelector('.jp-ThinkTasks-header')).not.toBeNull();
+    // Opened by hand it stays open until the next request starts.
+    click(button(el, 'Show the tasks'));
+    expect(rows(el).length).toBe(4);
+    act(() => m!.root.render(<TaskPanel model={t.model} running />));
+    act(() => m!.root.render(<TaskPanel model={t.model} running={false} />));
+    expect(rows(el).length).toBe(0);
+    // Pinned: open after the end, and still pinned on the next mount.
+    click(button(el, 'Keep the tasks open'));
+    expect(rows(el).length).toBe(4);
+    expect(button(el, 'Keep the tasks open').getAttribute('aria-pressed')).toBe(
+      'true'
+    );
+    m.unmount();
+    m = mount(<TaskPanel model={t.model} running={false} />);
+    expect(rows(m.container).length).toBe(4);
+    window.localStorage.removeItem('think:tasks-pinned');
   });
 });
 
