@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .ids import new_id
 from .part import StorePart
 
 RUN_FIELDS = {
@@ -65,7 +66,6 @@ class RecordsMixin(StorePart):
 
     async def log_actions(self, rows: Sequence[dict[str, Any]]) -> list[str]:
         """Append many action-log rows in one transaction; return their ids."""
-        from .store import new_id
 
         now = time.time()
         values = []
@@ -276,7 +276,6 @@ class RecordsMixin(StorePart):
     ) -> dict[str, Any]:
         """Record a pending approval for one tool call; the existing row if that call already
         has one (a resumed run asks once)."""
-        from .store import new_id
 
         await self._write(
             "INSERT OR IGNORE INTO approvals (id, session_id, message_id, call_id, tool, input,"

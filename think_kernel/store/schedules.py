@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .ids import new_id
 from .part import StorePart
 
 OPEN = ("pending", "running")
@@ -50,7 +51,6 @@ class SchedulesMixin(StorePart):
         ``tz`` it is read in) makes it recurring: ``due_at`` is its first occurrence.
         ``max_open``: refuse (TooManySchedules) when the session has that many open rows of
         the kind; counted and inserted in one statement, so concurrent calls cannot pass it."""
-        from .store import new_id
 
         sid = new_id("sch_")
         now = time.time()

@@ -19,13 +19,13 @@ import hashlib
 import json
 import sqlite3
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .history import HistoryCache
+from .ids import new_id
 from .loopdb import Cursor, LoopConnection
 from .mcpclients import McpClientsMixin
 from .migrations import migrate
@@ -86,11 +86,6 @@ _MESSAGE_COLUMNS = (
     " duration_ms ok model_role tokens_cached tokens_reasoning cost output_blob output_size"
     " attachments compaction"
 ).split()
-
-
-def new_id(prefix: str = "") -> str:
-    """A sortable-enough unique id (time prefix + random), e.g. ``msg_18c3...``."""
-    return f"{prefix}{int(time.time() * 1000):x}{uuid.uuid4().hex[:12]}"
 
 
 def _encode(key: str, value: Any) -> Any:
