@@ -61,12 +61,11 @@ async def bookkeeping(store: Store, n: int) -> tuple[float, float]:
     rows = await store.list_schedules(kind="old", statuses=["pending"], limit=n)
     t0 = time.perf_counter()
     for row in rows:
-        async with store.db.execute(
+        await store.db.execute(
             "UPDATE schedules SET status = 'running', attempts = attempts + 1, updated_at = ?"
             " WHERE id = ? AND status = 'pending'",
             (time.time(), row["id"]),
-        ):
-            pass
+        )
         await store.db.execute(
             "UPDATE schedules SET status = 'done', updated_at = ? WHERE id = ?",
             (time.time(), row["id"]),

@@ -48,8 +48,8 @@ async def test_a_lock_held_too_long_is_an_error(tmp_path: Path) -> None:
     other.execute("ROLLBACK")
     other.close()
     await db.execute("INSERT INTO t VALUES (2)")
-    async with db.execute("SELECT v FROM t") as cur:
-        assert [tuple(r) for r in await cur.fetchall()] == [(2,)]
+    cur = await db.execute("SELECT v FROM t")
+    assert [tuple(r) for r in cur.fetchall()] == [(2,)]
     await db.close()
     await db.close()  # twice is fine
 

@@ -4,30 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import aiosqlite
-
 from think_kernel.config import ThinkConfig
 from think_kernel.endpoint import SETTING, public, resolve
 from think_kernel.runtime import Runtime
 from think_kernel.store import Store
+from think_kernel.store.loopdb import LoopConnection
 from think_kernel.store.migrations import MIGRATIONS, migrate
 
 
 async def test_sessions_from_before_get_a_kind(tmp_path: Path) -> None:
     db_path = tmp_path / "old.db"
-    async with aiosqlite.connect(db_path, isolation_level=None) as db:
-        saved = list(MIGRATIONS)
-        try:
-            MIGRATIONS[:] = [m for m in saved if m[0] != "m008_settings"]
-            await migrate(db)  # a store as an older version left it
-        finally:
-            MIGRATIONS[:] = saved
-        for sid, path in (("chat1", ""), ("chat2", "notes"), ("kern", "/home/me/project")):
-            await db.execute(
-                "INSERT INTO sessions (id, title, path, status, options, created_at,"
-                " updated_at) VALUES (?, '', ?, 'idle', '{}', 0, 0)",
-                (sid, path),
-            )
+    db = await LoopConnection.connect(db_path)
+    saved = list(MIGRATIONS)
+    try:
+        MIGRATIONS[:] = [m for m in saved if m[0] != "m008_settings"]
+        await migrate(db)  # a store as an older version left it
+    finally:
+        MIGRATIONS[:] = saved
+    for sid, path in (("chat1", ""), ("chat2", "notes"), ("kern", "/home/me/project")):
+        await db.execute(
+            "INSERT INTO sessions (id, title, path, status, options, created_at,"
+            " updated_at) VALUES (?, '', ?, 'idle', '{}', 0, 0)",
+            (sid, path),
+        )
+    await db.close()
     s = await Store.open(db_path)
     try:
         kinds = {x["id"]: x["kind"] for x in await s.list_sessions()}

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
-
-import aiosqlite
 
 from think_kernel.store import Store
 from think_kernel.store.migrations import MIGRATIONS
@@ -15,11 +14,12 @@ async def test_migrations_are_recorded_once(tmp_path: Path) -> None:
     await s.close()
     s = await Store.open(tmp_path / "t.db")
     await s.close()
-    async with aiosqlite.connect(tmp_path / "t.db") as db:
-        async with db.execute("SELECT name FROM _migrations") as cur:
-            names = [r[0] for r in await cur.fetchall()]
-        async with db.execute("PRAGMA journal_mode") as cur:
-            mode = (await cur.fetchone())[0]
+    db = sqlite3.connect(tmp_path / "t.db")
+    try:
+        names = [r[0] for r in db.execute("SELECT name FROM _migrations")]
+        mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+    finally:
+        db.close()
     assert names == [n for n, _ in MIGRATIONS] and mode == "wal"
 
 

@@ -207,15 +207,15 @@ class HistoryCache:
         return True
 
     async def _reset(self, session_id: str) -> int | None:
-        async with self.db.execute(
+        cur = await self.db.execute(
             "SELECT rev FROM message_resets WHERE session_id = ?", (session_id,)
-        ) as cur:
-            row = await cur.fetchone()
+        )
+        row = cur.fetchone()
         return row["rev"] if row else None
 
     async def _select(self, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
-        async with self.db.execute(sql, params) as cur:
-            return list(await cur.fetchall())
+        cur = await self.db.execute(sql, params)
+        return list(cur.fetchall())
 
     @staticmethod
     def _merge(conv: _Conversation, changed: list[dict[str, Any]]) -> None:

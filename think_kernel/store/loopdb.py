@@ -1,8 +1,7 @@
-"""An SQLite connection used on the event loop's own thread, with aiosqlite's surface.
+"""An SQLite connection used on the event loop's own thread.
 
     db = await LoopConnection.connect("think.db")
-    async with db.execute("SELECT * FROM sessions WHERE id = ?", (sid,)) as cur:
-        row = await cur.fetchone()
+    row = (await db.execute("SELECT * FROM sessions WHERE id = ?", (sid,))).fetchone()
     await db.execute("UPDATE sessions SET title = ? WHERE id = ?", ("t", sid))
     await db.executemany("INSERT INTO t VALUES (?)", [(1,), (2,)])
     await db.close()
@@ -32,7 +31,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -55,52 +53,21 @@ class Cursor:
         self.rowcount = cur.rowcount
         self.lastrowid = cur.lastrowid
 
-    async def fetchone(self) -> Any:
+    def fetchone(self) -> Any:
         """The next row, or None."""
         if self._next >= len(self._rows):
             return None
         self._next += 1
         return self._rows[self._next - 1]
 
-    async def fetchall(self) -> list[Any]:
+    def fetchall(self) -> list[Any]:
         """The remaining rows."""
         rows, self._next = self._rows[self._next :], len(self._rows)
         return rows
 
-    async def close(self) -> None:
-        """Nothing to release (kept for aiosqlite compatibility)."""
-
-
-class _Result:
-    """``await db.execute(...)`` or ``async with db.execute(...) as cur``."""
-
-    def __init__(
-        self, db: LoopConnection, sql: str, params: Sequence[Any], many: bool = False
-    ) -> None:
-        self._db, self._sql, self._params, self._many = db, sql, params, many
-
-    def _run(self) -> Any:
-        if self._many:
-            return self._db._execute_many(self._sql, self._params)
-        return self._db._execute(self._sql, self._params)
-
-    def __await__(self) -> Any:
-        return self._run().__await__()
-
-    async def __aenter__(self) -> Cursor:
-        return await self._run()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        return None
-
 
 class LoopConnection:
-    """aiosqlite's ``Connection`` surface used by the store, without a worker thread."""
+    """The SQLite connection of the store: statements run on the loop, busy waits sleep."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, busy_timeout: float = 5.0) -> None:
         self._conn = conn
@@ -134,13 +101,18 @@ class LoopConnection:
     def row_factory(self, factory: Any) -> None:
         self._conn.row_factory = factory
 
-    def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] = ()) -> _Result:
-        """Run one statement: await it, or use it as ``async with ... as cursor``."""
-        return _Result(self, sql, parameters)  # type: ignore[arg-type]
+    async def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] = ()) -> Cursor:
+        """Run one statement; its rows are fetched (a busy database is waited for)."""
+        timeout = _BUSY_PRAGMA.match(sql)
+        if timeout:  # SQLite's busy handler would sleep on the loop: we wait instead
+            self.busy_timeout = int(timeout.group(1)) / 1000
+            sql = "PRAGMA busy_timeout=0"
+        return await self._retry(lambda: self._run(lambda c: c.execute(sql, parameters), True))
 
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> _Result:
-        """Run one statement for each parameter set (await it, or ``async with``)."""
-        return _Result(self, sql, list(parameters), many=True)
+    async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> Cursor:
+        """Run one statement for each parameter set."""
+        rows = list(parameters)
+        return await self._retry(lambda: self._run(lambda c: c.executemany(sql, rows), False))
 
     @property
     def in_transaction(self) -> bool:
@@ -157,16 +129,6 @@ class LoopConnection:
         self._conn.close()
 
     # -- internals ---------------------------------------------------------------------------
-
-    async def _execute_many(self, sql: str, rows: Sequence[Any]) -> Cursor:
-        return await self._retry(lambda: self._run(lambda c: c.executemany(sql, rows), False))
-
-    async def _execute(self, sql: str, params: Sequence[Any]) -> Cursor:
-        timeout = _BUSY_PRAGMA.match(sql)
-        if timeout:  # SQLite's busy handler would sleep on the loop: we wait instead
-            self.busy_timeout = int(timeout.group(1)) / 1000
-            sql = "PRAGMA busy_timeout=0"
-        return await self._retry(lambda: self._run(lambda c: c.execute(sql, params), True))
 
     def _run(self, fn: Callable[[sqlite3.Cursor], Any], fetch: bool) -> Cursor:
         if self._closed:

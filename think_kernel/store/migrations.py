@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .loopdb import LoopConnection
 
 MIGRATIONS: list[tuple[str, str]] = []
 
@@ -373,7 +376,7 @@ def _statements(script: str) -> list[str]:
     return out
 
 
-async def migrate(db: Any) -> list[str]:  # a LoopConnection (or an aiosqlite one)
+async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 
     The kernel and the server may open the same file at the same moment, so each migration
@@ -384,13 +387,13 @@ async def migrate(db: Any) -> list[str]:  # a LoopConnection (or an aiosqlite on
     )
     applied = []
     for name, sql in MIGRATIONS:
-        async with db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)) as cur:
-            if await cur.fetchone():
-                continue
+        cur = await db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,))
+        if cur.fetchone():
+            continue
         await db.execute("BEGIN IMMEDIATE")
         try:
-            async with db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)) as cur:
-                done = await cur.fetchone()
+            cur = await db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,))
+            done = cur.fetchone()
             if not done:
                 # Statement by statement: executescript would commit our transaction.
                 for statement in _statements(sql):

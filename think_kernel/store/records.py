@@ -125,8 +125,8 @@ class RecordsMixin(StorePart):
         delay = 0.001
         while True:
             try:
-                async with self.db.execute(sql, params) as cur:
-                    return list(await cur.fetchall())
+                cur = await self.db.execute(sql, params)
+                return list(cur.fetchall())
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or delay > 2.0 or self.db.in_transaction:
                     raise
@@ -205,13 +205,12 @@ class RecordsMixin(StorePart):
         starts it must come after that run's replies, so the model (and a reload) see the
         conversation in the order it happened.
         """
-        async with self.db.execute(
+        await self.db.execute(
             "UPDATE messages SET status = 'complete', updated_at = ?,"
             " seq = (SELECT MAX(seq) + 1 FROM messages m WHERE m.session_id = messages.session_id)"
             " WHERE id = ? AND status = 'queued'",
             (time.time(), message_id),
-        ):
-            pass
+        )
         return await self._one("SELECT * FROM messages WHERE id = ?", (message_id,))
 
     async def find_stale_runs(self, older_than: float, not_owner: str) -> list[dict[str, Any]]:
@@ -234,12 +233,12 @@ class RecordsMixin(StorePart):
 
     async def interrupt_messages(self, session_id: str, after_seq: int, reason: str) -> int:
         """Mark streaming / pending messages after a seq as errored (the run died)."""
-        async with self.db.execute(
+        cur = await self.db.execute(
             "UPDATE messages SET status = 'error', error = ?, updated_at = ?"
             " WHERE session_id = ? AND seq > ? AND status IN ('pending', 'streaming')",
             (reason, time.time(), session_id, after_seq),
-        ) as cur:
-            return cur.rowcount
+        )
+        return cur.rowcount
 
     # -- approvals ---------------------------------------------------------------------------
 
@@ -328,6 +327,6 @@ class RecordsMixin(StorePart):
         """Delete events and action-log rows older than a time (messages are kept)."""
         counts = {}
         for table in ("events", "action_log"):
-            async with self.db.execute(f"DELETE FROM {table} WHERE ts < ?", (older_than,)) as cur:
-                counts[table] = cur.rowcount
+            cur = await self.db.execute(f"DELETE FROM {table} WHERE ts < ?", (older_than,))
+            counts[table] = cur.rowcount
         return counts

@@ -22,8 +22,8 @@ class SettingsMixin(StorePart):
 
     async def get_setting(self, key: str) -> Any:
         """The JSON value of ``key``, or None."""
-        async with self.db.execute("SELECT value FROM settings WHERE key = ?", (key,)) as cur:
-            row = await cur.fetchone()
+        cur = await self.db.execute("SELECT value FROM settings WHERE key = ?", (key,))
+        row = cur.fetchone()
         if row is None:
             return None
         raw = row["value"] if isinstance(row, dict) else row[0]

@@ -172,12 +172,12 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
     # -- helpers -----------------------------------------------------------------------------
 
     async def _one(self, sql: str, params: Iterable[Any] = ()) -> dict[str, Any] | None:
-        async with self.db.execute(sql, tuple(params)) as cur:
-            return await cur.fetchone()  # type: ignore[return-value]
+        cur = await self.db.execute(sql, tuple(params))
+        return cur.fetchone()  # type: ignore[return-value]
 
     async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
-        async with self.db.execute(sql, tuple(params)) as cur:
-            return list(await cur.fetchall())  # type: ignore[arg-type]
+        cur = await self.db.execute(sql, tuple(params))
+        return list(cur.fetchall())  # type: ignore[arg-type]
 
     async def _write(
         self, sql: str, params: Iterable[Any] = (), many: bool = False, rowid: bool = False
@@ -195,10 +195,10 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         while True:
             try:
                 if many:
-                    async with self.db.executemany(sql, params) as cur:  # type: ignore[arg-type]
-                        return int(cur.rowcount)
-                async with self.db.execute(sql, tuple(params)) as cur:
-                    return int(cur.lastrowid or 0) if rowid else int(cur.rowcount)
+                    cur = await self.db.executemany(sql, params)  # type: ignore[arg-type]
+                    return int(cur.rowcount)
+                cur = await self.db.execute(sql, tuple(params))
+                return int(cur.lastrowid or 0) if rowid else int(cur.rowcount)
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or delay > 2.0 or self.db.in_transaction:
                     raise
@@ -308,8 +308,8 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session and everything recorded for it; True if it existed."""
-        async with self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)) as cur:
-            existed = cur.rowcount > 0
+        cur = await self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        existed = cur.rowcount > 0
         for table in (
             "messages",
             "action_log",
@@ -372,8 +372,8 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         delay = 0.001
         while True:
             try:
-                async with self.db.execute(sql, params) as cur:
-                    seq = (await cur.fetchone())["seq"]  # type: ignore[index]
+                cur = await self.db.execute(sql, params)
+                seq = (cur.fetchone())["seq"]  # type: ignore[index]
                 break
             except sqlite3.OperationalError as e:
                 # WAL: this statement reads MAX(seq) before it writes; if another process
@@ -465,10 +465,10 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         msg = await self.get_message(message_id)
         if msg is None or msg["session_id"] != session_id:
             raise KeyError(message_id)
-        async with self.db.execute(
+        cur = await self.db.execute(
             "DELETE FROM messages WHERE session_id = ? AND seq >= ?", (session_id, msg["seq"])
-        ) as cur:
-            return cur.rowcount
+        )
+        return cur.rowcount
 
     async def find_stale_messages(self, older_than: float) -> list[dict[str, Any]]:
         """Streaming or pending messages whose heartbeat is older than ``older_than``."""
@@ -531,12 +531,12 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
         self, session_id: str, type: str, data: dict[str, Any], event_id: str | None = None
     ) -> int:
         """Append an event; return its sequence number (0 if ``event_id`` was seen before)."""
-        async with self.db.execute(
+        cur = await self.db.execute(
             "INSERT OR IGNORE INTO events (session_id, type, data, ts, event_id)"
             " VALUES (?, ?, ?, ?, ?)",
             (session_id, type, json.dumps(data), time.time(), event_id),
-        ) as cur:
-            return int(cur.lastrowid or 0) if cur.rowcount > 0 else 0
+        )
+        return int(cur.lastrowid or 0) if cur.rowcount > 0 else 0
 
     async def list_events(
         self, session_id: str, after: int = 0, limit: int = 1000
