@@ -35,6 +35,7 @@ from traitlets import Type
 
 from .. import __version__
 from ..agent.events import ErrorEvent, Event, StatusEvent, ToolResult
+from ..approvals.cards import ApprovalCards
 from ..collab.linked import linked_setup
 from ..config import ThinkConfig
 from ..runtime import Runtime
@@ -535,7 +536,10 @@ class ThinkKernel(IPythonKernel):
             runtime = await self.ensure_runtime()
             out.interval = tasks.interval = float(runtime.config.display_interval)
             out.metadata = {"session_id": runtime.session_id}
-            cards = ApprovalCards(self, parent, runtime) if not silent else None
+            if not silent:
+                cards = ApprovalCards(
+                    runtime, lambda t, c: self.send_iopub(t, c, parent, ours=True)
+                )
             runtime.add_sink(aside)
             # One run at a time: a reminder this kernel fires (no server) waits for the cell.
             async for event in _one_at_a_time(runtime.run_lock, runtime.run(request)):
@@ -674,62 +678,6 @@ class ThinkKernel(IPythonKernel):
             await link.close()
         except Exception:
             log.exception("leaving the chat runs failed")
-
-
-class ApprovalCards:
-    """ipywidgets approval cards in a request cell (the cell awaits, so clicks arrive)."""
-
-    def __init__(self, kernel: ThinkKernel, parent: dict[str, Any], runtime: Runtime) -> None:
-        self.kernel, self.parent, self.runtime = kernel, parent, runtime
-        self.cards: dict[str, Any] = {}
-        self._tasks: set[asyncio.Future[Any]] = set()
-        self._subagent_asks: set[str] = set()
-
-    def feed_subagent(self, event: Event) -> None:
-        """A subagent's approval events (they reach the runtime's sinks, not the run)."""
-        from ..agent.events import ApprovalRequested, ApprovalResolved
-
-        if isinstance(event, ApprovalRequested) and event.task_id:
-            self._subagent_asks.add(event.id)
-            self.feed(event)
-        elif isinstance(event, ApprovalResolved) and event.id in self._subagent_asks:
-            self.feed(event)
-
-    def feed(self, event: Event) -> None:
-        """Show a card for ``approval_requested``; settle it on ``approval_resolved``."""
-        from ..agent.events import ApprovalRequested, ApprovalResolved
-
-        if isinstance(event, ApprovalRequested):
-            from ..approvals.widget import ApprovalCard, waiting_text
-
-            aid = event.id
-
-            def decide(frame: dict[str, Any]) -> None:
-                task = asyncio.ensure_future(self.runtime.resolve_approval(aid, frame))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-
-            session_id = self.runtime.session_id
-            try:
-                card = ApprovalCard(event.to_dict(), decide, session_id)
-            except Exception:  # no widgets here: the text says how to decide elsewhere
-                log.exception("approval card")
-                data = {"text/plain": waiting_text(event.to_dict(), session_id)}
-                self._show("display_data", aid, data)
-                return
-            self.cards[aid] = card
-            # text/plain is what a run without a page (nbclient, papermill) records.
-            self._show("display_data", aid, card.bundle())
-        elif isinstance(event, ApprovalResolved) and event.id in self.cards:
-            card = self.cards[event.id]
-            card.resolved(event.to_dict())
-            self._show("update_display_data", event.id, card.bundle())
-
-    def _show(self, msg_type: str, approval_id: str, data: dict[str, Any]) -> None:
-        # One display per approval: the decision updates its text where it was recorded.
-        transient = {"display_id": f"think-approval-{approval_id}"}
-        content = {"data": data, "metadata": {}, "transient": transient}
-        self.kernel.send_iopub(msg_type, content, self.parent, ours=True)
 
 
 async def _one_at_a_time(lock: asyncio.Lock, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
