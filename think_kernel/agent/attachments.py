@@ -21,7 +21,7 @@ from ..store.history import Row, StartMemo, read_only_until
 from .context import split_history
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from .stores import BlobStore
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_TEXT_CHARS = 200_000
@@ -71,7 +71,7 @@ def describe_attachment(name: str, data: bytes) -> dict[str, Any]:
 
 
 async def load_history(
-    store: Store, rows: list[dict[str, Any]], user: dict[str, Any]
+    store: BlobStore, rows: list[dict[str, Any]], user: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Whole contents of the offloaded rows the model will see, and attachment data: the
     text of attached files, and ``data:`` URLs of the images of this run's request only."""
@@ -116,7 +116,7 @@ _WHOLE: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
 _WHOLE_MAX = 10_000
 
 
-async def _whole(store: Store, row: dict[str, Any]) -> dict[str, Any]:
+async def _whole(store: BlobStore, row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its whole content. For a read-only row of the history cache the result is
     the same read-only object at every request while the row is unchanged, so the model
     context can tell that the history's start is what it converted before."""
@@ -136,7 +136,7 @@ async def _whole(store: Store, row: dict[str, Any]) -> dict[str, Any]:
     return whole
 
 
-async def _load_one(store: Store, a: Any, current: bool, loaded: dict[str, str]) -> None:
+async def _load_one(store: BlobStore, a: Any, current: bool, loaded: dict[str, str]) -> None:
     if not isinstance(a, dict) or not a.get("blob") or a["blob"] in loaded:
         return
     kind = a.get("kind")

@@ -24,7 +24,7 @@ from .model import Chunk, ModelClient, ModelError
 from .tokens import Calibration, estimate_messages, estimate_text
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from .stores import RunLog
 
 ROLES = ("primary", "fast", "summarizer", "vision")
 FALLBACK = {"fast": "primary", "summarizer": "fast", "vision": "primary"}
@@ -47,7 +47,7 @@ class ModelCaller:
     def __init__(
         self,
         client: ModelClient,
-        store: Store,
+        store: RunLog,
         session_id: str,
         models: Mapping[str, str],
         *,

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..store import Store, new_id
+from ..store.ids import new_id
 from ..tools.base import CallOutcome, ToolContext, ToolOutput, ToolRegistry
 from ..tools.summarize import needs_whole, summarize_input, summarize_output
 from .attachments import load_history
@@ -47,6 +47,7 @@ from .events import (
 )
 from .model import Chunk, ModelClient, ModelError
 from .outputs import model_view
+from .stores import AgentStore, RunLog
 from .summarizer import budget, compact_if_needed
 from .tokens import Calibration, estimate_tools
 from .toolspecs import fit_specs
@@ -85,7 +86,7 @@ class Agent:
         self,
         model: ModelClient,
         tools: ToolRegistry,
-        store: Store,
+        store: AgentStore,
         *,
         system: str,
         model_name: str,
@@ -533,7 +534,7 @@ class Agent:
 
 
 async def record_action(
-    store: Store,
+    store: RunLog,
     session_id: str,
     tool: str,
     outcome: CallOutcome,

@@ -29,7 +29,7 @@ from .events import Compaction, Event
 from .model import ModelError
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from .stores import MessageStore
 
 
 def budget(ctx: ModelContext, caller: ModelCaller, role: str, compact_at: float) -> int:
@@ -41,7 +41,7 @@ def budget(ctx: ModelContext, caller: ModelCaller, role: str, compact_at: float)
 async def compact_if_needed(
     ctx: ModelContext,
     caller: ModelCaller,
-    store: Store,
+    store: MessageStore,
     session_id: str,
     parent_id: str,
     *,
