@@ -21,6 +21,7 @@ saved with (a new URL needs its key typed in), so the route cannot carry the key
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +32,7 @@ from tornado import web
 from traitlets.config import Config, PyFileConfigLoader
 
 from think_kernel.config import ThinkConfig
-from think_kernel.endpoint import SETTING, Endpoint, public, resolve, saved_endpoint
+from think_kernel.endpoint import OPENAI_URL, SETTING, Endpoint, public, resolve, saved_endpoint
 
 from .base import ThinkHandler, field
 
@@ -144,47 +145,59 @@ class ModelTestHandler(ThinkHandler):
         self.send({"ok": True, "models": models})
 
 
+class ListFailure(Exception):
+    """The endpoint answered the models request with an error status."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(f"HTTP {status}: {text[:200]}")
+        self.status = status
+        self.text = text
+
+
 async def list_models(base_url: str | None, api_key: str) -> list[str]:
     """The model ids an OpenAI-compatible endpoint lists (sorted, at most MAX_MODELS)."""
-    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+    import httpx  # here: the server's start does not pay for it
 
-    # The SDK's own client follows redirects; this request must not (module docstring).
-    http = DefaultAsyncHttpxClient(follow_redirects=False, timeout=TEST_TIMEOUT)
-    client = AsyncOpenAI(
-        api_key=api_key, base_url=base_url, timeout=TEST_TIMEOUT, max_retries=0, http_client=http
-    )
-    try:
-        ids: list[str] = []
-        async for model in client.models.list():
-            ids.append(str(model.id)[:200])
-            if len(ids) >= MAX_MODELS:
-                break
-        return sorted(set(ids))
-    finally:
-        await client.close()
-        await http.aclose()
+    # Where the SDK would ask: the URL given, else OPENAI_BASE_URL, else OpenAI.
+    root = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+    headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
+    # No redirects: the key must not be carried elsewhere (module docstring).
+    async with httpx.AsyncClient(timeout=TEST_TIMEOUT, follow_redirects=False) as client:
+        response = await client.get(f"{root}/models", headers=headers)
+    if not 200 <= response.status_code < 300:
+        raise ListFailure(response.status_code, response.text)
+    body = response.json()
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise ValueError("the answer has no 'data' list of models")
+    ids: list[str] = []
+    for model in data[:MAX_MODELS]:
+        if isinstance(model, dict) and model.get("id"):
+            ids.append(str(model["id"])[:200])
+    return sorted(set(ids))
 
 
 def describe_failure(error: Exception, base_url: str) -> str:
     """One sentence a user can act on."""
-    import openai
+    import httpx
 
     where = base_url or "the OpenAI API"
-    if isinstance(error, openai.AuthenticationError):
+    status = error.status if isinstance(error, ListFailure) else None
+    if status == 401:
         return f"{where} refused the key (401): check the API key."
-    if isinstance(error, openai.PermissionDeniedError):
+    if status == 403:
         return f"{where} denied access (403): check the key's permissions."
-    if isinstance(error, openai.NotFoundError):
+    if status == 404:
         return (
             f"{where} has no /models route (404): the base URL usually ends in /v1 "
             "(e.g. http://localhost:11434/v1)."
         )
-    if isinstance(error, openai.APITimeoutError):
+    if isinstance(error, httpx.TimeoutException):
         return f"{where} did not answer within {TEST_TIMEOUT:.0f} s."
-    if isinstance(error, openai.APIConnectionError):
+    if isinstance(error, httpx.TransportError):
         return f"cannot connect to {where}: is the server running and the URL right?"
-    if isinstance(error, openai.APIStatusError):
-        return f"{where} answered {error.status_code}: {str(error)[:200]}"
+    if isinstance(error, ListFailure):
+        return f"{where} answered {error.status}: {error.text[:200]}"
     return f"{where} did not list models: {type(error).__name__}: {str(error)[:200]}"
 
 

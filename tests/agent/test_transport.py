@@ -1,22 +1,27 @@
-"""The model client's own HTTP/1.1 transport (think_kernel/agent/transport.py), against real
-sockets: endpoints that gzip, chunk, redirect, stall, cut, close kept-alive connections, answer
-garbage; a consumer that stops mid-stream; a proxy variable (then httpx carries the request)."""
+"""The model client's HTTP (one ``httpx.AsyncClient``), against real sockets: endpoints that
+gzip, chunk, redirect, stall, cut, close kept-alive connections, answer garbage or
+``Retry-After``; a refused local endpoint (no retry); a consumer that stops mid-stream; a proxy
+variable."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import json
+import socket
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
 from tests.fake_model import FakeModel
-from think_kernel.agent.model import ModelError, OpenAIModel, proxy_configured
-from think_kernel.agent.transport import MAX_IDLE, HTTPClient
+from think_kernel.agent.model import ModelError, OpenAIModel
+from think_kernel.config import ThinkConfig
+from think_kernel.runtime import Runtime
+
+from .conftest import collect
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
@@ -116,25 +121,24 @@ async def test_a_kept_alive_connection_the_server_closed_is_replaced() -> None:
         writer.write(answer(sse(f"conn{n}"), "Content-Type: text/event-stream"))
         await writer.drain()
         if n == 1:
-            # Read the next request, then close without a word: the client must send it
-            # again on a new connection (a keep-alive race), once.
-            await raw.read_request(reader, n)
-            return
-        if n == 2:
-            await asyncio.sleep(0.05)  # then close while the connection is idle
+            await answered.wait()  # then close while the connection is idle in the pool
+            writer.close()
+            await writer.wait_closed()
+            closed.set()
             return
         await reader.read()
 
+    answered, closed = asyncio.Event(), asyncio.Event()
     async with Raw(handler) as raw:
         model = OpenAIModel("k", raw.url)
         try:
             assert await text_of(model) == "conn1"
-            assert await text_of(model) == "conn2"  # conn 1 closed on it: sent again
-            await asyncio.sleep(0.2)  # conn 2 is closed by now, idle in the pool
-            assert await text_of(model) == "conn3"
+            answered.set()
+            await asyncio.wait_for(closed.wait(), 10)
+            assert await text_of(model) == "conn2"  # not sent on the closed one
         finally:
             await model.aclose()
-        assert [r[0] for r in raw.requests] == [1, 1, 2, 3]
+        assert [r[0] for r in raw.requests] == [1, 2]
 
 
 async def test_redirects_keep_the_request_and_drop_the_key_off_origin() -> None:
@@ -206,12 +210,6 @@ async def test_stalls_cuts_garbage_and_refusals_are_classified() -> None:
                 assert info.value.code == code, (path, info.value.code, info.value)
             else:  # the body ended early: the connection broke, or the stream was cut
                 assert info.value.code in ("connection", "stream_cut"), info.value
-        port = raw.url.rsplit(":", 1)[1]
-    # Nothing listens there any more.
-    model = OpenAIModel("k", f"http://127.0.0.1:{port}/v1")
-    with pytest.raises(ModelError) as info:
-        await text_of(model)
-    assert info.value.code == "connection" and info.value.transient
 
 
 async def test_a_consumer_that_stops_mid_stream_closes_the_connection(
@@ -244,13 +242,12 @@ async def test_big_bodies_and_concurrent_requests(fake_model: FakeModel) -> None
             fake_model.reply(tokens=[f"a{i}", "b"], delay=0.02)
         texts = await asyncio.gather(*(text_of(model) for _ in range(12)))
         assert sorted(texts) == sorted(f"a{i}b" for i in range(12))
-        assert isinstance(model.client, HTTPClient)
-        assert sum(len(v) for v in model.client._idle.values()) <= MAX_IDLE
+        assert len(fake_model.connections) <= 13  # the pool's, not one per request
     finally:
         await model.aclose()
 
 
-async def test_a_proxy_variable_sends_the_request_through_httpx(
+async def test_a_proxy_variable_sends_the_request_through_the_proxy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
@@ -261,13 +258,10 @@ async def test_a_proxy_variable_sends_the_request_through_httpx(
 
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
-    assert not proxy_configured({"HTTP_PROXY": " ", "PATH": "/bin"})
     async with Raw(proxy) as raw:
         monkeypatch.setenv("HTTP_PROXY", raw.url)
-        assert proxy_configured()
         model = OpenAIModel("k", "http://model.invalid/v1")
         try:
-            assert isinstance(model.client, httpx.AsyncClient)
             assert await text_of(model) == "via proxy"
         finally:
             await model.aclose()
@@ -282,7 +276,7 @@ async def test_what_cannot_be_sent_fails_at_once_and_sends_nothing(
     for key, url, says in (
         ("sk-abc\r\nX-Injected: 1", fake_model.url, "cannot be sent"),
         ("sk-\u00e9\u4e2d", fake_model.url, "cannot be sent"),
-        ("k", f"localhost:{port}/v1", "needs http:// or https://"),  # no scheme
+        ("k", f"localhost:{port}/v1", "'http://' or 'https://'"),  # no scheme
     ):
         model = OpenAIModel(key, url)
         with pytest.raises(ModelError) as info:
@@ -292,3 +286,66 @@ async def test_what_cannot_be_sent_fails_at_once_and_sends_nothing(
                 await model.aclose()
         assert not info.value.transient and says in str(info.value), info.value
     assert fake_model.requests == []
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_a_refused_local_endpoint_fails_at_once_with_the_hint(tmp_path: Any) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    model = OpenAIModel("k", url)
+    with pytest.raises(ModelError) as info:
+        try:
+            await text_of(model)
+        finally:
+            await model.aclose()
+    err = info.value
+    assert err.code == "connection" and not err.transient
+    assert "is the server running and the URL right?" in str(err) and url in str(err)
+    # Through the loop, with its default backoff (2, 4 and 8 s): no retry, no wait.
+    (tmp_path / "ws").mkdir()
+    rt = Runtime(ThinkConfig(base_url=url, api_key="k"), tmp_path / "ws", extensions=[])
+    await rt.start()
+    try:
+        start = time.monotonic()
+        events = await collect(rt, "hi")
+        took = time.monotonic() - start
+    finally:
+        await rt.close()
+    assert took < 1.0, took
+    assert not [e for e in events if e["type"] == "status" and e["status"] == "waiting"]
+    errors = [e for e in events if e["type"] == "error"]
+    assert errors and errors[0]["code"] == "connection" and not errors[0]["retryable"]
+    assert "is the server running" in errors[0]["message"]
+
+
+async def test_retry_after_is_read_from_429_and_503_answers() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            head, _ = await raw.read_request(reader, n)
+            if len(raw.requests) == 1:
+                writer.write(answer(b'{"error": {"message": "slow down"}}', "Retry-After: 7",
+                                    status="429 Too Many Requests"))  # fmt: skip
+            elif len(raw.requests) == 2:
+                writer.write(answer(b"busy", "retry-after-ms: 1500",
+                                    status="503 Service Unavailable"))  # fmt: skip
+            else:
+                writer.write(answer(b"busy", "Retry-After: 86400", status="502 Bad Gateway"))
+            await writer.drain()
+
+    async with Raw(handler) as raw:
+        model = OpenAIModel("k", raw.url)
+        try:
+            waits = []
+            for _ in range(3):
+                with pytest.raises(ModelError) as info:
+                    await text_of(model)
+                assert info.value.transient
+                waits.append(info.value.retry_after)
+        finally:
+            await model.aclose()
+    assert waits == [7.0, 1.5, 60.0]  # a day is capped at MAX_RETRY_AFTER

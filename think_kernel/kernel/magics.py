@@ -11,8 +11,9 @@ Markdown display, batched like the think kernel's (:mod:`.cellrun`). Ctrl-C / th
 button raise KeyboardInterrupt in the cell's thread: we cancel the run on the private loop, show
 "Interrupted." and re-raise, so the kernel aborts queued cells and stays alive.
 
-Loading is cheap: heavy modules (the runtime imports ``openai``) are imported on the private
-thread right after ``%load_ext`` returns, so the first ``%think`` usually finds them warm.
+Loading is cheap: heavy modules (the runtime, the model client and ``httpx``) are imported on
+the private thread right after ``%load_ext`` returns, so the first ``%think`` usually finds them
+warm.
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ class ThinkMagics(Magics):
         await runtime.start()
         remember_session(runtime.store_dir, key, runtime.session_id)
         self._runtime = runtime
+        # The model client's first request would load its HTTP backend: load it now, on
+        # this loop, while the user types the first %%think.
+        asyncio.get_running_loop().call_soon(runtime.prewarm_model)
         if self._link is not None:
             await self._link.runtime()  # its events reach the server (the sidebar) from now
             # A reminder set here wakes the server's scheduler at once (issue 15); without a
