@@ -34,11 +34,12 @@ from typing import Any, ClassVar
 from .agent.calls import FALLBACK, ROLES, ModelCaller
 from .agent.catalog import window_for
 from .agent.events import Chat, ErrorEvent, Event, StatusEvent, ToolCall
-from .agent.loop import Agent, record_action
+from .agent.loop import Agent
 from .agent.model import ModelClient, OpenAIModel
 from .agent.prompt import build_system_prompt
 from .agent.titles import make_title
 from .agent.tokens import Calibration
+from .agent.toolcalls import record_action
 from .approvals import ApprovalGate, Policy, decision_record, local_user
 from .collab import local_access
 from .collab.filesync import FileSync

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..store.ids import new_id
-from ..tools.base import CallOutcome, ToolContext, ToolOutput, ToolRegistry
-from ..tools.summarize import needs_whole, summarize_input, summarize_output
+from ..tools.base import ToolRegistry
 from .attachments import load_history
 from .calls import ModelCaller
 from .context import ModelContext
@@ -42,21 +40,17 @@ from .events import (
     StatusEvent,
     TextDelta,
     TextDone,
-    ToolCall,
-    ToolResult,
 )
 from .model import Chunk, ModelClient, ModelError
-from .outputs import model_view
-from .stores import AgentStore, RunLog
+from .stores import AgentStore
 from .summarizer import budget, compact_if_needed
 from .tokens import Calibration, estimate_tools
+from .toolcalls import ContextFactory, run_tool_calls
 from .toolspecs import fit_specs
 
 if TYPE_CHECKING:
     from ..approvals import ApprovalGate
 
-ContextFactory = Callable[[str, str], ToolContext]
-"""(message_id, call_id) -> the ToolContext for one call."""
 
 HEARTBEAT_SECONDS = 1.0
 
@@ -180,8 +174,17 @@ class Agent:
             mid, calls = unfinished
             yield StatusEvent("executing", ", ".join(c["name"] for c in calls))
             resumed: dict[str, dict[str, Any]] = {}
-            async for event in self._run_tools(
-                session_id, mid, calls, resumed, make_context, caller
+            async for event in run_tool_calls(
+                self.tools,
+                self.store,
+                self.gate,
+                session_id,
+                mid,
+                calls,
+                resumed,
+                make_context,
+                caller,
+                summarize=self.summarize_outputs,
             ):
                 yield event
             rows.extend(resumed[c["id"]] for c in calls if c["id"] in resumed)
@@ -277,8 +280,17 @@ class Agent:
                 return
             yield StatusEvent("executing", ", ".join(c["name"] for c in calls))
             results: dict[str, dict[str, Any]] = {}
-            async for event in self._run_tools(
-                session_id, mid, calls, results, make_context, caller
+            async for event in run_tool_calls(
+                self.tools,
+                self.store,
+                self.gate,
+                session_id,
+                mid,
+                calls,
+                results,
+                make_context,
+                caller,
+                summarize=self.summarize_outputs,
             ):
                 yield event
             # Tool results go back in call order, as endpoints expect after the assistant turn.
@@ -420,162 +432,6 @@ class Agent:
                     mid, content=step.text, checkpoint=step.text, heartbeat_at=time.time()
                 )
 
-    async def _run_tools(
-        self,
-        session_id: str,
-        mid: str,
-        calls: list[dict[str, Any]],
-        results: dict[str, dict[str, Any]],
-        make_context: ContextFactory,
-        caller: ModelCaller,
-    ) -> AsyncIterator[Event]:
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        for c in calls:
-            yield ToolCall(c["id"], c["name"], _parsed(c["arguments"]), message_id=mid)
-
-        async def one(call: dict[str, Any]) -> None:
-            ctx = make_context(mid, call["id"])
-            ctx.emit = queue.put_nowait
-            arguments: Any = call["arguments"]
-            outcome: CallOutcome | None = None
-            if self.gate is not None and call["name"] in self.tools:  # unknown: refused below
-                decision = await self.gate.check(
-                    session_id,
-                    mid,
-                    call["id"],
-                    call["name"],
-                    arguments,
-                    ctx.workspace,
-                    queue.put_nowait,
-                )
-                if decision is not None and not decision.approved:
-                    # The model sees the person's reason as the result of the call.
-                    text = decision.rejection_text(call["name"])
-                    parsed = _parsed(arguments)
-                    out = ToolOutput(text=text, summary="rejected", ok=False, error=text)
-                    outcome = CallOutcome(out, 0.0, parsed if isinstance(parsed, dict) else None)
-                elif decision is not None and decision.input is not None:
-                    arguments = decision.input  # approved with edited arguments
-            if outcome is None:
-                outcome = await self.tools.call(call["name"], arguments, ctx)
-            out = outcome.output
-            whole = out.full if out.full is not None else out.text
-            text, usage = await model_view(
-                out.text,
-                whole,
-                caller,
-                summarize=self.summarize_outputs,
-                tool=call["name"],
-                message_id=mid,
-            )
-            if usage is not None:
-                queue.put_nowait(usage)
-            summary = summarize_output(out.text, out.summary)
-            extra: dict[str, Any] = {}
-            if needs_whole(text, whole):
-                # The model saw less than all of it: keep the whole output (issue 14).
-                extra["output_blob"] = await self.store.save_blob(whole.encode("utf-8"))
-                extra["output_size"] = len(whole)
-            images = stored_images(out.display)
-            if images:
-                # A reloaded chat shows them again (GET .../messages/{id}/attachments/{n}).
-                extra["attachments"] = images
-            row = await self.store.add_message(
-                session_id,
-                "tool",
-                text,
-                tool_call_id=call["id"],
-                name=call["name"],
-                result_summary=summary,
-                parent_id=mid,
-                status="complete",
-                duration_ms=round(outcome.duration_ms, 3),
-                ok=int(out.ok),
-                error=out.error or None,
-                **extra,
-            )
-            # In memory the model's text stays whole (the stored row may hold a preview).
-            results[call["id"]] = {**row, "content": text}
-            await record_action(
-                self.store, session_id, call["name"], outcome, call["arguments"], mid
-            )
-            queue.put_nowait(
-                ToolResult(
-                    call["id"],
-                    call["name"],
-                    text,
-                    round(outcome.duration_ms, 3),
-                    out.ok,
-                    summary=summary,
-                    display=out.display,
-                    result_id=row["id"],
-                    full_size=int(extra.get("output_size") or 0),
-                )
-            )
-
-        async def all_calls() -> None:
-            try:
-                async with asyncio.TaskGroup() as tg:
-                    for c in calls:
-                        tg.create_task(one(c))
-            finally:
-                queue.put_nowait(None)
-
-        runner = asyncio.ensure_future(all_calls())
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-            await runner  # re-raise a failure of the store, if any
-        finally:
-            if not runner.done():
-                runner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await runner
-
-
-async def record_action(
-    store: RunLog,
-    session_id: str,
-    tool: str,
-    outcome: CallOutcome,
-    raw_args: Any,
-    message_id: str,
-    via: str = "",
-    task_id: str | None = None,
-) -> str:
-    """Write one action-log row for a tool call (summaries only, never whole content);
-    ``task_id``: a subagent's call, made for that task."""
-    out = outcome.output
-    action = out.summary.split(":")[0] if out.summary else tool
-    return await store.log_action(
-        session_id=session_id,
-        tool=tool,
-        action=f"{via}: {action}" if via else action,
-        input_summary=summarize_input(tool, outcome.args, raw_args),
-        output_summary=summarize_output(out.text, out.summary),
-        duration_ms=round(outcome.duration_ms, 3),
-        success=out.ok,
-        error=out.error or None,
-        message_id=message_id or None,
-        **({"task_id": task_id} if task_id else {}),
-    )
-
-
-def stored_images(display: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Attachments for a tool message: the images of its display bundles that the store keeps
-    (a screenshot's ``think.blob``), with the page they show."""
-    out: list[dict[str, Any]] = []
-    for bundle in display or []:
-        meta = bundle.get("think") if isinstance(bundle, dict) else None
-        if not isinstance(meta, dict) or not isinstance(meta.get("blob"), str):
-            continue
-        mime = next((m for m in ("image/png", "image/jpeg") if m in bundle), "image/png")
-        item = {"kind": "image", "blob": meta["blob"], "mime": mime, "name": meta.get("url") or ""}
-        if isinstance(meta.get("thumbnail"), str):
-            item["thumbnail"] = meta["thumbnail"]
-        out.append(item)
-    return out
-
 
 def _position(rows: list[dict[str, Any]], row: dict[str, Any]) -> int | None:
     """Where ``row`` is in ``rows`` (ordered by seq), looking from the end: a request is the
@@ -595,10 +451,3 @@ def _call_record(index: int, call: dict[str, str]) -> dict[str, Any]:
         "name": call["name"],
         "arguments": call["arguments"],
     }
-
-
-def _parsed(arguments: str) -> Any:
-    try:
-        return json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return arguments

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from ..agent.events import StatusEvent, ToolCall, ToolResult
-from ..agent.loop import record_action, stored_images
+from ..agent.toolcalls import record_action, stored_images
 from ..store import new_id
 from ..tools.base import CallOutcome, ToolOutput
 from ..tools.summarize import summarize_output
