@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from think_kernel.runtime import Runtime
 
 from ..fake_model import FakeModel
 from .conftest import collect
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 
 async def test_execute_code_keeps_state_and_streams(

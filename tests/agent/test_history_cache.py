@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from think_kernel.store import Store
 from think_kernel.store.store import _row
 
@@ -105,6 +107,7 @@ async def test_a_grown_history_is_read_by_its_new_rows(tmp_path: Path) -> None:
     await s.close()
 
 
+@pytest.mark.slow
 async def test_a_write_by_another_process_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     s = await Store.open(path)

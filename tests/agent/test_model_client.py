@@ -152,6 +152,7 @@ async def test_the_first_token_of_a_burst_goes_up_alone(fake_model: FakeModel) -
     assert texts == ["w0 ", "".join(words[1:])]
 
 
+@pytest.mark.slow
 def test_the_model_client_does_not_import_the_openai_sdk() -> None:
     code = "import sys, think_kernel.agent.model; print('openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

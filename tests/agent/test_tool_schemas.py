@@ -84,6 +84,7 @@ def test_tools_are_built_once_per_function() -> None:
     assert Tool.of(odd, "renamed").name == "renamed"
 
 
+@pytest.mark.slow
 def test_a_runtime_and_its_first_request_import_no_pydantic(tmp_path: Any) -> None:
     code = (
         "import sys; from think_kernel.runtime import Runtime; "

@@ -189,6 +189,7 @@ async def test_two_runtimes_sharing_a_store_do_not_duplicate_edits(tmp_path: Pat
         await nb2.aclose()
 
 
+@pytest.mark.slow
 async def test_execute_cell_returns_outputs_and_writes_them(agent: Agent, tmp_path: Path) -> None:
     code = (
         "import base64, sys\n"
@@ -225,6 +226,7 @@ async def test_execute_cell_returns_outputs_and_writes_them(agent: Agent, tmp_pa
     assert versions[-1]["summary"] == f"execute cell {bad_id}"
 
 
+@pytest.mark.slow
 async def test_execute_cell_timeout_interrupts_the_kernel(agent: Agent, tmp_path: Path) -> None:
     await agent("insert_cell", path="t.ipynb", index=0, source="import time\ntime.sleep(60)")
     await agent("insert_cell", path="t.ipynb", index=1, source="'alive'")
@@ -323,6 +325,7 @@ def test_local_access_is_the_notebook_access_protocol(tmp_path: Path) -> None:
     notebooks.documents.store.close()
 
 
+@pytest.mark.slow
 async def test_disk_edit_during_a_run_merges_with_streamed_outputs(
     agent: Agent, tmp_path: Path
 ) -> None:

@@ -30,6 +30,7 @@ import pytest
 from tests.waiting import wait_until
 
 from ..fake_model import FakeModel
+from ..layers import starts_processes
 
 HERE = Path(__file__).resolve().parent
 CHP = HERE / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -78,6 +79,7 @@ def _require_root_and_node() -> None:
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def chp() -> Path:
     """configurable-http-proxy, installed from npm into tests/hub/node_modules (once)."""
     _require_root_and_node()
@@ -124,6 +126,7 @@ def _revoke_search(dirs: list[str], gid: int) -> None:
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def system_users() -> Iterator[dict[str, HubUser]]:
     """Two fresh local users in a fresh group (removed with their homes afterwards)."""
     _require_root_and_node()
@@ -205,6 +208,7 @@ c.JupyterHub.slow_spawn_timeout = 0
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
     """A running JupyterHub with both users' servers started and a token for each user."""
     state = tmp_path_factory.mktemp("hub")

@@ -20,6 +20,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from tests.fake_model import FakeModel
+from tests.layers import starts_processes
 
 CONFIG = """\
 c.ThinkConfig.retry_delays = [0.3, 0.3, 0.3]
@@ -167,6 +168,7 @@ def model(fm: FakeModel) -> FakeModel:
 
 
 @pytest.fixture(scope="module")
+@starts_processes
 def shared_kernel(tmp_path_factory: pytest.TempPathFactory, fm: FakeModel) -> Iterator[Kernel]:
     """One think kernel for the tests that do not care about history or restarts."""
     tmp = tmp_path_factory.mktemp("shared")

@@ -14,7 +14,7 @@ import pytest
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,9 @@ from tests.fake_model import FakeModel
 
 from .conftest import Kernel, kernel_env, markdown_of, start_kernel, workspace_in
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 MIB = 1 << 20
 
 

@@ -11,8 +11,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import kernel_env, start_kernel
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 FRESH_GID = 1_650_400_000
 

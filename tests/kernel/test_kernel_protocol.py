@@ -12,9 +12,13 @@ import tempfile
 from pathlib import Path
 
 import jupyter_kernel_test
+import pytest
 from jupyter_client.manager import start_new_kernel
 
 from tests.kernel.conftest import kernel_env, workspace_in
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 
 class ThinkKernelProtocolTests(jupyter_kernel_test.KernelTests):

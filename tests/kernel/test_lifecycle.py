@@ -15,6 +15,9 @@ from tests.fake_model import FakeModel
 from tests.kernel.conftest import kernel_env, markdown_of, start_kernel, workspace_in
 from think_kernel.config import HOW_TO_CONFIGURE
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 def test_history_survives_a_kernel_restart(tmp_path: Path, model: FakeModel) -> None:
     kernel = start_kernel(workspace_in(tmp_path), kernel_env(tmp_path, model))

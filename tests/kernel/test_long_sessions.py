@@ -11,6 +11,9 @@ from tests.agent.test_outputs import png
 from tests.fake_model import FakeModel, Reply
 from tests.kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel, workspace_in
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory, fm: FakeModel) -> Iterator[Kernel]:

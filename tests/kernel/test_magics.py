@@ -12,6 +12,9 @@ from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel, workspace_in
 from think_kernel.kernel.namespace import describe, summarize_namespace
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def py_kernel(tmp_path_factory: pytest.TempPathFactory, fm: FakeModel) -> Iterator[Kernel]:

@@ -14,6 +14,9 @@ from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
 from think_kernel.safeoutput import UNTRUSTED_MIME, scriptable
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 PAYLOADS = (
     "class Page:\n"
     "    def _repr_html_(self):\n"

@@ -23,7 +23,7 @@ from tests.procs import running
 from tests.waiting import wait_until
 from think_kernel.kernel import provisioner
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 @pytest.fixture

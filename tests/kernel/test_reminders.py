@@ -14,7 +14,7 @@ from think_kernel.store import Store, location
 
 from .conftest import kernel_env, start_kernel, workspace_in
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 def fired(workspace: Path) -> list[dict]:

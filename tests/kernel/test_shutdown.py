@@ -7,8 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.kernel.conftest import kernel_env, start_kernel, workspace_in
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 
 def test_a_shutdown_request_closes_the_runtime_and_its_store(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from tests.kernel.conftest import Kernel, kernel_env, start_kernel, workspace_in
 from tests.procs import marked_loop, processes_with
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _stop_a_running_tool(kernel: Kernel, model: FakeModel, cell: str) -> None:

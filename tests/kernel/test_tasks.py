@@ -12,7 +12,7 @@ import pytest
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import kernel_env, markdown_of, start_kernel, workspace_in
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def _tree_updates(outputs: list[dict]) -> list[dict]:

@@ -21,6 +21,7 @@ from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
 
 from ..fake_model import FakeModel
+from ..layers import starts_processes
 from ..server.conftest import write_kernelspec
 
 # pytest-jupyter runs coroutine tests on a loop of its own, pytest-asyncio on another; keep
@@ -139,6 +140,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
+@starts_processes
 def http_mcp_server(tmp_path: Path) -> Iterator[str]:
     """The test server over streamable HTTP (its own process); yields its URL."""
     port = free_port()

@@ -19,6 +19,9 @@ from ..approvals.test_gate import decide, run_until_approval
 from ..fake_model import FakeModel
 from .conftest import free_port, pid_alive, stdio_entry, write_mcp_json
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 async def collect(rt: Runtime, request: str) -> list[dict[str, Any]]:
     """Run a request to the end; its event frames."""

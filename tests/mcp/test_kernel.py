@@ -8,11 +8,16 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.waiting import wait_until
 
 from ..fake_model import FakeModel
 from ..kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel, workspace_in
 from .conftest import pid_alive, stdio_entry, write_mcp_json
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 
 def kernel_with_server(tmp_path: Path, fake_model: FakeModel, **entry: Any) -> Kernel:

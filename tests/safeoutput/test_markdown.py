@@ -81,6 +81,7 @@ def _corpus(n: int, seed: int) -> list[str]:
     return ["".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(2, 12))) for _ in range(n)]
 
 
+@pytest.mark.slow
 def test_the_checker_sees_the_attacks_unsanitised() -> None:
     """Without the sanitiser, the renderer check flags the attacks (so the test can fail)."""
     flagged = [a for a, f in zip(ATTACKS, _render_findings(ATTACKS), strict=True) if f]
@@ -89,6 +90,7 @@ def test_the_checker_sees_the_attacks_unsanitised() -> None:
         assert attack in flagged, attack
 
 
+@pytest.mark.slow
 def test_no_attack_survives_rendering() -> None:
     texts = ATTACKS + _corpus(6000, seed=7)
     safe = [safe_markdown(t) for t in texts]

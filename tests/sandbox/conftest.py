@@ -13,6 +13,7 @@ import pytest
 import pytest_asyncio
 from sandbox_helpers import SECRETS, make_config
 
+from tests.layers import starts_processes
 from think_kernel.sandbox import Sandbox, Tier, available_tiers
 
 TIERS = available_tiers()
@@ -53,6 +54,7 @@ def kernel_environment(jupyter_private: dict[str, Path]) -> Iterator[dict[str, s
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session", params=TIERS, ids=lambda t: t.name)
+@starts_processes
 async def sandbox(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,

@@ -26,6 +26,9 @@ from sandbox_helpers import make_config, primed_pids
 from tests.waiting import until
 from think_kernel.sandbox import Sandbox, Tier, available_tiers
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 in_session_loop = pytest.mark.asyncio(loop_scope="session")  # where the sandbox fixture lives
 
 # Under 128 KiB (a bash -c argument), over the socket buffer once a few are queued.

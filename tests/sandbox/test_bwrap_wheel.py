@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from think_kernel.sandbox.tiers import find_bwrap
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 
 def test_the_wheel_binary_is_found_without_a_system_bwrap(monkeypatch, tmp_path) -> None:

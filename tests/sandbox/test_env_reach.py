@@ -29,7 +29,7 @@ from think_kernel.sandbox import (
     launch,
 )
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="session")]
 
 TIERS = available_tiers()
 ROOT = os.geteuid() == 0

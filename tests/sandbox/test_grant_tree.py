@@ -117,6 +117,7 @@ def test_a_file_written_while_the_walk_lists_its_folder_is_granted(
     assert _has_grant(ws / "sub" / "later.py")
 
 
+@pytest.mark.slow
 async def test_a_start_that_cannot_prepare_fails_clearly_and_the_next_one_starts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -23,6 +23,9 @@ from think_kernel.sandbox.launch import INSIDE_DIR
 sys.path.insert(0, str(INSIDE_DIR))
 from _think_child import CHANNEL_FD, PRIMED_BASH  # noqa: E402
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 in_session_loop = pytest.mark.asyncio(loop_scope="session")  # where the sandbox fixture lives
 
 

@@ -31,6 +31,9 @@ from tests.waiting import until
 from think_kernel.sandbox import Sandbox, Tier, available_tiers
 from think_kernel.sandbox.sandbox import OutputCallback
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 in_session_loop = pytest.mark.asyncio(loop_scope="session")  # where the sandbox fixture lives
 
 Start = Callable[[Sandbox, str], Awaitable[Any]]

@@ -32,6 +32,7 @@ def lock_dir() -> Iterator[str]:
     shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_uids_are_unique_across_processes_and_freed_by_a_crash(lock_dir: str) -> None:
     start = 1_650_000_000  # a range no other test uses
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(start), lock_dir],

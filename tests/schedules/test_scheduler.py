@@ -71,6 +71,7 @@ VICTIM = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 async def test_a_claim_whose_process_was_killed_runs_again_once(store, tmp_path):
     """SIGKILL right after the handler posted: the next scheduler takes the claim over at once
     (the owner's pid is gone; its 10-minute lease is not waited for), hands the handler the same
@@ -164,6 +165,7 @@ async def test_a_running_handler_keeps_its_claim(store):
         await asyncio.gather(task, return_exceptions=True)
 
 
+@pytest.mark.slow
 async def test_a_firing_recorded_done_is_settled_without_running_again(store):
     """The owner finished the work and died before settling the row: no second run."""
     sid = await store.add_schedule("ping", time.time() - 1, {}, "s")

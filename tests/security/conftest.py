@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.layers import starts_processes
 from tests.waiting import until
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers
 from think_kernel.sandbox.result import ExecResult
@@ -42,6 +43,7 @@ def workspace() -> Iterator[Path]:
 
 
 @pytest.fixture
+@starts_processes
 def sandbox_config(tier: Tier) -> SandboxConfig:
     """A sandbox configuration that forces ``tier``, with short limits for tests (no
     preloaded modules: start-up stays well under a second)."""
@@ -52,6 +54,7 @@ SandboxFactory = Callable[..., AbstractAsyncContextManager[Sandbox]]
 
 
 @pytest.fixture
+@starts_processes
 def open_sandbox(tier: Tier, workspace: Path) -> SandboxFactory:
     """``async with open_sandbox(name, **config) as sb``: a sandbox of this test's tier on the
     shared workspace (several sessions may share it, as in a real server)."""

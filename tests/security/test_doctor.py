@@ -18,6 +18,9 @@ from tests.kernel.conftest import Kernel, kernel_env, markdown_of, start_kernel
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers, envpaths, launch
 from think_kernel.sandbox.probes import python_env, python_env_writes
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 ATTACKS = ("the Python environment", "the kernel's Python: write", "network",
            "host sockets", "files", "secrets", "the store", "the history store",
            "the kernel process", "its own launcher", "another session: signal",

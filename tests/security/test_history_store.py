@@ -176,6 +176,7 @@ async def _type_in_room(
         await tab.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["jupyter-server", "jupyter-lab"])
 async def test_a_user_started_server_keeps_history_in_the_store_folder_past_a_planted_link(
     command: str, project: tuple[Path, Path], user_server: Any
@@ -197,6 +198,7 @@ async def test_a_user_started_server_keeps_history_in_the_store_folder_past_a_pl
     assert ours == ["a.txt"], ours  # nothing of the server's in the workspace
 
 
+@pytest.mark.slow
 async def test_an_old_history_in_the_workspace_moves_once_into_the_store_folder(
     project: tuple[Path, Path], user_server: Any
 ) -> None:
@@ -291,6 +293,7 @@ print("IN FORCE", ydoc.ystore_class.__name__, ThinkYStore(path="", config=ydoc.c
 """
 
 
+@pytest.mark.slow
 def test_a_host_that_links_the_rooms_first_gets_the_store_folder_too(
     project: tuple[Path, Path],
 ) -> None:
@@ -438,6 +441,7 @@ async def runtime(workspace: Path) -> AsyncIterator[Runtime]:
         await rt.close()
 
 
+@pytest.mark.slow
 async def test_a_sandboxed_run_does_not_report_the_servers_writes(
     runtime: Runtime, workspace: Path
 ) -> None:

@@ -32,6 +32,9 @@ from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.tools.base import ToolContext, ToolOutput, ToolRegistry
 from think_kernel.tools.files import FILE_TOOLS
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 LATIN1 = "café crème, über\n".encode("latin-1") * 3
 Call = Callable[..., Any]

@@ -16,6 +16,9 @@ from think_kernel import safeoutput
 from think_kernel.sandbox import Sandbox, SandboxConfig, available_tiers
 from think_kernel.sandbox.probes import output_scripting
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 @pytest_asyncio.fixture
 async def sandbox() -> AsyncIterator[Sandbox]:

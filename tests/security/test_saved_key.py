@@ -23,6 +23,9 @@ from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Tier
 from think_kernel.store import location
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 # Made anew each run: no file on disk holds it but what the test writes (a copy of this file,
 # e.g. another checkout under /tmp, is readable on tier 3, which has no filesystem isolation).
 KEY = "sk-saved-from-the-card-" + secrets.token_hex(8)

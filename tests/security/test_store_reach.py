@@ -31,6 +31,9 @@ from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Tier
 from think_kernel.store import Store, location
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 async def runtime(tier: Tier, workspace: Path) -> AsyncIterator[Runtime]:

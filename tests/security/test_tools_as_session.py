@@ -38,6 +38,9 @@ from think_kernel.sandbox.asuser import Identity, SessionFiles, _current
 from think_kernel.sandbox.probes import _tools_as_session
 from think_kernel.tools.base import ToolOutput
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 SECRET = "a's secret\n"
 
 # A's sandboxed code makes a private file, a private folder (with a file in it) and a private

@@ -34,6 +34,9 @@ from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 PAYLOAD = "import os; os.system('touch /tmp/think-pwned')\n"
 
 

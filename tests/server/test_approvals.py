@@ -13,7 +13,7 @@ import pytest
 
 from tests.waiting import until
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from tests.waiting import wait_until
 
 from .test_restart import Server, _setup
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _log(server: Server) -> str:

@@ -23,7 +23,7 @@ from think_kernel.kernel.link import link_mac
 
 from .conftest import TOKEN
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 METHODS = ["GET", "POST", "PATCH", "DELETE", "PUT"]
 
 

@@ -24,7 +24,7 @@ from tests.waiting import wait_until
 
 from .test_restart import Server, _setup
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def _think_kernels(server: Server) -> list[psutil.Process]:

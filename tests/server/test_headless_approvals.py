@@ -18,7 +18,7 @@ from tests.waiting import wait_until
 
 from .test_restart import Server, _setup
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 def _texts(outputs: list) -> list[str]:

@@ -17,6 +17,9 @@ from tornado.websocket import websocket_connect
 from tests.waiting import until
 from think_kernel.kernel.link import KernelLink, LinkError, find_server, kernel_identity, link_mac
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 class Recorder:
     """A runtime stand-in: only ``add_sink`` and ``session_id`` are used by the link."""

@@ -25,7 +25,7 @@ from tests.waiting import wait_until
 from .conftest import write_kernelspec
 
 TOKEN = "restart-token"
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _free_port() -> int:

@@ -5,8 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from jupyter_ext.scheduler import Scheduler
 from think_kernel.store import Store
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 
 async def test_two_connections_append_without_seq_races(tmp_path):

@@ -22,6 +22,9 @@ from think_kernel.subagents import Checks, owner_alive, verdict
 from think_kernel.subagents.monitor import this_owner
 from think_kernel.tasks import TaskBoard
 
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
+
 
 class Tab:
     """A subscriber of the hub (what a WebSocket gets)."""

@@ -10,6 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.procs import marked_loop, processes_with
 from tests.waiting import until
 from think_kernel.kernel.commands import run_command
@@ -17,6 +19,9 @@ from think_kernel.runtime import Runtime
 
 from ..fake_model import FakeModel
 from .conftest import FAST, collect, emitted, make_runtime
+
+# Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
+pytestmark = pytest.mark.slow
 
 
 def _plan(fm: FakeModel) -> None:

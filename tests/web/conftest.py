@@ -20,6 +20,7 @@ from think_kernel.tools.base import ToolContext, ToolOutput, ToolRegistry
 from think_kernel.web import WEB_TOOLS, WebConfig, WebServices
 from think_kernel.web.config import find_chromium
 
+from ..layers import starts_processes
 from .servers import Server, brave_routes, searxng_routes, site_routes
 
 BRAVE_KEY = "test-brave-key"
@@ -113,6 +114,7 @@ async def web_store(store_dir: Path) -> AsyncIterator[Store]:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
+@starts_processes
 async def web(site: Server, brave: Server) -> AsyncIterator[WebServices]:
     """One WebServices (one browser) for the module."""
     services = WebServices(web_config(site, brave))

@@ -27,7 +27,7 @@ from think_kernel.web.vision import Image
 from .conftest import Tools, web_config
 from .servers import Server
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
 
 
 async def until(cond, timeout: float = 20.0, what: str = "") -> None:

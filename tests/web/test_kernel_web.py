@@ -19,7 +19,7 @@ from think_kernel.store.location import store_file
 from .flow import TOOLS_IN_ORDER, check_actions, check_model_requests, script, web_env
 from .servers import Server
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _chromium_under(pid: int) -> list[psutil.Process]:

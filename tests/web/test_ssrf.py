@@ -36,7 +36,7 @@ from think_kernel.web.netpolicy import parse_allow
 from .conftest import Tools, web_config
 from .servers import Request, Server, page, site_routes
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(180)]
 
 # Paths every target gets; each must show up as refused by the proxy.
 HTTP_VECTORS = [
