@@ -349,3 +349,30 @@ async def test_retry_after_is_read_from_429_and_503_answers() -> None:
         finally:
             await model.aclose()
     assert waits == [7.0, 1.5, 60.0]  # a day is capped at MAX_RETRY_AFTER
+
+
+async def test_the_loop_waits_as_long_as_retry_after_asks(tmp_path: Any) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while True:
+            await raw.read_request(reader, n)
+            arrived.append(time.monotonic())
+            if len(arrived) == 1:
+                writer.write(answer(b"{}", "retry-after-ms: 250", status="429 Too Many Requests"))
+            else:
+                writer.write(answer(sse("after the wait"), "Content-Type: text/event-stream"))
+            await writer.drain()
+
+    arrived: list[float] = []
+    async with Raw(handler) as raw:
+        cfg = ThinkConfig(base_url=raw.url, api_key="k", retry_delays=[0.01])
+        (tmp_path / "ws").mkdir()
+        rt = Runtime(cfg, tmp_path / "ws", extensions=[])
+        await rt.start()
+        try:
+            events = await collect(rt, "hi")
+        finally:
+            await rt.close()
+    waits = [e["detail"] for e in events if e["type"] == "status" and e["status"] == "waiting"]
+    assert len(waits) == 1 and "429" in waits[0] and "retry 1/1 in 0.25 s" in waits[0]
+    assert arrived[1] - arrived[0] >= 0.25
+    assert [e["content"] for e in events if e["type"] == "chat"] == ["after the wait"]

@@ -376,7 +376,8 @@ class Agent:
                     continue
                 if not e.transient or attempt >= len(self.retry_delays):
                     raise
-                delay = self.retry_delays[attempt]
+                # The endpoint's Retry-After, when it said one, over our own backoff.
+                delay = max(self.retry_delays[attempt], e.retry_after or 0.0)
                 attempt += 1
                 if step.text:
                     # TextDone carries the authoritative text so far: reset the cut attempt.
