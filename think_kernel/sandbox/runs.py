@@ -13,6 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+EXIT_GRACE = 1.0  # seconds to wait for pipes to close after the process is gone
+KILL_GRACE = 3.0  # seconds to wait for the zygote to report a killed run
+PING_DEADLINE = 1.0  # seconds a launcher has to answer a ping before it counts as wedged
+
 
 @dataclass(eq=False)
 class Run:
