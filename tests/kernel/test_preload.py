@@ -95,7 +95,7 @@ def test_an_unused_preloaded_process_exits_on_its_own() -> None:
 
 SCAN = r"""
 import ast, json, sys
-from think_kernel import preload
+from think_kernel.kernel import preload
 preload._preload()
 names = set()
 for mod in list(sys.modules.values()):
