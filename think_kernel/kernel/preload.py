@@ -53,12 +53,12 @@ def _preload() -> None:
     # What a chat kernel imports on its way to its first model request, in the order it does.
     # Modules imported later, while the kernel starts, links and prepares its runtime (found
     # by listing sys.modules there): ipykernel's debugger support (debugpy, ~70 ms), the
-    # link's WebSocket client, the file watch. The model client (httpx, its connection pool
-    # and anyio's asyncio backend, which its first request would load) is named on its own:
-    # the first request must not pay for it, whatever the runtime imports.
+    # link's WebSocket client, the file watch. The model client is named on its own, with
+    # what httpx loads only when its first client is built (httpcore) and its first request
+    # runs (anyio's asyncio backend): the first request must not pay for them.
     for name in (
         "think_kernel.kernel.app", "think_kernel.runtime", "think_kernel.store",
-        "think_kernel.agent.model", "httpx", "anyio._backends._asyncio",
+        "think_kernel.agent.model", "httpx", "httpcore", "anyio._backends._asyncio",
         "ipykernel.debugger", "IPython.core.debugger", "IPython.core.completerlib",
         "IPython.extensions.storemagic", "psutil", "tornado.websocket",
         "tornado.simple_httpclient", "certifi", "inotify_simple",
