@@ -10,6 +10,7 @@ import {
 } from '@jupyterlab/apputils';
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { bugIcon, listIcon } from '@jupyterlab/ui-components';
+import type { Widget } from '@lumino/widgets';
 import React, {
   useCallback,
   useEffect,
@@ -64,6 +65,10 @@ export interface IChatPanelOptions {
 }
 
 const LAST_SESSION_KEY = 'think:last-session';
+/** How far from the right edge notifications keep (the open sidebar's width and tabs). */
+const TOAST_INSET = '--jp-think-toast-inset';
+/** A Lumino message (`@lumino/messaging` is not a direct dependency). */
+type LuminoMessage = Parameters<Widget['processMessage']>[0];
 const NEW_TITLE = 'New chat';
 
 /** The chat sidebar widget. */
@@ -79,6 +84,36 @@ export class ChatPanel extends ReactWidget {
   /** Re-render after a settings change. */
   settingsChanged(): void {
     this.update();
+  }
+
+  protected onResize(msg: Widget.ResizeMessage): void {
+    super.onResize(msg);
+    this._placeToasts();
+  }
+
+  protected onAfterShow(msg: LuminoMessage): void {
+    super.onAfterShow(msg);
+    this._placeToasts();
+  }
+
+  protected onAfterHide(msg: LuminoMessage): void {
+    super.onAfterHide(msg);
+    this._placeToasts();
+  }
+
+  /**
+   * JupyterLab shows notifications (a reminder's, anyone's) at the bottom right, where
+   * this sidebar has its composer: while it is open they keep left of it (style/reminders.css).
+   */
+  private _placeToasts(): void {
+    const style = document.body.style;
+    if (!this.isVisible) {
+      style.removeProperty(TOAST_INSET);
+      return;
+    }
+    const left = this.node.getBoundingClientRect().left;
+    const inset = Math.max(0, document.documentElement.clientWidth - left);
+    style.setProperty(TOAST_INSET, `${Math.round(inset)}px`);
   }
 
   protected render(): JSX.Element {
@@ -107,6 +142,11 @@ function ChatApp(
   const [showDebug, setShowDebug] = useState(false);
   const [endpoint, setEndpoint] = useState<IEndpoint | null>(null);
   const [setupOpen, setSetupOpen] = useState(false);
+  // The card is filled from the server's answer to the GET made when it opens (the
+  // model may have been saved or deleted elsewhere since): a new answer, a new form.
+  const [setupLoaded, setSetupLoaded] = useState(0);
+  const [setupLoading, setSetupLoading] = useState(false);
+  const [setupDismissed, setSetupDismissed] = useState(false);
   const [editRequest, setEditRequest] = useState<{
     id: string;
     n: number;
@@ -124,15 +164,27 @@ function ChatApp(
   // (An endpoint in the user's Settings → Think also works without the card.)
   const showSetup =
     setupOpen ||
-    (endpoint !== null && !endpoint.configured && !settings.endpoint);
+    (!setupDismissed &&
+      endpoint !== null &&
+      !endpoint.configured &&
+      !settings.endpoint);
   // Another tab (or the environment) may have set the endpoint since: ask again.
   const openSetup = useCallback(() => {
     setSetupOpen(true);
+    setSetupLoading(true);
     api
       .getModel()
-      .then(setEndpoint)
-      .catch(() => undefined);
+      .then(ep => {
+        setEndpoint(ep);
+        setSetupLoaded(n => n + 1);
+      })
+      .catch(e => console.warn('think: model endpoint not loaded', e))
+      .finally(() => setSetupLoading(false));
   }, [api]);
+  const closeSetup = useCallback(() => {
+    setSetupOpen(false);
+    setSetupDismissed(true);
+  }, []);
 
   const refreshSessions = useCallback(async (): Promise<ISession[]> => {
     try {
@@ -350,7 +402,7 @@ function ChatApp(
               title={`Model: ${modelName} (role: primary, the main loop) at ${
                 settings.endpoint || endpoint.effective_url
               }${endpoint.source === 'saved' ? ', saved from the setup card' : ', from the server environment'}. Click to change.`}
-              onClick={() => (setupOpen ? setSetupOpen(false) : openSetup())}
+              onClick={() => (setupOpen ? closeSetup() : openSetup())}
             >
               <span className="jp-ThinkModelBadge-name">{modelName}</span>
               <span className="jp-ThinkModelBadge-role">primary</span>
@@ -393,17 +445,22 @@ function ChatApp(
         {showSetup ? null : <TaskPanel model={tasks} running={running} />}
         {showSetup ? (
           <div className="jp-ThinkSetupHost">
-            <SetupCard
-              api={api}
-              current={endpoint}
-              onSaved={ep => {
-                setEndpoint(ep);
-                setSetupOpen(false);
-              }}
-              onCancel={
-                endpoint?.configured ? () => setSetupOpen(false) : undefined
-              }
-            />
+            {setupLoading ? (
+              <div className="jp-ThinkSetup-loading" role="status">
+                Reading the server&apos;s model settings…
+              </div>
+            ) : (
+              <SetupCard
+                key={setupLoaded}
+                api={api}
+                current={endpoint}
+                onSaved={ep => {
+                  setEndpoint(ep);
+                  setSetupOpen(false);
+                }}
+                onCancel={closeSetup}
+              />
+            )}
           </div>
         ) : showDebug && settings.debugEvents ? (
           <DebugEvents events={store.debugEvents} />
