@@ -7,12 +7,14 @@ import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { chatPlugin } from './chatPlugin';
 import { launcherPlugin } from './launcherPlugin';
 import { remindersPlugin } from './reminders';
+import { thinkCellsPlugin } from './thinkCells';
 import { untrustedOutputPlugin } from './untrustedOutput';
 
 const plugins: JupyterFrontEndPlugin<void>[] = [
   chatPlugin,
   launcherPlugin,
   remindersPlugin,
+  thinkCellsPlugin,
   untrustedOutputPlugin
 ];
 

@@ -3,3 +3,4 @@ import './approvals.css';
 import './tasks.css';
 import './reminders.css';
 import './untrusted.css';
+import './cells.css';
