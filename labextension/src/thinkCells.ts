@@ -13,11 +13,7 @@ import type {
 } from '@jupyterlab/application';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 
-import {
-  cellMimeType,
-  EMPTY_CLASS,
-  MARKDOWN_MIME
-} from './cellKinds';
+import { cellMimeType, EMPTY_CLASS, MARKDOWN_MIME } from './cellKinds';
 
 /** True if a notebook runs on the Think kernel (its cells are requests). */
 function isThinkNotebook(panel: NotebookPanel): boolean {
