@@ -25,6 +25,11 @@ After that, frames (JSON objects with a ``type``):
 - server -> kernel: ``chat`` (with the run's ``attempt``), ``cancel``, ``approval`` (see
   ``sessions.py``), ``ping`` ``{"id"}``; the kernel's ``pong`` ``{"id", "runs": [[run_id,
   attempt], ...]}`` lists the attempts it owns (recovery uses it to find orphaned runs).
+
+The frames are declared once, in :mod:`think_kernel.wire.link`; each received frame is decoded
+against ``TO_SERVER`` and dispatched through a table of handlers by its class. An unknown type,
+a missing field or one of the wrong type is logged and answered with an ``error`` frame (an
+``rpc_error`` for an RPC with a usable id), and the link stays up.
 """
 
 from __future__ import annotations
@@ -46,6 +51,23 @@ from jupyter_server.base.websocket import WebSocketMixin
 from tornado.web import HTTPError
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from think_kernel.wire.base import Frame, FrameError, decode, frame_table
+from think_kernel.wire.link import (
+    TO_SERVER,
+    AckFrame,
+    ChallengeFrame,
+    ErrorFrame,
+    HelloFrame,
+    ItemsFrame,
+    PingFrame,
+    PongFrame,
+    RpcErrorFrame,
+    RpcFrame,
+    RpcId,
+    RpcResultFrame,
+    WelcomeFrame,
+)
+
 from .base import parse_json
 
 if TYPE_CHECKING:
@@ -58,6 +80,7 @@ MAX_HELLO_FRAME = 4096  # a hello is ~300 bytes; nothing bigger is read before a
 # drop what it would resend after a reconnect (the server drops duplicates), and one frame
 # per stored batch woke the kernel ~5 times per model call of a tool turn.
 ACK_DELAY = 0.05
+HELLO = frame_table((HelloFrame,))
 
 
 def link_mac(key: bytes, *parts: str) -> str:
@@ -84,8 +107,8 @@ PongListener = Callable[[KernelInfo, dict[str, Any]], None]
 @dataclass
 class _EpochState:
     last_n: int = 0  # highest item number queued for storage
-    rpc_done: OrderedDict[Any, dict[str, Any]] = field(default_factory=OrderedDict)
-    rpc_running: set[Any] = field(default_factory=set)
+    rpc_done: OrderedDict[RpcId, Frame] = field(default_factory=OrderedDict)
+    rpc_running: set[RpcId] = field(default_factory=set)
 
 
 class KernelLinks:
@@ -124,6 +147,14 @@ class KernelLinks:
         self.connect_listeners: list[ConnectListener] = []
         self.pong_listeners: list[PongListener] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: What an authenticated kernel may send (``TO_SERVER``), by frame class.
+        self._handlers: dict[type[Frame], Callable[[LinkHandler, Any], None]] = {
+            ItemsFrame: self._on_items,
+            RpcFrame: self._on_rpc,
+            PingFrame: self._on_ping,
+            PongFrame: self._on_pong,
+            ErrorFrame: self._on_error,
+        }
 
     # -- public API --------------------------------------------------------------------------
 
@@ -137,12 +168,12 @@ class KernelLinks:
         """Whether a kernel has a live, authenticated link."""
         return kernel_id in self.conns
 
-    def send(self, kernel_id: str, frame: dict[str, Any]) -> bool:
+    def send(self, kernel_id: str, frame: Frame | dict[str, Any]) -> bool:
         """Send a frame to a kernel; False if its link is down (the caller retries)."""
         conn = self.conns.get(kernel_id)
         return conn is not None and conn.send_frame(frame)
 
-    def broadcast(self, frame: dict[str, Any]) -> None:
+    def broadcast(self, frame: Frame | dict[str, Any]) -> None:
         """Send a frame to every kernel with a live link."""
         for conn in list(self.conns.values()):
             conn.send_frame(frame)
@@ -201,29 +232,42 @@ class KernelLinks:
         if conn.info is not None and self.conns.get(conn.info.kernel_id) is conn:
             del self.conns[conn.info.kernel_id]
 
-    def handle(self, conn: LinkHandler, frame: dict[str, Any]) -> None:
-        """Dispatch one frame from an authenticated kernel."""
+    def handle(self, conn: LinkHandler, data: dict[str, Any]) -> None:
+        """Decode one frame from an authenticated kernel and dispatch it by its type."""
         info = conn.info
         assert info is not None
-        kind = frame.get("type")
-        if kind == "items":
-            self._items(info, frame.get("items"))
-        elif kind == "rpc":
-            self._call(info, frame)
-        elif kind == "ping":
-            conn.send_frame({"type": "pong"})
-        elif kind == "pong":
-            for listener in self.pong_listeners:
-                listener(info, frame)
-        else:
-            conn.send_frame({"type": "error", "message": f"unknown frame type {kind!r}"})
-
-    def _items(self, info: KernelInfo, items: Any) -> None:
-        state = self._state[info.epoch]
-        if not isinstance(items, list):
+        try:
+            frame = decode(data, TO_SERVER)
+        except FrameError as e:
+            log.warning("kernel link %s: %s", info.kernel_id[:64], e)
+            rid = data.get("id")
+            if data.get("type") == "rpc" and isinstance(rid, (int, str)):
+                # The caller waits on this id: tell it, not only the log.
+                self._reply(info, self._error(rid, e.code, str(e)))
+            else:
+                conn.send_frame(ErrorFrame(str(e), e.code))
             return
-        for item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("n"), int):
+        self._handlers[type(frame)](conn, frame)
+
+    def _on_ping(self, conn: LinkHandler, frame: PingFrame) -> None:
+        conn.send_frame(PongFrame(frame.id))
+
+    def _on_pong(self, conn: LinkHandler, frame: PongFrame) -> None:
+        assert conn.info is not None
+        data = frame.to_dict()
+        for listener in self.pong_listeners:
+            listener(conn.info, data)
+
+    def _on_error(self, conn: LinkHandler, frame: ErrorFrame) -> None:
+        assert conn.info is not None
+        log.warning("kernel link %s says: %s", conn.info.kernel_id[:64], frame.message)
+
+    def _on_items(self, conn: LinkHandler, frame: ItemsFrame) -> None:
+        info = conn.info
+        assert info is not None
+        state = self._state[info.epoch]
+        for item in frame.items:
+            if not isinstance(item.get("n"), int):
                 continue
             n = item["n"]
             if n <= state.last_n:
@@ -237,11 +281,11 @@ class KernelLinks:
                     log.exception("kernel link item listener failed")
             session_id = str(item.get("session_id") or "")
             if item.get("kind") == "event" and isinstance(item.get("event"), dict):
-                frame = dict(item["event"])
+                event = dict(item["event"])
                 if item.get("run_id"):
-                    frame["run_id"] = item["run_id"]
+                    event["run_id"] = item["run_id"]
                 self.pipeline.submit(
-                    session_id, frame, f"{info.epoch}:{n}", self._done(info, n, item)
+                    session_id, event, f"{info.epoch}:{n}", self._done(info, n, item)
                 )
             else:
                 self.pipeline.submit(session_id, None, None, self._done(info, n, item))
@@ -259,34 +303,38 @@ class KernelLinks:
         if conn is not None and conn.info is not None and conn.info.epoch == info.epoch:
             conn.queue_ack(n)
 
-    def _call(self, info: KernelInfo, frame: dict[str, Any]) -> None:
+    def _on_rpc(self, conn: LinkHandler, frame: RpcFrame) -> None:
+        info = conn.info
+        assert info is not None
         state = self._state[info.epoch]
-        rid = frame.get("id")
-        if not isinstance(rid, (int, str)):
-            return
+        rid = frame.id
         if rid in state.rpc_done:
             self._reply(info, state.rpc_done[rid])
             return
         if rid in state.rpc_running:
             return  # the answer goes to whichever link is current when it is ready
-        method = frame.get("method")
-        handler = self._rpc.get(method) if isinstance(method, str) else None
+        handler = self._rpc.get(frame.method)
         if handler is None:
-            self._reply(info, self._error(rid, "unknown_method", f"no rpc method {method!r}"))
+            self._reply(info, self._error(rid, "unknown_method", f"no rpc method {frame.method!r}"))
             return
-        params = frame.get("params")
         state.rpc_running.add(rid)
-        task = asyncio.create_task(self._run_rpc(info, state, rid, handler, params))
+        task = asyncio.create_task(self._run_rpc(info, state, rid, handler, frame.params))
         self.pipeline.let_requests_first()
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _run_rpc(
-        self, info: KernelInfo, state: _EpochState, rid: Any, handler: RpcHandler, params: Any
+        self,
+        info: KernelInfo,
+        state: _EpochState,
+        rid: RpcId,
+        handler: RpcHandler,
+        params: dict[str, Any],
     ) -> None:
+        reply: Frame
         try:
-            result = await handler(info, params if isinstance(params, dict) else {})
-            reply = {"type": "rpc_result", "id": rid, "result": result}
+            result = await handler(info, params)
+            reply = RpcResultFrame(rid, result)
         except asyncio.CancelledError:
             raise
         except (TypeError, ValueError) as e:  # parameters of the wrong type or shape: a 4xx
@@ -303,10 +351,10 @@ class KernelLinks:
         self._reply(info, reply)
 
     @staticmethod
-    def _error(rid: Any, code: str, message: str) -> dict[str, Any]:
-        return {"type": "rpc_error", "id": rid, "error": {"code": code, "message": message}}
+    def _error(rid: RpcId, code: str, message: str) -> RpcErrorFrame:
+        return RpcErrorFrame(rid, {"code": code, "message": message})
 
-    def _reply(self, info: KernelInfo, reply: dict[str, Any]) -> None:
+    def _reply(self, info: KernelInfo, reply: Frame) -> None:
         conn = self.conns.get(info.kernel_id)
         if conn is not None and conn.info is not None and conn.info.epoch == info.epoch:
             conn.send_frame(reply)
@@ -353,7 +401,7 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
         self.set_nodelay(True)
         loop = asyncio.get_running_loop()
         self._hello_timer = loop.call_later(self.links.hello_timeout, self._no_hello)
-        self.send_frame({"type": "challenge", "nonce": self.nonce})
+        self.send_frame(ChallengeFrame(self.nonce))
 
     def _no_hello(self) -> None:
         if self.info is None:
@@ -369,10 +417,11 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
             # Tornado waits 5 s for the peer's close frame; a hostile one never sends it.
             asyncio.get_running_loop().call_later(0.5, stream.close)
 
-    def send_frame(self, frame: dict[str, Any]) -> bool:
-        """Send a JSON frame; False if the socket is closed."""
+    def send_frame(self, frame: Frame | dict[str, Any]) -> bool:
+        """Send a frame as JSON; False if the socket is closed."""
+        data = frame.to_dict() if isinstance(frame, Frame) else frame
         try:
-            self.write_message(json.dumps(frame, default=str))
+            self.write_message(json.dumps(data, default=str))
             return True
         except WebSocketClosedError:
             return False
@@ -386,7 +435,7 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
 
     def _send_ack(self) -> None:
         self._ack_scheduled = False
-        self.send_frame({"type": "ack", "n": self._ack_n})
+        self.send_frame(AckFrame(self._ack_n))
 
     def on_message(self, message: str | bytes) -> None:
         """Handshake first, then hand frames to the registry."""
@@ -401,7 +450,7 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
             if not isinstance(frame, dict):
                 raise ValueError("not an object")
         except ValueError:
-            self.send_frame({"type": "error", "message": "frames must be JSON objects"})
+            self.send_frame(ErrorFrame("frames must be JSON objects"))
             return
         try:
             if self.info is not None:
@@ -410,21 +459,22 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
                 self._hello(frame)
         except Exception as e:  # a bad frame must not take the link (or the server) down
             log.exception("kernel link frame failed")
-            self.send_frame({"type": "error", "message": f"{type(e).__name__}: {e}"})
+            self.send_frame(ErrorFrame(f"{type(e).__name__}: {e}", "internal"))
 
-    def _hello(self, frame: dict[str, Any]) -> None:
-        kernel_id, epoch = frame.get("kernel_id"), frame.get("epoch")
-        mac, cnonce = frame.get("mac"), frame.get("cnonce")
-        if frame.get("type") != "hello" or not all(
-            isinstance(v, str) and v for v in (kernel_id, epoch, mac, cnonce)
+    def _hello(self, data: dict[str, Any]) -> None:
+        try:
+            hello = decode(data, HELLO)
+        except FrameError:
+            hello = None
+        if not isinstance(hello, HelloFrame) or not all(
+            (hello.kernel_id, hello.epoch, hello.mac, hello.cnonce)
         ):
             self._refuse(4400, "expected a hello frame")
             return
-        assert isinstance(kernel_id, str) and isinstance(epoch, str)
-        assert isinstance(mac, str) and isinstance(cnonce, str)
+        kernel_id, epoch = hello.kernel_id, hello.epoch
         key = self.links.key_of(kernel_id)
         expected = link_mac(key or b"no key", "kernel", kernel_id, epoch, self.nonce)
-        if key is None or not hmac.compare_digest(expected, mac):
+        if key is None or not hmac.compare_digest(expected, hello.mac):
             log.warning("kernel link refused for %s", kernel_id[:64])
             self._refuse(4403, "authentication failed")
             return
@@ -432,13 +482,12 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
         self.links.pending.discard(self)
         self.info = KernelInfo(kernel_id, epoch, self.links.session_of(kernel_id))
         self.send_frame(
-            {
-                "type": "welcome",
-                "mac": link_mac(key, "server", kernel_id, epoch, cnonce),
-                "store_path": self.links.store_path,
-                "root_dir": self.links.root_dir,
-                "session_id": self.info.session_id,
-            }
+            WelcomeFrame(
+                mac=link_mac(key, "server", kernel_id, epoch, hello.cnonce),
+                store_path=self.links.store_path,
+                root_dir=self.links.root_dir,
+                session_id=self.info.session_id,
+            )
         )
         self.links.attach(self)
 

@@ -325,6 +325,83 @@ async def test_handshake_refuses_a_wrong_key_or_unknown_kernel(think, identity, 
     assert not think.services.links.conns
 
 
+async def test_unknown_or_malformed_frames_get_an_error_and_the_link_stays(
+    think, identity, server_url, api
+):
+    """Server side: each frame outside the table, or with a field missing or of the wrong
+    type, is answered with an error frame (an RPC with a usable id with an ``rpc_error`` its
+    caller can match); nothing is dropped silently and the link keeps working."""
+    kid, _ = identity
+    key = think.serverapp.kernel_manager.get_kernel(kid).session.key
+    ws = await websocket_connect(server_url.replace("http", "ws", 1) + "api/think/link")
+    nonce = json.loads(await ws.read_message())["nonce"]
+    hello = {"type": "hello", "kernel_id": kid, "epoch": "e1", "cnonce": "c",
+             "mac": link_mac(key, "kernel", kid, "e1", nonce)}  # fmt: skip
+    await ws.write_message(json.dumps(hello))
+    assert json.loads(await ws.read_message())["type"] == "welcome"
+    conn = think.services.links.conns[kid]
+
+    async def answer(frame: dict) -> dict:
+        await ws.write_message(json.dumps(frame))
+        while True:
+            reply = json.loads(await ws.read_message())
+            if reply["type"] != "rooms":  # news the server sends on its own
+                return reply
+
+    reply = await answer({"type": "no_such_frame"})
+    assert reply == {"type": "error", "code": "unknown_type",
+                     "message": "unknown frame type 'no_such_frame'"}  # fmt: skip
+    reply = await answer({"type": "items", "items": "not a list"})
+    assert reply["type"] == "error" and reply["code"] == "bad_frame"
+    assert "'items'" in reply["message"]
+    reply = await answer({"type": "items", "items": [{"n": 1}, 7]})
+    assert reply["type"] == "error" and reply["code"] == "bad_frame"
+    reply = await answer({"type": "rpc", "id": 5, "method": ["doc.read"]})
+    assert reply["type"] == "rpc_error" and reply["id"] == 5
+    assert reply["error"]["code"] == "bad_frame" and "'method'" in reply["error"]["message"]
+    reply = await answer({"type": "rpc", "id": 6, "method": "doc.read", "params": "a.py"})
+    assert reply["type"] == "rpc_error" and reply["id"] == 6
+    assert (await answer({"type": "ping", "id": 9})) == {"type": "pong", "id": 9, "runs": None}
+    assert think.services.links.conns[kid] is conn
+    ws.close()
+
+
+async def test_the_kernel_answers_bad_server_frames_and_stays_connected(
+    think, identity, server_url, api, caplog
+):
+    """Kernel side: a server frame of an unknown type, or a malformed one (an ``ack`` whose
+    ``n`` is not a number once raised in the reader and dropped the link), is answered with
+    an error frame the server logs; the same connection carries on."""
+    kid, _ = identity
+    _, s = await api("POST", "sessions", {})
+    links = think.services.links
+
+    async def echo(info, params):
+        return {"echo": params}
+
+    think.register_rpc("test.echo_bad", echo)
+    link = KernelLink(Recorder(s["id"]), server_url, *kernel_identity(identity[1]))
+    link.start()
+    try:
+        await asyncio.wait_for(link.connected.wait(), 10)
+        conn, ws = links.conns[kid], link._ws
+        with caplog.at_level("WARNING", logger="jupyter_ext.link"):
+            for bad in ({"type": "no_such_frame"}, {"type": "ack", "n": "x"},
+                        {"type": "chat"}, {"type": "rooms", "open": "yes"}):  # fmt: skip
+                assert links.send(kid, bad)
+            await until(lambda: caplog.text.count("says:") >= 4, 10, "the kernel's errors")
+        assert "unknown frame type 'no_such_frame'" in caplog.text
+        assert "'n' of a 'ack' frame must be int" in caplog.text
+        assert "a 'chat' frame needs 'run_id'" in caplog.text
+        assert link.rooms_open is not True
+        assert await asyncio.wait_for(link.request("test.echo_bad", {"a": 1}), 10) == {
+            "echo": {"a": 1}
+        }
+        assert links.conns[kid] is conn and link._ws is ws  # never reconnected
+    finally:
+        await link.close()
+
+
 def _close_code(ws) -> int | None:
     # tornado keeps the peer's close code on the protocol object
     return ws.close_code or getattr(ws.protocol, "close_code", None)

@@ -2,37 +2,36 @@
 
 Every consumer (the kernel renderer, the server link, the store, the browser) sees the same
 frozen dataclasses; ``to_dict()`` gives the JSON frame (``{"type": ..., **fields}``) that travels
-over the kernel link and the WebSocket. Names follow ``shared/DESIGN.md``.
+over the kernel link and the WebSocket. These classes are the one declaration of the event
+frames: the OpenAPI document, the WebSocket reference and ``labextension/src/wire.ts`` are
+generated from their type hints (:mod:`think_kernel.wire`).
 
-Additions to DESIGN.md: ``tool_progress`` carries live output of a running tool (stdout of
-``bash`` / ``execute_code``, outputs of ``execute_cell``), so users see long tools as they run;
-``usage`` reports the tokens and cost of each model call, with its role and model (issue 14);
-``compaction`` says older messages were summarised to fit the context window (issue 14).
-Task-graph events are ``task_created`` / ``task_updated`` (issue 12): ``task_queued`` and
-the other :class:`TaskEvent` names are the durable *run* lifecycle.
+``tool_progress`` carries live output of a running tool (stdout of ``bash`` /
+``execute_code``, outputs of ``execute_cell``), so users see long tools as they run; ``usage``
+reports the tokens and cost of each model call, with its role and model; ``compaction`` says
+older messages were summarised to fit the context window. Task-graph events are
+``task_created`` / ``task_updated``: ``task_queued`` and the other :class:`TaskEvent` names are
+the durable *run* lifecycle.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from ..wire.base import Frame, FrameError, Ref, from_dict
 
 Status = Literal["idle", "thinking", "executing", "waiting"]
+TaskKind = Literal["queued", "retrying", "complete", "failed"]
+TaskObject = Annotated[dict[str, Any], Ref("Task", "ITask")]
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
+class Event(Frame):
     """Base class: every event has a ``type`` name and serialises to a flat JSON object."""
 
     type: ClassVar[str] = "event"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON frame for this event."""
-        out: dict[str, Any] = {"type": self.type}
-        for f in dataclasses.fields(self):
-            out[f.name] = getattr(self, f.name)
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +83,7 @@ class ToolCall(Event):
 
 @dataclass(frozen=True, slots=True)
 class ToolProgress(Event):
-    """Live output of a running tool (not in DESIGN.md's list; see module docstring)."""
+    """Live output of a running tool: ``stream`` names it, ``text`` or ``data`` carry it."""
 
     type: ClassVar[str] = "tool_progress"
     call_id: str
@@ -177,17 +176,22 @@ class ErrorEvent(Event):
 
 @dataclass(frozen=True, slots=True)
 class TaskEvent(Event):
-    """A durable task changed state (``task_queued``, ``task_retrying``, ...)."""
+    """A durable run changed state: sent as ``task_queued``, ``task_retrying``, ... ."""
 
     type: ClassVar[str] = "task"
-    kind: Literal["queued", "retrying", "complete", "failed"]
+    kind: TaskKind
     task_id: str
     detail: str = ""
     attempt: int = 0
 
+    @classmethod
+    def wire_types(cls) -> tuple[str, ...]:
+        """``task_queued``, ``task_retrying``, ``task_complete`` and ``task_failed``."""
+        return tuple(f"task_{k}" for k in typing.get_args(TaskKind))
+
     def to_dict(self) -> dict[str, Any]:
-        """Serialise with the DESIGN.md name, e.g. ``task_retrying``."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Serialise with the name of the change, e.g. ``task_retrying``."""
+        out = Frame.to_dict(self)
         out["type"] = f"task_{self.kind}"
         return out
 
@@ -215,7 +219,7 @@ class ApprovalRequested(Event):
     call_id: str = ""
     message_id: str = ""
     expires_at: float | None = None
-    task_id: str = ""  # a subagent's call: the task it works on (issue 12)
+    task_id: str = ""  # a subagent's call: the task it works on
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,11 +239,11 @@ class ApprovalResolved(Event):
 
 @dataclass(frozen=True, slots=True)
 class TaskCreated(Event):
-    """A task of the task graph was created (issue 12); ``task`` is the whole task object
-    (not to be confused with ``task_queued`` ... of the run lifecycle, :class:`TaskEvent`)."""
+    """A task of the task graph was created; ``task`` is the whole task object (not to be
+    confused with ``task_queued`` ... of the run lifecycle, :class:`TaskEvent`)."""
 
     type: ClassVar[str] = "task_created"
-    task: dict[str, Any]
+    task: TaskObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +252,7 @@ class TaskUpdated(Event):
     object each time, so a client never has to merge."""
 
     type: ClassVar[str] = "task_updated"
-    task: dict[str, Any]
+    task: TaskObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,43 +344,42 @@ AgentEvent = (
     | SubagentError
 )
 
-_BY_TYPE: dict[str, type[Event]] = {
-    cls.type: cls
-    for cls in (
-        StatusEvent,
-        TextDelta,
-        TextDone,
-        Reasoning,
-        ToolCall,
-        ToolProgress,
-        ToolResult,
-        Chat,
-        ErrorEvent,
-        FileChanged,
-        Usage,
-        Compaction,
-        ApprovalRequested,
-        ApprovalResolved,
-        TaskCreated,
-        TaskUpdated,
-        SubagentSpawned,
-        SubagentTextDelta,
-        SubagentToolCall,
-        SubagentToolResult,
-        SubagentComplete,
-        SubagentError,
-    )
-}
+#: Every event class, in the order the references list them.
+EVENTS: tuple[type[Event], ...] = (
+    StatusEvent,
+    TextDelta,
+    TextDone,
+    Reasoning,
+    ToolCall,
+    ToolProgress,
+    ToolResult,
+    Chat,
+    ErrorEvent,
+    TaskEvent,
+    FileChanged,
+    Usage,
+    Compaction,
+    ApprovalRequested,
+    ApprovalResolved,
+    TaskCreated,
+    TaskUpdated,
+    SubagentSpawned,
+    SubagentTextDelta,
+    SubagentToolCall,
+    SubagentToolResult,
+    SubagentComplete,
+    SubagentError,
+)
+_BY_TYPE: dict[str, type[Event]] = {name: cls for cls in EVENTS for name in cls.wire_types()}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
-    """Rebuild an event from its JSON frame (the inverse of ``to_dict``)."""
+    """Rebuild an event from its JSON frame (the inverse of ``to_dict``); unknown keys are
+    ignored, an unknown type or a missing or mistyped field is a ``FrameError``."""
     kind = data.get("type", "")
-    if kind.startswith("task_") and kind not in _BY_TYPE:
-        fields = {k: v for k, v in data.items() if k not in ("type", "kind")}
-        return TaskEvent(kind=kind[5:], **fields)
-    cls = _BY_TYPE.get(kind)
+    cls = _BY_TYPE.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ValueError(f"unknown event type {kind!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+        raise FrameError(f"unknown event type {kind!r:.60}", "unknown_type")
+    if cls is TaskEvent:
+        data = {**data, "kind": kind[len("task_") :]}
+    return from_dict(cls, data)

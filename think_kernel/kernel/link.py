@@ -12,7 +12,9 @@ the key of every kernel it started), and checks the server's proof in return.
 
 Every runtime event goes into an outbox with an increasing number; the server acknowledges
 what it stored, the rest is resent after a reconnect (the server drops duplicates). Server
-frames: ``chat`` (run one attempt of a request: a resend of the same attempt is dropped, a
+frames (declared in :mod:`think_kernel.wire.link`, decoded and dispatched through a table by
+class; an unknown or malformed one is logged and answered with an ``error`` frame):
+``chat`` (run one attempt of a request: a resend of the same attempt is dropped, a
 higher attempt replaces it), ``cancel``, ``approval``, ``ping`` (answered by a ``pong`` listing
 the attempts this process owns), ``tool`` (one call of an MCP client of Think's endpoint, run
 as a model's call would be; answered by a ``tool_result`` item, a resend is dropped) and
@@ -41,6 +43,26 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..wire.base import Frame, FrameError, decode, frame_table
+from ..wire.link import (
+    TO_KERNEL,
+    AckFrame,
+    ApprovalFrame,
+    CancelFrame,
+    ChatFrame,
+    ErrorFrame,
+    HelloFrame,
+    ItemsFrame,
+    PingFrame,
+    PongFrame,
+    RoomsFrame,
+    RpcErrorFrame,
+    RpcFrame,
+    RpcResultFrame,
+    ToolCancelFrame,
+    ToolFrame,
+    WelcomeFrame,
+)
 from .coalesce import DeltaCoalescer
 
 log = logging.getLogger(__name__)
@@ -66,6 +88,7 @@ LAZY_EVENTS = frozenset(
      "subagent_tool_call", "subagent_tool_result"}
 )  # fmt: skip
 RuntimeSource = Any  # a Runtime, or an async callable returning one
+WELCOME = frame_table((WelcomeFrame,))
 
 
 class LinkError(Exception):
@@ -188,7 +211,7 @@ class KernelLink:
         self._lazy_timer: asyncio.TimerHandle | None = None
         self._ws: Any = None
         self._ids = itertools.count(1)
-        self._rpc: dict[int, tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = {}
+        self._rpc: dict[int, tuple[RpcFrame, asyncio.Future[dict[str, Any]]]] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
         # run id -> the attempt this process runs (or ran): a resend of it is dropped, a
         # higher attempt (the server retried the run) supersedes it.
@@ -207,6 +230,21 @@ class KernelLink:
         #: Called with True when a chat run starts and False when it ends (the kernel
         #: publishes busy / idle, so jupyter_server reports the kernel's real state).
         self.on_run: Callable[[bool], None] | None = None
+        #: What the server may send (``TO_KERNEL``), by frame class.
+        self._handlers: dict[type[Frame], Callable[[Any], None]] = {
+            AckFrame: self._on_ack,
+            RpcResultFrame: self._on_rpc_result,
+            RpcErrorFrame: self._on_rpc_error,
+            RoomsFrame: self._on_rooms,
+            ChatFrame: self._on_chat,
+            CancelFrame: self._on_cancel,
+            ApprovalFrame: self._on_approval,
+            ToolFrame: self._on_tool,
+            ToolCancelFrame: self._on_tool_cancel,
+            PingFrame: self._on_ping,
+            PongFrame: self._on_pong,
+            ErrorFrame: self._on_error,
+        }
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -299,14 +337,14 @@ class KernelLink:
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call a server RPC method; raises LinkError. Bound it with ``asyncio.timeout``."""
         rid = next(self._ids)
-        frame = {"type": "rpc", "id": rid, "method": method, "params": params or {}}
+        frame = RpcFrame(rid, method, params or {})
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._rpc[rid] = (frame, fut)
         if self._ws is not None:
             self._coalescer.flush()
             with self._corked():
                 self._write_unsent()  # the server sees the items queued before, first
-                self._write(frame)
+                self._send(frame)
         try:
             return await fut
         finally:
@@ -332,9 +370,12 @@ class KernelLink:
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.IPPROTO_TCP, cork, 0)  # sends what it held
 
-    def _write(self, frame: dict[str, Any]) -> None:
+    def _send(self, frame: Frame) -> None:
+        self._write(frame.to_dict())
+
+    def _write(self, data: dict[str, Any]) -> None:
         try:
-            self._ws.write_message(json.dumps(frame, default=str))
+            self._ws.write_message(json.dumps(data, default=str))
         except Exception:  # closed: the reader notices and reconnects
             log.debug("link write failed", exc_info=True)
 
@@ -367,34 +408,33 @@ class KernelLink:
         try:
             challenge = json.loads(await ws.read_message() or "{}")
             nonce, cnonce = str(challenge.get("nonce", "")), secrets.token_hex(16)
-            hello = {
-                "type": "hello",
-                "kernel_id": self.kernel_id,
-                "epoch": self.epoch,
-                "cnonce": cnonce,
-                "mac": link_mac(self._key, "kernel", self.kernel_id, self.epoch, nonce),
-            }
-            await ws.write_message(json.dumps(hello))
+            mac = link_mac(self._key, "kernel", self.kernel_id, self.epoch, nonce)
+            await ws.write_message(
+                json.dumps(HelloFrame(self.kernel_id, self.epoch, cnonce, mac).to_dict())
+            )
             raw = await ws.read_message()
             if raw is None:
                 self.refused = True
                 raise ConnectionError(f"server refused the link: {ws.close_reason}")
-            welcome = json.loads(raw)
+            try:
+                welcome = decode(json.loads(raw), WELCOME)
+            except (ValueError, FrameError):
+                welcome = None
             expected = link_mac(self._key, "server", self.kernel_id, self.epoch, cnonce)
-            if welcome.get("type") != "welcome" or not hmac.compare_digest(
-                str(welcome.get("mac", "")), expected
+            if not isinstance(welcome, WelcomeFrame) or not hmac.compare_digest(
+                welcome.mac, expected
             ):
                 self.refused = True
                 raise ConnectionError("the server did not prove it knows this kernel's key")
             self.refused = False
-            self.store_path = welcome.get("store_path")
-            self.root_dir = welcome.get("root_dir") or None
-            self.session_id = welcome.get("session_id")
+            self.store_path = welcome.store_path
+            self.root_dir = welcome.root_dir or None
+            self.session_id = welcome.session_id
             self._ws = ws
             self._sent = 0  # resend everything not acknowledged
             for frame, fut in list(self._rpc.values()):
                 if not fut.done():
-                    self._write(frame)
+                    self._send(frame)
             self.connected.set()
             writer = asyncio.ensure_future(self._writer())
             try:
@@ -409,7 +449,7 @@ class KernelLink:
         unsent = [item for item in self._outbox if item["n"] > self._sent]
         for start in range(0, len(unsent), MAX_ITEMS_PER_FRAME):
             chunk = unsent[start : start + MAX_ITEMS_PER_FRAME]
-            self._write({"type": "items", "items": chunk})
+            self._send(ItemsFrame(chunk))
             self._sent = chunk[-1]["n"]
         if self._lazy_timer is not None:  # what waited went along: nothing left to wake for
             self._lazy_timer.cancel()
@@ -435,44 +475,65 @@ class KernelLink:
 
     # -- inbound -----------------------------------------------------------------------------
 
-    def _handle(self, frame: dict[str, Any]) -> None:
-        kind = frame.get("type")
-        if kind == "ack":
-            n = int(frame.get("n") or 0)
-            while self._outbox and self._outbox[0]["n"] <= n:
-                self._outbox.popleft()
-        elif kind in ("rpc_result", "rpc_error"):
-            entry = self._rpc.get(frame.get("id"))  # type: ignore[arg-type]
-            if entry is not None and not entry[1].done():
-                if kind == "rpc_result":
-                    entry[1].set_result(frame.get("result") or {})
-                else:
-                    err = frame.get("error") or {}
-                    entry[1].set_exception(
-                        LinkError(str(err.get("code", "error")), str(err.get("message", "")))
-                    )
-        elif kind == "rooms":
-            self.rooms_open = frame.get("open") is True
-        elif kind == "chat":
-            self._chat(frame)
-        elif kind == "cancel":
-            task = self._runs.get(str(frame.get("run_id")))
-            if task is not None:
-                task.cancel()
-        elif kind == "approval":
-            self._spawn(self._approval(frame))
-        elif kind == "tool":
-            self._tool(frame)
-        elif kind == "tool_cancel":
-            call = self._tools.get(str(frame.get("call_id") or ""))
-            if call is not None:
-                call.cancel()
-        elif kind == "ping":
-            # Items first (a run_end must not arrive after a pong that no longer lists it).
-            self._write_unsent()
-            self._write({"type": "pong", "id": frame.get("id"), "runs": self.owned_runs()})
-        elif kind == "error":
-            log.warning("think link: server says %s", frame.get("message"))
+    def _handle(self, data: Any) -> None:
+        """Decode a server frame and dispatch it by its class (see ``_handlers``)."""
+        try:
+            frame = decode(data, TO_KERNEL)
+        except FrameError as e:
+            log.warning("think link: %s", e)
+            self._send(ErrorFrame(str(e), e.code))
+            return
+        try:
+            self._handlers[type(frame)](frame)
+        except Exception as e:  # a bad frame must not take the link down
+            log.exception("think link: %s frame failed", frame.type)
+            self._send(ErrorFrame(f"{type(e).__name__}: {e}", "internal"))
+
+    def _on_ack(self, frame: AckFrame) -> None:
+        while self._outbox and self._outbox[0]["n"] <= frame.n:
+            self._outbox.popleft()
+
+    def _pending_rpc(self, rid: int | str) -> asyncio.Future[dict[str, Any]] | None:
+        entry = self._rpc.get(rid) if isinstance(rid, int) else None
+        return entry[1] if entry is not None and not entry[1].done() else None
+
+    def _on_rpc_result(self, frame: RpcResultFrame) -> None:
+        fut = self._pending_rpc(frame.id)
+        if fut is not None:
+            fut.set_result(frame.result or {})
+
+    def _on_rpc_error(self, frame: RpcErrorFrame) -> None:
+        fut = self._pending_rpc(frame.id)
+        if fut is not None:
+            err = frame.error
+            fut.set_exception(LinkError(str(err.get("code", "error")), str(err.get("message", ""))))
+
+    def _on_rooms(self, frame: RoomsFrame) -> None:
+        self.rooms_open = frame.open
+
+    def _on_cancel(self, frame: CancelFrame) -> None:
+        task = self._runs.get(frame.run_id)
+        if task is not None:
+            task.cancel()
+
+    def _on_approval(self, frame: ApprovalFrame) -> None:
+        self._spawn(self._approval(frame))
+
+    def _on_tool_cancel(self, frame: ToolCancelFrame) -> None:
+        call = self._tools.get(frame.call_id)
+        if call is not None:
+            call.cancel()
+
+    def _on_ping(self, frame: PingFrame) -> None:
+        # Items first (a run_end must not arrive after a pong that no longer lists it).
+        self._write_unsent()
+        self._send(PongFrame(frame.id, self.owned_runs()))
+
+    def _on_pong(self, frame: PongFrame) -> None:
+        """Nothing to do: the server answers a ping this side never sends unasked."""
+
+    def _on_error(self, frame: ErrorFrame) -> None:
+        log.warning("think link: server says %s", frame.message)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -490,16 +551,14 @@ class KernelLink:
             task.cancel()
         return len(tasks)
 
-    def _chat(self, frame: dict[str, Any]) -> None:
-        run_id = str(frame.get("run_id") or "")
-        attempt = frame.get("attempt")
-        attempt = attempt if isinstance(attempt, int) else 0
+    def _on_chat(self, frame: ChatFrame) -> None:
+        run_id, attempt = frame.run_id, frame.attempt
         if not run_id or self._attempts.get(run_id, -1) >= attempt:
             return  # a resend of an attempt this process already has (or an older one)
         self._attempts[run_id] = attempt
-        if not self.session_id and frame.get("session_id"):
+        if not self.session_id and frame.session_id:
             # A kernel of the server's pool learns the session it serves from its first chat.
-            self.session_id = str(frame["session_id"])
+            self.session_id = frame.session_id
         old = self._runs.get(run_id)
         if old is not None:
             old.cancel()  # superseded: the server gave up on that attempt
@@ -513,9 +572,9 @@ class KernelLink:
         task.add_done_callback(forget)
 
     async def _run(
-        self, frame: dict[str, Any], attempt: int, previous: asyncio.Task[None] | None
+        self, frame: ChatFrame, attempt: int, previous: asyncio.Task[None] | None
     ) -> None:
-        run_id, session_id = str(frame["run_id"]), str(frame.get("session_id") or "")
+        run_id, session_id = frame.run_id, frame.session_id
         status, error, retryable = "complete", "", False
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
@@ -529,9 +588,7 @@ class KernelLink:
                 if session_id and rt.session_id != session_id:
                     await rt.switch_session(session_id)
                 async for event in rt.run(
-                    str(frame.get("content") or ""),
-                    context=str(frame.get("context") or ""),
-                    user_message_id=frame.get("message_id"),
+                    frame.content, context=frame.context, user_message_id=frame.message_id
                 ):
                     if getattr(event, "type", "") == "error":
                         status, error = "error", str(getattr(event, "message", ""))
@@ -557,36 +614,30 @@ class KernelLink:
             except Exception:
                 log.debug("run state callback failed", exc_info=True)
 
-    def _tool(self, frame: dict[str, Any]) -> None:
-        call_id = str(frame.get("call_id") or "")
+    def _on_tool(self, frame: ToolFrame) -> None:
+        call_id = frame.call_id
         if not call_id or call_id in self._tool_ids:
             return  # a resend: the call runs, or its result waits in the outbox
         self._tool_ids[call_id] = None
         while len(self._tool_ids) > 4096:
             self._tool_ids.popitem(last=False)
-        if not self.session_id and frame.get("session_id"):
-            self.session_id = str(frame["session_id"])  # a pool kernel learns its session
+        if not self.session_id and frame.session_id:
+            self.session_id = frame.session_id  # a pool kernel learns its session
         task = asyncio.ensure_future(self._run_tool(frame, call_id))
         self._tools[call_id] = task
         task.add_done_callback(lambda t: self._tools.pop(call_id, None))
 
-    async def _run_tool(self, frame: dict[str, Any], call_id: str) -> None:
+    async def _run_tool(self, frame: ToolFrame, call_id: str) -> None:
         from ..mcp.served import serve_call
 
-        session_id = str(frame.get("session_id") or "")
+        session_id = frame.session_id
         output: dict[str, Any] = {}
         self._run_state(True)
         try:
             rt = await self.runtime()
             if session_id and rt.session_id != session_id:
                 await rt.switch_session(session_id)
-            output = await serve_call(
-                rt,
-                str(frame.get("name") or ""),
-                frame.get("arguments"),
-                call_id,
-                str(frame.get("client") or ""),
-            )
+            output = await serve_call(rt, frame.name, frame.arguments, call_id, frame.client)
         except asyncio.CancelledError:
             output = {"text": "Error: the call was cancelled", "ok": False, "error": "cancelled"}
             raise
@@ -601,12 +652,12 @@ class KernelLink:
                  "output": output}
             )  # fmt: skip
 
-    async def _approval(self, frame: dict[str, Any]) -> None:
+    async def _approval(self, frame: ApprovalFrame) -> None:
         rt = await self.runtime()
         resolve: Callable[..., Any] | None = getattr(rt, "resolve_approval", None)
         if resolve is None:
             log.warning("think link: this runtime cannot take approval decisions")
             return
-        res = resolve(frame.get("approval_id"), frame)
+        res = resolve(frame.approval_id, frame.to_dict())
         if inspect.isawaitable(res):
             await res
