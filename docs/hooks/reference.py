@@ -3,22 +3,22 @@
 ``reference/configuration.md`` lists every ``Configurable`` of ``think_kernel`` and
 ``jupyter_ext`` (its own ``config=True`` traits: name, type, default, help);
 ``reference/rest.md`` renders ``jupyter_ext.openapi.OPENAPI``; ``reference/websocket.md`` lists
-every event dataclass of the agent loop with its fields. Nothing is copied by hand, so the
-pages stay true as settings, routes and events are added (a build fails if a class or an
-operation lacks the help text or summary the pages need).
+every frame of the wire (agent events, session socket, kernel link) with its fields, from
+the schemas ``think_kernel.wire.schema`` derives from their one declaration. Nothing is
+copied by hand, so the pages stay true as settings, routes and events are added (a build
+fails if a class or an operation lacks the help text or summary the pages need).
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
+import functools
 import importlib
 import inspect
 import json
 import pkgutil
 import sys
 import textwrap
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -150,10 +150,28 @@ def configuration_page() -> str:
 # ---------------------------------------------------------------- REST
 
 
+@functools.cache
+def _frame_anchors() -> dict[str, str]:
+    """Component name of each frame -> its anchor on the WebSocket page."""
+    from think_kernel.wire.schema import components
+
+    out = {}
+    for name, schema in components().items():
+        if "oneOf" in schema:
+            out[name] = "websocket.md#event-frames"
+        else:
+            out[name] = "websocket.md#" + schema["properties"]["type"]["enum"][0]
+    return out
+
+
 def _schema(schema: dict[str, Any]) -> str:
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
-        return f"[{name}](#{name.lower()})"
+        frame = _frame_anchors().get(name)
+        return f"[{name}]({frame})" if frame else f"[{name}](#{name.lower()})"
+    if "oneOf" in schema or "allOf" in schema:
+        text = " or ".join(_schema(s) for s in schema.get("oneOf") or schema["allOf"])
+        return text + (" or null" if schema.get("nullable") else "")
     kind = schema.get("type", "any")
     if isinstance(kind, list):  # JSON Schema's union of types, e.g. ["string", "integer"]
         kind = " or ".join(kind)
@@ -214,7 +232,10 @@ def rest_page() -> str:
                 out.append(f"| {code} | {_cell(what)} |")
             out.append("")
     out += ["## Schemas", ""]
+    frames = _frame_anchors()  # the frames' schemas are on the WebSocket page
     for name, schema in OPENAPI["components"]["schemas"].items():
+        if name in frames:
+            continue
         out += [f"### {name}", "", "| field | type |", "|---|---|"]
         req = set(schema.get("required", []))
         for key, sub in schema.get("properties", {}).items():
@@ -227,34 +248,45 @@ def rest_page() -> str:
 # ---------------------------------------------------------------- WebSocket
 
 
-def _events() -> list[type]:
-    from think_kernel.agent.events import Event
+def _frames(classes: Any, intro: str = "") -> list[str]:
+    """A heading, the description and a field table per frame class (from its schema)."""
+    from think_kernel.wire.schema import frame_schema
 
-    _modules()  # every module that defines events is imported
-    found: dict[str, type] = {}
-    stack = list(Event.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        found.setdefault(cls.type, cls)  # type: ignore[attr-defined]
-    return [found[k] for k in sorted(found)]
-
-
-def _hint(tp: Any) -> str:
-    text = str(tp).replace("typing.", "")
-    return text.replace("<class '", "").replace("'>", "")
+    out = [intro, ""] if intro else []
+    for cls in classes:
+        if not inspect.getdoc(cls):
+            raise ReferenceError_(f"frame {cls.__name__} has no docstring")
+        schema = frame_schema(cls)
+        names = schema["properties"]["type"]["enum"]
+        out += [f"### `{names[0]}`", ""]
+        if len(names) > 1:
+            out += ["Sent as " + ", ".join(f"`{n}`" for n in names) + ".", ""]
+        out += [_cell(schema["description"]), ""]
+        fields = {k: v for k, v in schema["properties"].items() if k != "type"}
+        if fields:
+            req = set(schema["required"])
+            out += ["| field | type |", "|---|---|"]
+            for key, sub in fields.items():
+                mark = "" if key in req else " (optional)"
+                out.append(f"| `{key}`{mark} | {_cell(_schema(sub))} |")
+            out.append("")
+    return out
 
 
 def websocket_page() -> str:
-    """Markdown of the WebSocket reference, from the event dataclasses."""
+    """Markdown of the WebSocket reference, from the frame declarations of the wire."""
     from jupyter_ext import websocket
+    from think_kernel.agent.events import EVENTS
+    from think_kernel.wire import link, session
 
     out = [
         "# WebSocket reference",
         "",
         "`GET /api/think/sessions/{session_id}/ws` upgrades to a WebSocket of one session,",
         "authenticated like the REST routes (`read` on `think`). Generated at build time from",
-        "`jupyter_ext/websocket.py` and the event dataclasses of the agent loop.",
+        "`jupyter_ext/websocket.py` and the frame declarations of `think_kernel/wire/` and",
+        "`think_kernel/agent/events.py` (the same declarations give the schemas of",
+        "`/api/think/openapi.json` and the TypeScript types of `labextension/src/wire.ts`).",
         "",
         "## The conversation",
         "",
@@ -263,21 +295,24 @@ def websocket_page() -> str:
         "## Event frames",
         "",
         "Each live frame is a JSON object: the event's fields, `type`, plus `seq` (its",
-        "position in the session's stored events) and `session_id`.",
+        "position in the session's stored events), `session_id` and, during a run, `run_id`.",
         "",
+        *_frames(EVENTS),
+        "## Other frames a tab receives",
+        "",
+        *_frames(session.SESSION_FRAMES),
+        "## Frames a tab sends",
+        "",
+        *_frames(session.CLIENT_FRAMES),
+        "## The kernel link",
+        "",
+        "`/api/think/link` is internal: each think kernel's connection to the server,",
+        "authenticated by an HMAC over the kernel's connection key (never a user's token).",
+        "",
+        textwrap.dedent(inspect.getdoc(link) or "").split("\n", 1)[1].strip(),
+        "",
+        *_frames(link.LINK_FRAMES),
     ]
-    for cls in _events():
-        doc = inspect.getdoc(cls)
-        if not doc:
-            raise ReferenceError_(f"event {cls.__name__} has no docstring")
-        hints = typing.get_type_hints(cls)
-        out += [f"### `{cls.type}`", "", doc, ""]  # type: ignore[attr-defined]
-        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-        if fields:
-            out += ["| field | type |", "|---|---|"]
-            for f in fields:
-                out.append(f"| `{f.name}` | `{_code(_hint(hints.get(f.name, f.type)))}` |")
-            out.append("")
     from jupyter_ext import reminders
 
     out += [

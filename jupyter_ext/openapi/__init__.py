@@ -1,0 +1,31 @@
+"""The OpenAPI 3.0 document of the REST routes (served at ``/api/think/openapi.json``).
+
+The routes are described in :mod:`.server` and :mod:`.sessions`, the REST answers in
+:mod:`.schemas`; the schemas of the agent events and of the socket and kernel-link frames come
+from their one declaration, :mod:`think_kernel.wire` (never copied here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from think_kernel.wire.schema import components
+
+from .parts import ERR
+from .schemas import REST_SCHEMAS
+from .server import SERVER_PATHS
+from .sessions import SESSION_PATHS
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "Think for Jupyter", "version": "1"},
+    "servers": [{"url": "/api/think"}],
+    "components": {"schemas": {**REST_SCHEMAS, **components()}},
+    "paths": {**SERVER_PATHS, **SESSION_PATHS},
+}
+for _path in OPENAPI["paths"].values():
+    for _method, _operation in _path.items():
+        if _method in ("post", "patch", "delete"):
+            _operation["responses"]["409"] = ERR
+
+__all__ = ["OPENAPI"]
