@@ -53,6 +53,7 @@ from jupyter_server_ydoc.loaders import FileLoader, FileLoaderMapping
 from jupyter_server_ydoc.rooms import DocumentRoom
 from jupyter_ydoc import YNotebook
 from pycrdt import Map, Text
+from tornado.web import HTTPError
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.merge import merge_disk, merge_notebook
@@ -159,6 +160,22 @@ class ThinkFileLoader(FileLoader):
         """The path as last resolved (``path`` asks the file id database every time)."""
         return self._current_path
 
+    async def gone(self) -> bool:
+        """Whether the file was deleted under the room (its id has no path, or no file)."""
+        path = self._file_id_manager.get_path(self.file_id)
+        if path is None:
+            return True
+        return not await ensure_async(self._contents_manager.file_exists(path))
+
+    async def _meta(self, path: str, **kw: Any) -> dict[str, Any] | None:
+        """The file's model without content, or None when it was deleted."""
+        try:
+            return dict(await ensure_async(self._contents_manager.get(path, content=False, **kw)))
+        except HTTPError as e:
+            if e.status_code == 404:
+                return None
+            raise
+
     async def clean(self) -> None:
         """Stop watching (the room closed)."""
         self.files.loaders.pop(self.file_id, None)
@@ -197,6 +214,8 @@ class ThinkFileLoader(FileLoader):
         state = None
         if room is not None and room.file_type != "notebook":
             state = room.ydoc.get_state()
+        if await self.gone():
+            return None  # deleted under the room: writing it back would undo the deletion
         if self.files.held(self.path):
             self.files.defer(room_id)
             return None
@@ -206,14 +225,13 @@ class ThinkFileLoader(FileLoader):
         """Write ``model`` through the contents manager unless the disk changed behind us."""
         room_id = self._room_id(model["format"], model["type"])
         async with self._lock:
+            if await self.gone():
+                return None  # deleted under the room (see maybe_save_content)
             path = self.path
             if model["type"] not in {"directory", "file", "notebook"}:
                 model["type"] = "file"
-            cm = self._contents_manager
-            meta = await ensure_async(
-                cm.get(path, format=model["format"], type=model["type"], content=False)
-            )
-            if not meta["writable"]:
+            meta = await self._meta(path, format=model["format"], type=model["type"])
+            if meta is None or not meta["writable"]:
                 return None
             if self.last_modified != meta["last_modified"]:
                 await self._merge_from_disk(path)
@@ -240,10 +258,17 @@ class ThinkFileLoader(FileLoader):
         """The poll: merge a change on disk into the rooms (upstream overwrites them)."""
         moved = False
         async with self._lock:
+            # A deleted file has nothing to merge. Upstream's poll would raise here each time
+            # (and, with no path for the id, again while logging it, which ends the poll with
+            # an error that closing the room then re-raises).
+            if await self.gone():
+                return
             path = self.path
             if self._current_path != path:
                 self._current_path, moved = path, True
-            meta = await ensure_async(self._contents_manager.get(path, content=False))
+            meta = await self._meta(path)
+            if meta is None:
+                return
             if self.last_modified is None:
                 self.last_modified = meta["last_modified"]
             elif self.last_modified != meta["last_modified"]:
@@ -461,7 +486,8 @@ class RoomFiles:
                         return  # gone, or a tab joined: jupyter-collaboration cleans it up
                     if self._used[room_id] + delay > time.monotonic():
                         continue  # used again while the lock was taken
-                    if self._unsaved(room_id, room):
+                    # A room whose file was deleted has nowhere to save to: it just closes.
+                    if self._unsaved(room_id, room) and not await self._deleted(room_id):
                         self._used[room_id] = time.monotonic() - delay + UNSAVED_RETRY
                         continue
                     await self._close(room_id, room)
@@ -480,6 +506,11 @@ class RoomFiles:
         if not isinstance(locks, dict):
             return asyncio.Lock()  # not the shape we know: the checks above still hold
         return locks.setdefault(room_id, asyncio.Lock())
+
+    async def _deleted(self, room_id: str) -> bool:
+        """Whether the file of a room with our loader was deleted under it."""
+        loader = self._loader_of(room_id)
+        return loader is not None and await loader.gone()
 
     def _unsaved(self, room_id: str, room: DocumentRoom) -> bool:
         """Whether closing the room now could lose something: it is still loading, its

@@ -268,3 +268,23 @@ async def test_a_cursor_moving_in_a_cell_or_on_lines_keeps_the_agent_out(docs, p
     done = await docs.write_text("cur.py", far, base=text, quiet=2)
     assert "busy" not in done
     await wait_change(py_tab, lambda: "line twenty-five" in str(py_tab.text()))
+
+
+@pytest.mark.parametrize("cleanup_delay", [0.5])
+@pytest.mark.parametrize("how", ["delete_file", "rm"])
+async def test_a_room_whose_file_was_deleted_closes_without_an_error(
+    docs, files, jp_root_dir, caplog, how
+):
+    """The agent wrote a file, then deleted it (its ``delete_file`` tool, or ``rm`` in the
+    sandbox): the room's file has no path any more, and the room still closes once idle,
+    quietly, without writing the file back."""
+    await docs.write_text("gone.txt", "one\n", action_id="a1")
+    await until(lambda: disk_text(jp_root_dir, "gone.txt") == "one\n", 10, "saved")
+    if how == "rm":
+        (jp_root_dir / "gone.txt").unlink()
+    else:
+        await docs.delete("gone.txt", action_id="a2")
+    await until(lambda: not files.any_open, 10, "the room closed")
+    assert not (jp_root_dir / "gone.txt").exists()
+    errors = [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL") or r.exc_info]
+    assert not errors, [r.getMessage() for r in errors]
