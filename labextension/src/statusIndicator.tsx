@@ -44,6 +44,13 @@ export function countDown(detail: string, since: number, now: number): string {
   return detail.replace(RETRY_IN, `in ${Math.ceil(left)} s`);
 }
 
+/** A countdown goes first ("retry 1/3 in 8 s · rate limited by …"): a narrow sidebar cuts
+ * the end of the detail, and the time left is what changes. */
+export function countdownFirst(detail: string): string {
+  const m = /^(.*); (retry [^;]*in [0-9.]+ s)$/s.exec(detail);
+  return m ? `${m[2]} · ${m[1]}` : detail;
+}
+
 /** The detail as it counts down, re-rendered every second while it has a countdown. */
 function useCountdown(detail: string): string {
   const since = useRef({ detail, at: Date.now() });
@@ -59,7 +66,7 @@ function useCountdown(detail: string): string {
     const timer = window.setInterval(() => tick(n => n + 1), 1000);
     return () => window.clearInterval(timer);
   }, [detail, counting]);
-  return countDown(detail, since.current.at, Date.now());
+  return countdownFirst(countDown(detail, since.current.at, Date.now()));
 }
 
 /** Props of the status indicator. */
