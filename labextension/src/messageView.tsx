@@ -35,6 +35,8 @@ const WINDOW_STEP = 100;
 const BOTTOM_SLACK = 40;
 /** Within this many pixels of the top, earlier messages are mounted. */
 const TOP_SLACK = 80;
+/** Keys that scroll a list up (the reader leaves the end). */
+const UP_KEYS = new Set(['ArrowUp', 'PageUp', 'Home']);
 
 /** True if a scroller shows its end (the reader follows the conversation). */
 export function atBottom(el: {
@@ -292,6 +294,10 @@ export function MessageList(props: IMessageListProps): JSX.Element {
   const stick = useRef(true);
   const [following, setFollowing] = useState(true);
   const loadingOlder = useRef(false);
+  // The scrollTop this list set last: its own scroll events are not the reader's.
+  const autoTop = useRef(-1);
+  // While earlier messages mount, the message the reader was looking at stays put.
+  const anchor = useRef<{ id: string; offset: number } | null>(null);
   const sessionId = state.session?.id;
   const lastSession = useRef(sessionId);
   const lastId = useRef<string | undefined>(
@@ -375,12 +381,38 @@ export function MessageList(props: IMessageListProps): JSX.Element {
     return item;
   };
 
-  useLayoutEffect(() => {
+  /** Scroll to `top` as the list's own move (not the reader's). */
+  const scrollOwn = (el: HTMLElement, top: number): void => {
+    el.scrollTop = top;
+    autoTop.current = el.scrollTop;
+  };
+
+  /** Keep the list where it should be: at the end, or with the anchor in place. */
+  const place = (): void => {
     const el = scroller.current;
-    if (el && stick.current) {
-      el.scrollTop = el.scrollHeight;
+    if (!el) {
+      return;
     }
-  });
+    if (stick.current) {
+      scrollOwn(el, el.scrollHeight);
+      return;
+    }
+    const a = anchor.current;
+    const node = a
+      ? [...el.querySelectorAll<HTMLElement>('[data-message-id]')].find(
+          n => n.dataset.messageId === a.id
+        )
+      : undefined;
+    if (a && node) {
+      const offset =
+        node.getBoundingClientRect().top - el.getBoundingClientRect().top;
+      if (Math.abs(offset - a.offset) >= 1) {
+        scrollOwn(el, el.scrollTop + offset - a.offset);
+      }
+    }
+  };
+
+  useLayoutEffect(place);
 
   // Markdown, images and opened cards grow after React's commit: follow them too.
   useEffect(() => {
@@ -389,14 +421,34 @@ export function MessageList(props: IMessageListProps): JSX.Element {
     if (!el || !inner || typeof ResizeObserver === 'undefined') {
       return;
     }
-    const observer = new ResizeObserver(() => {
-      if (stick.current) {
-        el.scrollTop = el.scrollHeight;
-      }
-    });
+    const observer = new ResizeObserver(() => placeRef.current());
     observer.observe(inner);
-    return () => observer.disconnect();
+    // The reader takes over: the anchor no longer holds, and a move up stops following
+    // at once (before its scroll event, which a growing answer may overtake).
+    const release = (e: Event): void => {
+      anchor.current = null;
+      const up =
+        (e instanceof WheelEvent && e.deltaY < 0) ||
+        (e instanceof KeyboardEvent && e.target === el && UP_KEYS.has(e.key));
+      if (up && el.scrollHeight > el.clientHeight) {
+        stick.current = false;
+        autoTop.current = -1;
+        setFollowing(false);
+      }
+    };
+    const events = ['wheel', 'touchstart', 'keydown', 'pointerdown'];
+    for (const name of events) {
+      el.addEventListener(name, release, { passive: true });
+    }
+    return () => {
+      observer.disconnect();
+      for (const name of events) {
+        el.removeEventListener(name, release);
+      }
+    };
   }, []);
+  const placeRef = useRef(place);
+  placeRef.current = place;
 
   const hasOlder = start > 0 || state.nextCursor !== null;
   const showOlder = async (): Promise<void> => {
@@ -405,7 +457,15 @@ export function MessageList(props: IMessageListProps): JSX.Element {
       return;
     }
     loadingOlder.current = true;
-    const before = el ? el.scrollHeight - el.scrollTop : 0;
+    // Keep the message the reader was looking at (the first one shown) in place.
+    const first = el?.querySelector<HTMLElement>('[data-message-id]');
+    if (el && first) {
+      anchor.current = {
+        id: first.dataset.messageId ?? '',
+        offset:
+          first.getBoundingClientRect().top - el.getBoundingClientRect().top
+      };
+    }
     try {
       if (start > 0) {
         setWindowSize(windowSize + WINDOW_STEP);
@@ -414,11 +474,7 @@ export function MessageList(props: IMessageListProps): JSX.Element {
         setWindowSize(windowSize + WINDOW_STEP);
       }
     } finally {
-      // Keep the message the user was reading in place.
       requestAnimationFrame(() => {
-        if (el) {
-          el.scrollTop = el.scrollHeight - before;
-        }
         loadingOlder.current = false;
       });
     }
@@ -426,10 +482,11 @@ export function MessageList(props: IMessageListProps): JSX.Element {
 
   const jumpToLatest = (): void => {
     stick.current = true;
+    anchor.current = null;
     setFollowing(true);
     const el = scroller.current;
     if (el) {
-      el.scrollTop = el.scrollHeight;
+      scrollOwn(el, el.scrollHeight);
     }
   };
 
@@ -440,6 +497,10 @@ export function MessageList(props: IMessageListProps): JSX.Element {
         ref={scroller}
         onScroll={e => {
           const el = e.currentTarget;
+          if (Math.abs(el.scrollTop - autoTop.current) < 1) {
+            return; // the list's own move (the content may have grown since)
+          }
+          autoTop.current = -1;
           const bottom = atBottom(el);
           stick.current = bottom;
           if (bottom !== following) {
