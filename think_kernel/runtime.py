@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 import inspect
 import logging
@@ -60,6 +59,7 @@ from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegist
 from .tools.code import CODE_TOOLS
 from .tools.files import FILE_TOOLS
 from .tools.notebooks import NOTEBOOK_TOOLS
+from .tools.services import FetchServices, ReminderServices, ToolServices
 from .tools.workspace import Workspace
 from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
 from .web.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -193,25 +193,23 @@ class Runtime:
         self.current_message_id = ""
         # Disk and rooms agree around every sandboxed run (flush before, merge after).
         self.files = FileSync(self.workspace)
-        self.extras: dict[str, Any] = {
-            "files": self.files,
-            "ensure_sandbox": self.ensure_sandbox,
-            "fetch_config": FetchConfig(config=self.config.config),
-            "fetch_log": FetchLog(),
-            "web": WebServices(WebConfig(config=self.config.config), vision=self._vision()),
-            # Reminders (issue 15): the kernel points wake_scheduler at the server's scheduler
-            # (over the link) or at its own when it runs without a server.
-            "schedule_config": ScheduleConfig(config=self.config.config),
-            "wake_scheduler": lambda: None,
-        }
-        if self._notebooks is not None:
-            self.extras["notebooks"] = self._notebooks
+        self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
+        self.services = ToolServices(
+            files=self.files,
+            sandbox=self.ensure_sandbox,
+            notebooks=self._notebooks,
+            web=self.web,
+            fetch=FetchServices(FetchConfig(config=self.config.config), FetchLog()),
+            # The kernel points the reminders' wake at the server's scheduler (over the
+            # link), or at its own when it runs without a server.
+            reminders=ReminderServices(ScheduleConfig(config=self.config.config)),
+        )
         # A root kernel gives each session's sandbox a uid: its tool calls and loopback calls
         # then touch files with that uid's rights, not root's.
         self._sandbox_requested = False
         self.acting: ActingAs | None = None
         if os.geteuid() == 0:
-            self.acting = self.extras["acting"] = ActingAs(self._session_identity)
+            self.acting = self.services.acting = ActingAs(self._session_identity)
         self.tools = self._build_tools()
         # MCP servers' tools (issue 15): from the cache now; servers start on first use.
         self.mcp = McpServers.from_config(self.config, self.store_dir, root)
@@ -350,7 +348,7 @@ class Runtime:
             self.subagents = Subagents(
                 self, board, self.tasks_config, emit=self.emit, durable=lambda: self.linked
             )
-            self.extras["subagents"] = self.subagents
+            self.services.subagents = self.subagents
 
     async def recover_subagents(self) -> None:
         """Once per session: end what a dead kernel left running in it (reported to the
@@ -430,7 +428,7 @@ class Runtime:
         if self.sandbox is not None:
             await self.sandbox.close()
             self.sandbox = None
-        await self.extras["web"].aclose()  # browser, its driver and the egress proxy
+        await self.web.aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel
         self.files.close()
         if self.acting is not None:
@@ -677,25 +675,18 @@ class Runtime:
 
     def make_context(self, message_id: str, call_id: str) -> ToolContext:
         """The ToolContext for one tool call of this session."""
-        workspace = self.workspace
-        if hasattr(workspace, "action_id"):
-            # Room-backed workspaces tag each edit with the call that made it (shallow copy:
-            # concurrent calls must not overwrite each other's id; caches stay shared).
-            workspace = copy.copy(workspace)
-            workspace.action_id = call_id
         ctx = ToolContext(
             session_id=self.session_id,
-            workspace=workspace,
+            workspace=self.workspace,
             message_id=message_id,
             call_id=call_id,
             store=self.store,
             sandbox=self.sandbox,
-            settings=self.config,
             read_paths=self.read_paths,
-            extras=self.extras,
+            services=self.services,
         )
-        if hasattr(workspace, "context"):
-            workspace.context = ctx  # a waiting write shows its status through the call
+        # Edits carry the call's id; a write that waits for a person says so in the call.
+        ctx.workspace = self.workspace.for_call(call_id, ctx.send)
         return ctx
 
     async def emit(self, event: Event) -> None:

@@ -24,6 +24,7 @@ from think_kernel.collab.ystore import YStore
 from think_kernel.store.location import store_dir
 from think_kernel.tools.base import ToolContext, ToolRegistry
 from think_kernel.tools.notebooks import NOTEBOOK_TOOLS
+from think_kernel.tools.services import ToolServices
 
 
 class Agent:
@@ -38,7 +39,7 @@ class Agent:
             session_id="s1",
             workspace=self.workspace,
             emit=self.events.append,
-            extras={"notebooks": self.notebooks},
+            services=ToolServices(notebooks=self.notebooks),
         )
         self.last_call = ""
 

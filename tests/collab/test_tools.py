@@ -15,6 +15,7 @@ from think_kernel.collab.access import LinkNotebookAccess
 from think_kernel.collab.workspace import CollabWorkspace
 from think_kernel.tools.base import ToolContext, ToolRegistry
 from think_kernel.tools.notebooks import NOTEBOOK_TOOLS
+from think_kernel.tools.services import ToolServices
 
 from .peers import wait_change
 
@@ -66,7 +67,7 @@ async def test_tools_over_rpc(jp_serverapp, peers, jp_root_dir, service):
         workspace=ws,
         call_id="call_1",
         emit=emit,
-        extras={"notebooks": LinkNotebookAccess(link, poll_wait=0.2)},
+        services=ToolServices(notebooks=LinkNotebookAccess(link, poll_wait=0.2)),
     )
     reg = ToolRegistry(NOTEBOOK_TOOLS)
     out = await reg.call("read_notebook", {"path": "t.ipynb"}, ctx)

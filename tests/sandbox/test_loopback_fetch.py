@@ -14,6 +14,7 @@ import pytest_asyncio
 
 from think_kernel.sandbox import Sandbox
 from think_kernel.tools.base import ToolContext, ToolError, ToolOutput, ToolRegistry
+from think_kernel.tools.services import FetchServices, ToolServices
 from think_kernel.tools.workspace import LocalWorkspace
 from think_kernel.web.fetch import FETCH_TOOLS, FetchConfig, FetchLog, fetch
 
@@ -69,15 +70,15 @@ def http_base() -> Iterator[str]:
 
 def _ctx(ws: Any, http_base: str, **cfg: Any) -> ToolContext:
     config = FetchConfig(allowed_urls=[http_base], **cfg)
-    return ToolContext(session_id="s", workspace=ws,
-                       extras={"fetch_config": config, "fetch_log": FetchLog()})  # fmt: skip
+    fetch = FetchServices(config, FetchLog())
+    return ToolContext(session_id="s", workspace=ws, services=ToolServices(fetch=fetch))
 
 
 async def test_fetch_allowed_get_is_logged(http_base: str, tmp_path: Any) -> None:
     ctx = _ctx(LocalWorkspace(tmp_path), http_base)
     out = await fetch(ctx, http_base + "ok")
     assert out.ok and "hello from the test server" in out.text and out.text.startswith("HTTP 200")
-    rec = ctx.extras["fetch_log"].records[-1]
+    rec = ctx.services.fetch.log.records[-1]
     assert (rec.method, rec.status, rec.bytes) == ("GET", 200, 26)
     assert rec.duration_ms >= 0 and abs(rec.time - time.time()) < 60
     head = await fetch(ctx, http_base + "ok", method="HEAD")
@@ -111,12 +112,12 @@ async def test_fetch_truncates_big_bodies_and_reports_failures(
     out = await fetch(ctx, http_base + "big")
     assert out.ok and f"body truncated: {BIG} bytes" in out.text
     assert out.text.count("a") <= 1_000_000 + 100
-    assert ctx.extras["fetch_log"].records[-1].bytes == BIG
+    assert ctx.services.fetch.log.records[-1].bytes == BIG
     with socket.socket() as s:  # a port nobody listens on, but allowlisted
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/"
-    failing = ToolContext(session_id="s", workspace=LocalWorkspace(tmp_path),
-                          extras={"fetch_config": FetchConfig(allowed_urls=[dead])})  # fmt: skip
+    dead_only = FetchServices(FetchConfig(allowed_urls=[dead]), FetchLog())
+    failing = ToolContext("s", LocalWorkspace(tmp_path), services=ToolServices(fetch=dead_only))
     with pytest.raises(ToolError) as e:
         await fetch(failing, dead + "x")
     assert e.value.code == "FETCH_FAILED"

@@ -36,7 +36,7 @@ async def open_runtime(tmp_path: Path, fake_model: FakeModel):
         cfg = ThinkConfig(base_url=fake_model.url, api_key="test-key", retry_delays=[0.01])
         (tmp_path / "ws").mkdir()
         rt = Runtime(cfg, tmp_path / "ws", extensions=[])
-        rt.extras["schedule_config"] = ScheduleConfig(timezone="UTC", **limits)
+        rt.services.reminders.config = ScheduleConfig(timezone="UTC", **limits)
         await rt.start()
         local = KernelReminders(rt, link=None, poll=0.05)
         opened.append((rt, local))

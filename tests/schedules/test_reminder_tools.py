@@ -27,7 +27,7 @@ async def runtime(tmp_path: Path, fake_model: FakeModel) -> AsyncIterator[Runtim
     cfg = ThinkConfig(base_url=fake_model.url, api_key="test-key", retry_delays=[0.01])
     (tmp_path / "ws").mkdir()
     rt = Runtime(cfg, tmp_path / "ws", extensions=[])
-    rt.extras["schedule_config"] = ScheduleConfig(timezone="Europe/Paris", max_reminders=2)
+    rt.services.reminders.config = ScheduleConfig(timezone="Europe/Paris", max_reminders=2)
     await rt.start()
     try:
         yield rt
@@ -45,7 +45,7 @@ def results(events: list[dict]) -> list[dict]:
 
 async def test_schedule_list_and_cancel_through_the_model(runtime, fake_model):
     woken: list[int] = []
-    runtime.extras["wake_scheduler"] = lambda: woken.append(1)
+    runtime.services.reminders.wake = lambda: woken.append(1)
     fake_model.reply(
         tool_calls=[
             ("schedule_reminder", {"when": "in 20 minutes", "message": "check the job"}),
@@ -133,7 +133,7 @@ async def test_without_a_server_the_kernel_fires_its_reminders(runtime, fake_mod
     (late); one due while it runs fires on time; each posts one message and starts a run."""
     store = runtime.store
     sid = runtime.session_id
-    runtime.extras["schedule_config"].min_interval = 0  # two in a row (the spacing: elsewhere)
+    runtime.services.reminders.config.min_interval = 0  # two in a row (the spacing: elsewhere)
     late = await store.add_schedule(
         "reminder",
         time.time() - 120,
@@ -146,7 +146,7 @@ async def test_without_a_server_the_kernel_fires_its_reminders(runtime, fake_mod
     local = KernelReminders(runtime, link=None, poll=0.05)
     await local.start()
     try:
-        assert runtime.extras["wake_scheduler"] == local.wake
+        assert runtime.services.reminders.wake == local.wake
         rows = await _until_done(store, late)
         on_time = await local_reminder(runtime, "in 1 s", "check the oven")
         rows = await _until_done(store, on_time)
@@ -201,7 +201,7 @@ async def test_a_standalone_firing_run_again_posts_nothing_new(runtime, fake_mod
 
 async def local_reminder(runtime: Runtime, when: str, message: str) -> str:
     row = await reminders.Reminders(
-        runtime.store, runtime.extras["schedule_config"], runtime.extras["wake_scheduler"]
+        runtime.store, runtime.services.reminders.config, runtime.services.reminders.wake
     ).schedule(runtime.session_id, when, message)
     return row["id"]
 

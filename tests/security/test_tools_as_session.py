@@ -35,7 +35,7 @@ from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
 from think_kernel.sandbox import Tier
 from think_kernel.sandbox.asuser import Identity, SessionFiles, _current
-from think_kernel.sandbox.probes import _tools_as_session
+from think_kernel.sandbox.probes.sessions import tools_as_session
 from think_kernel.tools.base import ToolOutput
 
 # Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
@@ -84,7 +84,7 @@ def runtimes(tier: Tier, workspace: Path, link: Any = None) -> RuntimeFactory:
         rt = Runtime(ThinkConfig(config=cfg), workspace, extensions=[], session_id=f"s_{name}",
                      workspace=ws)  # fmt: skip
         if link is not None:
-            rt.extras["notebooks"] = LinkNotebookAccess(link)
+            rt.services.notebooks = LinkNotebookAccess(link)
         await rt.start()
         try:
             await rt.ensure_sandbox()
@@ -251,7 +251,7 @@ async def test_the_doctor_probe_finds_the_tools_acting_as_the_session(
 ) -> None:
     async with open_runtime("a") as a, open_runtime("b") as b:
         assert a.sandbox and b.sandbox
-        probe = await _tools_as_session(a.sandbox, b.sandbox, workspace)
+        probe = await tools_as_session(a.sandbox, b.sandbox, workspace)
         assert probe.contained, probe
         assert probe.attack.startswith("another session")
 

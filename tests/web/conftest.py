@@ -17,6 +17,7 @@ import pytest_asyncio
 
 from think_kernel.store import Store
 from think_kernel.tools.base import ToolContext, ToolOutput, ToolRegistry
+from think_kernel.tools.services import ToolServices
 from think_kernel.web import WEB_TOOLS, WebConfig, WebServices
 from think_kernel.web.config import find_chromium
 
@@ -75,7 +76,7 @@ def web_config(site: Server, brave: Server, **kw: Any) -> WebConfig:
 
 
 class Tools:
-    """Calls web tools the way the agent loop does (registry, context, extras)."""
+    """Calls web tools the way the agent loop does (registry, context, services)."""
 
     def __init__(self, web: WebServices, store: Store | None, session_id: str = "s_web") -> None:
         self.web = web
@@ -89,7 +90,7 @@ class Tools:
             session_id=session_id or self.session_id,
             workspace=None,  # type: ignore[arg-type]  (web tools touch no files)
             store=self.store,
-            extras={"web": self.web},
+            services=ToolServices(web=self.web),
         )
 
     async def __call__(self, name: str, session_id: str | None = None, **args: Any) -> ToolOutput:

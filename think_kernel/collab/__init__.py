@@ -18,8 +18,8 @@ def local_access(
 ) -> tuple[LocalCollabWorkspace, LocalNotebookAccess]:
     """Standalone ``(workspace, notebooks)`` over local files; see :func:`.standalone.local_access`.
 
-    ``workspace`` replaces ``LocalWorkspace`` (set its ``action_id`` per tool call),
-    ``notebooks`` goes to ``ctx.extras["notebooks"]``; ``await notebooks.aclose()`` on close.
+    ``workspace`` replaces ``LocalWorkspace`` (``workspace.for_call`` per tool call),
+    ``notebooks`` goes to ``ctx.services.notebooks``; ``await notebooks.aclose()`` on close.
     History: ``<store_dir>/ydocs.db`` (default: the workspace's store folder).
     """
     # Imported here: jupyter-ydoc and jupyter_client load only when standalone mode is used.

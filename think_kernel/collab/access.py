@@ -5,7 +5,7 @@
     cell = await nb.insert_cell("analysis.ipynb", 0, "df.head()", action_id="act_1")
     result = await nb.execute_cell("analysis.ipynb", cell["cell_id"], timeout=30)
 
-Tools find it at ``ctx.extras["notebooks"]``. The server side is ``jupyter_ext.collab.documents``.
+Tools find it at ``ctx.services.notebooks``. The server side is ``jupyter_ext.collab.documents``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Disk and rooms agree around every sandboxed run (issue 10, points 1 and 2).
 
-    files = FileSync(workspace)                 # runtime.extras["files"]
+    files = FileSync(workspace)                 # ctx.services.files
     async with files.run(hold=60) as run:       # dirty rooms saved first; autosaves held
         result = await sandbox.run_bash("cat a.txt")
     run.changes                                 # Changes(created, modified, deleted)

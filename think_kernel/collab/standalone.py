@@ -14,6 +14,7 @@ store folder (outside the workspace, see :mod:`think_kernel.store.location`).
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import time
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..store.location import store_dir as default_store_dir
 from ..tools.base import ToolError
 from ..tools.textpage import TextPage
-from ..tools.workspace import LocalWorkspace, PathError
+from ..tools.workspace import LocalWorkspace, PathError, StatusSink
 from .access import ConflictError, OnWait, conflict_error
 from .kernels import LocalKernels
 from .local import LocalDocuments, content_of, is_notebook, set_notebook
@@ -271,8 +272,15 @@ class LocalCollabWorkspace(LocalWorkspace):
     def __init__(self, root: str | os.PathLike[str], documents: LocalDocuments) -> None:
         super().__init__(root)
         self.documents = documents
-        self.action_id = ""  # set by the runtime per tool call, for attribution
+        self.action_id = ""  # the tool call whose edits these are (see for_call)
         self._seen: dict[str, str] = {}
+
+    def for_call(self, call_id: str, status: StatusSink | None = None) -> LocalCollabWorkspace:
+        """A view for one tool call: its versions carry the call's id (a shallow copy, so
+        concurrent calls keep their own; what was read stays shared)."""
+        view = copy.copy(self)
+        view.action_id = call_id
+        return view
 
     async def read_text(self, path: str) -> str:
         """Read a file from disk (and remember it as the base of the next write)."""
@@ -356,8 +364,8 @@ def local_access(
 ) -> tuple[LocalCollabWorkspace, LocalNotebookAccess]:
     """The standalone workspace and notebook access, sharing one document store.
 
-    Call once per runtime when there is no server link; set ``workspace.action_id`` per tool
-    call, put ``notebooks`` at ``ctx.extras["notebooks"]``, and ``await notebooks.aclose()``
+    Call once per runtime when there is no server link; use ``workspace.for_call`` per tool
+    call, put ``notebooks`` at ``ctx.services.notebooks``, and ``await notebooks.aclose()``
     when the runtime closes (it shuts the cell kernels down and closes the store). History
     lives in ``<store_dir>/ydocs.db``, ``store_dir`` defaulting to the workspace's store
     folder in the Jupyter data directory.

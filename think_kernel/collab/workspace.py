@@ -21,6 +21,7 @@ and rooms one truth around sandboxed runs (:mod:`.filesync`).
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import stat
 import uuid
@@ -29,7 +30,7 @@ from typing import Any
 
 from ..tools.base import ToolError
 from ..tools.textpage import TextPage, page_of_text
-from ..tools.workspace import LocalWorkspace, PathError, os_error
+from ..tools.workspace import LocalWorkspace, PathError, StatusSink, os_error
 from .access import ConflictError, Link, call_when_quiet, conflict_error
 
 PageReader = Callable[[str, int, int], Awaitable[TextPage]]
@@ -75,8 +76,8 @@ class CollabWorkspace(LocalWorkspace):
     def __init__(self, root: str | os.PathLike[str], link: Link) -> None:
         super().__init__(root)
         self.link = link
-        self.action_id = ""  # set by the runtime per tool call, for attribution
-        self.context: Any = None  # the ToolContext of the call (for status events)
+        self.action_id = ""  # the tool call whose edits these are (see for_call)
+        self.status: StatusSink | None = None  # where a wait for a person is shown
         # Text as last read or written: a write is merged with what others typed since.
         self._seen: dict[str, str] = {}
 
@@ -115,16 +116,23 @@ class CollabWorkspace(LocalWorkspace):
         """A page: from the room for files it can hold, else straight from disk."""
         return await read_page_remembered(self, path, offset, limit, super().read_page)
 
+    def for_call(self, call_id: str, status: StatusSink | None = None) -> CollabWorkspace:
+        """A view for one tool call: its edits carry the call's id, its waits are shown.
+
+        A shallow copy: concurrent calls keep their own id; what was read stays shared."""
+        view = copy.copy(self)
+        view.action_id, view.status = call_id, status
+        return view
+
     async def _on_wait(self, detail: str | None) -> None:
         from ..agent.events import StatusEvent
 
-        ctx = self.context
-        if ctx is None:
+        if self.status is None:
             return
         if detail is None:
-            await ctx.send(StatusEvent("executing", "writing"))
+            await self.status(StatusEvent("executing", "writing"))
         else:
-            await ctx.send(StatusEvent("waiting", detail))
+            await self.status(StatusEvent("waiting", detail))
 
     async def write_text(self, path: str, content: str) -> None:
         """Write by a minimal diff in the file's room, merged with others' edits."""

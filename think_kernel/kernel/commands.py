@@ -234,7 +234,7 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("approvals", await _approvals(rt)),
         ("MCP servers", _mcp_summary(rt)),
     ]
-    web = getattr(rt, "extras", {}).get("web")
+    web = rt.services.web
     if web is not None:  # search provider, browser, network allowlist, cache
         rows += web.status_rows()
     text = "\n".join(f"- **{k}**: {v}" for k, v in rows)

@@ -65,7 +65,7 @@ class KernelRuntime:
                 runtime = self.runtime_class(config, root, workspace=linked.get("workspace"))
                 runtime.linked = bool(linked.get("server"))  # it watches our subagents
                 if "notebooks" in linked:
-                    runtime.extras["notebooks"] = linked["notebooks"]
+                    runtime.services.notebooks = linked["notebooks"]
                 await runtime.open_store()
                 await runtime.refresh_endpoint()  # the setup card's endpoint, if one is saved
                 runtime.prewarm_sandbox()
@@ -117,7 +117,7 @@ class KernelRuntime:
         )
         runtime.linked = bool(linked.get("server"))
         if "notebooks" in linked:
-            runtime.extras["notebooks"] = linked["notebooks"]
+            runtime.services.notebooks = linked["notebooks"]
         await runtime.start()
         runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
         if not chat:

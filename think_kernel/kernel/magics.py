@@ -134,7 +134,7 @@ class ThinkMagics(Magics):
         )
         runtime.linked = bool(linked.get("server"))  # the server watches its subagents
         if "notebooks" in linked:
-            runtime.extras["notebooks"] = linked["notebooks"]
+            runtime.services.notebooks = linked["notebooks"]
         runtime.tools.add(make_run_in_kernel(self._submit))
         await runtime.start()
         remember_session(runtime.store_dir, key, runtime.session_id)

@@ -29,7 +29,7 @@ opened; the server's rooms act with the server's rights after the check, a windo
 session renaming folders in a shared parent could race. The root itself is reached with the
 kernel's rights (``SafeRoot.anchored``): the session's rights count from there on.
 
-A runtime puts its :class:`ActingAs` in ``ToolContext.extras["acting"]``;
+A runtime puts its :class:`ActingAs` in ``ToolContext.services.acting``;
 :class:`~think_kernel.tools.base.ToolRegistry` makes it the context of each call
 (``tools.base.ACTING``), and the workspace runs its disk access through it. Its ``files()``
 answers None (the kernel's own rights, nothing changes) unless the kernel is root and the

@@ -14,7 +14,7 @@ and action-logged exactly like a model tool call::
 The tools then act with the calling session's rights, not the kernel's: where the kernel is
 root and the session has a uid of its own, ``think.read_file`` opens only what the session's
 code could open itself (:mod:`.asuser`; the runtime's handler passes its ``ToolContext``,
-whose ``extras["acting"]`` says who).
+whose ``services.acting`` says who).
 """
 
 from __future__ import annotations

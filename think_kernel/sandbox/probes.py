@@ -439,6 +439,7 @@ async def _tools_as_session(a: Sandbox, b: Sandbox, ws: Path) -> Probe:
     ``import think`` takes too) must not open them: they run in the kernel, maybe as root."""
     from ..tools.base import ToolContext, ToolRegistry
     from ..tools.files import FILE_TOOLS
+    from ..tools.services import ToolServices
     from ..tools.workspace import LocalWorkspace
     from .asuser import ActingAs, Identity, sandbox_identity
 
@@ -458,7 +459,7 @@ async def _tools_as_session(a: Sandbox, b: Sandbox, ws: Path) -> Probe:
 
     acting = ActingAs(identity)
     ctx = ToolContext("doctor-b", LocalWorkspace(ws), read_paths={".doctor-secret"},
-                      extras={"acting": acting})  # fmt: skip
+                      services=ToolServices(acting=acting))  # fmt: skip
     tools = ToolRegistry(FILE_TOOLS)
     reached = []
     try:

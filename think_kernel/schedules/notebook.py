@@ -49,7 +49,9 @@ class KernelReminders:
         self.scheduler: Scheduler | None = None
         self._task: asyncio.Task[None] | None = None
         self._wakes: set[asyncio.Task[Any]] = set()
-        runtime.extras["wake_scheduler"] = self.wake
+        reminders = runtime.services.reminders
+        assert reminders is not None  # every runtime has them
+        reminders.wake = self.wake
 
     async def start(self) -> None:
         """Without a server: start this kernel's scheduler for its session's reminders."""
@@ -87,7 +89,8 @@ class KernelReminders:
         mid = reminders.message_id(firing.key)
         message = await store.get_message(mid)
         if message is None:
-            config = runtime.extras.get("schedule_config") or ScheduleConfig()
+            services = runtime.services.reminders
+            config = services.config if services is not None else ScheduleConfig()
             held = await hold_back(store, config, firing, payload)
             if held is not None:
                 await post_note(store, sid, held)

@@ -18,8 +18,10 @@ from .when import FORMATS, WhenError
 def _reminders(ctx: ToolContext) -> Reminders:
     if ctx.store is None:
         raise ToolError("reminders need the session store, which is not open", "NO_STORE")
-    config = ctx.extras.get("schedule_config") or ScheduleConfig()
-    return Reminders(ctx.store, config, wake=ctx.extras.get("wake_scheduler"))
+    services = ctx.services.reminders
+    if services is None:
+        return Reminders(ctx.store, ScheduleConfig())
+    return Reminders(ctx.store, services.config, wake=services.wake)
 
 
 async def schedule_reminder(ctx: ToolContext, when: str, message: str) -> ToolOutput:

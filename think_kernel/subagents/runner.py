@@ -14,6 +14,7 @@ sandbox (:class:`.SandboxWorker`). Its events go to the parent's clients through
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,7 +59,10 @@ class Host(Protocol):
     store: Store | None
     tools: ToolRegistry
     gate: ApprovalGate | None
-    sandbox: Any
+
+    @property
+    def sandbox(self) -> Any:
+        """The session's sandbox once it has started (None before)."""
 
     def make_agent(self, props: dict[str, Any], **overrides: Any) -> Agent:
         """The agent loop of this runtime, with some parts replaced."""
@@ -156,7 +160,7 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
             ctx.sandbox = job.worker = job.worker or SandboxWorker(host.sandbox, task_id)
         else:
             ctx.sandbox = None
-        ctx.extras = {**ctx.extras, "ensure_sandbox": ensure_worker}
+        ctx.services = dataclasses.replace(ctx.services, sandbox=ensure_worker)
         return ctx
 
     outcome = Outcome()

@@ -2,7 +2,7 @@
 
 ``create_subtask``, ``list_tasks``, ``complete_task``, ``fail_task``, ``cancel_task``. They
 work on the running request's tasks (its root is made when the request starts) through
-``ctx.extras["subagents"]`` (:class:`~think_kernel.subagents.manager.Subagents`), whose
+``ctx.services.subagents`` (:class:`~think_kernel.subagents.manager.Subagents`), whose
 board writes the store and emits ``task_created`` / ``task_updated``.
 """
 
@@ -21,10 +21,10 @@ TaskType = Literal["explore", "code", "test", "review", "plan", "fix"]
 
 def manager(ctx: ToolContext) -> Subagents:
     """The runtime's tasks and subagents, with a request running; ToolError otherwise."""
-    found = ctx.extras.get("subagents")
+    found = ctx.services.subagents
     if found is None or found.root_id is None:
         raise ToolError("tasks are only available while a request runs", "NO_TASKS")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 async def mine(ctx: ToolContext, task_id: str) -> dict[str, Any]:

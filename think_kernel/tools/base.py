@@ -29,16 +29,22 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .services import ToolServices
+
 if TYPE_CHECKING:
     from ..agent.events import Event
+    from ..sandbox.asuser import ActingAs
     from ..store import Store
+    from .services import CodeSandbox
     from .workspace import Workspace
 
 
-#: Whose rights the running tool call's file access has: the ``ActingAs`` of
-#: ``think_kernel.sandbox.asuser`` that the runtime put in ``ctx.extras["acting"]``, made the
-#: context of the call by :meth:`ToolRegistry.call` (None: the process's own rights).
-ACTING: contextvars.ContextVar[Any] = contextvars.ContextVar("think_acting", default=None)
+#: Whose rights the running tool call's file access has: the session's ``ctx.services.acting``
+#: (``think_kernel.sandbox.asuser``), made the context of the call by
+#: :meth:`ToolRegistry.call` (None: the process's own rights).
+ACTING: contextvars.ContextVar[ActingAs | None] = contextvars.ContextVar(
+    "think_acting", default=None
+)
 
 
 class ToolError(Exception):
@@ -76,12 +82,13 @@ class ToolContext:
     message_id: str = ""
     call_id: str = ""
     store: Store | None = None
-    sandbox: Any = None
-    settings: Any = None
+    #: The sandbox the code tools use when it is running already (else they start it through
+    #: ``services.sandbox``); a subagent's calls get its own worker in the session's sandbox.
+    sandbox: CodeSandbox | None = None
     # Paths read (or written) in this session: a file must be read before it is edited.
     read_paths: set[str] = field(default_factory=set)
     emit: Callable[[Event], Awaitable[None] | None] | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
 
     async def send(self, event: Event) -> None:
         """Hand an event (progress, a changed file) to whoever watches the run."""
@@ -486,7 +493,7 @@ class ToolRegistry:
         start = time.perf_counter()
         args: dict[str, Any] | None = None
         tool = self.tools.get(name)
-        acting = ctx.extras.get("acting")
+        acting = ctx.services.acting
         token = ACTING.set(acting) if acting is not None else None
         try:
             if tool is None:

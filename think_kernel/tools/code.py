@@ -16,18 +16,19 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
+from .services import CodeSandbox
 from .summarize import LOG_CHARS, for_model
 
 HOLD_MARGIN = 10.0  # seconds a run holds autosaves beyond its own timeout (if it never ends)
 
 
-async def _sandbox(ctx: ToolContext) -> Any:
+async def _sandbox(ctx: ToolContext) -> CodeSandbox:
     if ctx.sandbox is not None:
         return ctx.sandbox
-    ensure = ctx.extras.get("ensure_sandbox")
-    if ensure is None:
+    start = ctx.services.sandbox
+    if start is None:
         raise ToolError("no sandbox is available in this session", "NO_SANDBOX")
-    return await ensure()  # started on first use; ToolError says why it cannot run
+    return await start()  # started on first use; ToolError says why it cannot run
 
 
 def _describe(bundle: dict) -> str:
@@ -39,8 +40,10 @@ def _describe(bundle: dict) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _files(ctx: ToolContext, sandbox: Any, timeout: float | None) -> AsyncIterator[Any]:
-    files = ctx.extras.get("files")
+async def _files(
+    ctx: ToolContext, sandbox: CodeSandbox, timeout: float | None
+) -> AsyncIterator[Any]:
+    files = ctx.services.files
     if files is None:
         yield None
         return

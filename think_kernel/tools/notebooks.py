@@ -1,6 +1,6 @@
 """Notebook tools: read, insert, edit, delete and execute cells; versions and revert.
 
-They use the notebook access at ``ctx.extras["notebooks"]`` (a
+They use the notebook access at ``ctx.services.notebooks`` (a
 :class:`think_kernel.collab.access.NotebookAccess`): the live collaboration rooms through the
 server, so humans see every edit and outputs appear as they arrive. Every edit carries the
 tool call id as its action id (transaction origin ``Think:<call id>``). The rooms and the
@@ -10,10 +10,13 @@ notebook is checked first (:func:`~.workspace.check_access`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
 from .workspace import check_access
+
+if TYPE_CHECKING:
+    from ..collab.access import NotebookAccess
 
 
 async def _path(ctx: ToolContext, path: str, need: str) -> str:
@@ -24,8 +27,8 @@ async def _path(ctx: ToolContext, path: str, need: str) -> str:
     return rel
 
 
-def _access(ctx: ToolContext) -> Any:
-    access = ctx.extras.get("notebooks")
+def _access(ctx: ToolContext) -> NotebookAccess:
+    access = ctx.services.notebooks
     if access is None:
         raise ToolError("notebook tools are not available in this session", "NO_NOTEBOOKS")
     return access

@@ -25,16 +25,21 @@ import asyncio
 import errno
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..safefs import SafeRoot, UnsafePathError, is_temp_name, split
 from .base import ACTING, ToolError
 from .textpage import NotUtf8, TextPage, check_utf8, read_page, utf8_help
 
+if TYPE_CHECKING:
+    from ..agent.events import Event
+
 T = TypeVar("T")
+#: Shows a tool call's status to whoever watches the run (``ToolContext.send``).
+StatusSink = Callable[["Event"], Awaitable[None]]
 
 #: Largest file read whole (for edit_file, and the merge base of writes), in bytes.
 MAX_EDIT_BYTES = 16 * 1024 * 1024
@@ -88,6 +93,11 @@ class Workspace(Protocol):
 
     async def list(self, path: str = ".") -> list[Entry]:
         """List a directory (not recursive)."""
+        ...
+
+    def for_call(self, call_id: str, status: StatusSink | None = None) -> Workspace:
+        """The workspace as one tool call uses it: its edits attributed to ``call_id``, its
+        waits (for a person to stop typing) shown through ``status``."""
         ...
 
 
@@ -159,6 +169,10 @@ class LocalWorkspace:
             private = private_paths()
         self.fs = SafeRoot(self.root, private=private)
         self.max_edit_bytes = max_edit_bytes
+
+    def for_call(self, call_id: str, status: StatusSink | None = None) -> LocalWorkspace:
+        """Itself: plain files record no author and never wait."""
+        return self
 
     def resolve(self, path: str) -> Path:
         """Resolve symlinks too: a link that points out of the root is refused."""

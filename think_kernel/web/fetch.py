@@ -1,8 +1,8 @@
 """The ``fetch`` tool: HTTP requests restricted by a URL-prefix allowlist (issue 3).
 
-Also served to sandboxed code through the loopback channel (``think.fetch``). The kernel puts
-its :class:`FetchConfig` in ``ctx.extras["fetch_config"]`` and a :class:`FetchLog` in
-``ctx.extras["fetch_log"]``; every request (time, duration, status, bytes) is appended there.
+Also served to sandboxed code through the loopback channel (``think.fetch``). The runtime gives
+each session a :class:`FetchConfig` and a :class:`FetchLog` (``ctx.services.fetch``); every
+request (time, duration, status, bytes) is appended to the log.
 """
 
 from __future__ import annotations
@@ -121,8 +121,9 @@ def is_allowed(url: str, prefixes: list[str]) -> bool:
 
 
 def _settings(ctx: ToolContext) -> tuple[FetchConfig, FetchLog | None]:
-    # The kernel puts its FetchConfig and FetchLog into ctx.extras (built once per session).
-    return ctx.extras.get("fetch_config") or FetchConfig(), ctx.extras.get("fetch_log")
+    # The runtime builds them once per session (ctx.services.fetch).
+    fetch = ctx.services.fetch
+    return (fetch.config, fetch.log) if fetch is not None else (FetchConfig(), None)
 
 
 async def fetch(

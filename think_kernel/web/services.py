@@ -1,7 +1,7 @@
 """What the web tools share in one kernel: policy, egress proxy, HTTP client, cache, browser.
 
     web = WebServices(WebConfig(), vision=ModelVision(resolve))
-    ctx.extras["web"] = web           # the runtime does this; tools find it there
+    ToolServices(web=web)             # the runtime does this; tools find it there
     ...
     await web.aclose()                # kernel shutdown: browser, driver, proxy, client
 
@@ -34,7 +34,7 @@ class WebSetupError(Exception):
 
 
 class WebServices:
-    """One per kernel (held by the runtime in ``extras["web"]``)."""
+    """One per kernel (the runtime's ``services.web``)."""
 
     def __init__(
         self,

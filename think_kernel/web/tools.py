@@ -1,7 +1,7 @@
 """The web tools the model sees: search, browse, screenshot, interact, scrape (issue 13).
 
 Plain async functions (STYLE 6). They find the kernel's :class:`WebServices` in
-``ctx.extras["web"]``; everything they do goes through its egress proxy, so no page, redirect
+``ctx.services.web``; everything they do goes through its egress proxy, so no page, redirect
 or search endpoint can make them reach this machine or its network unless allowlisted.
 Results are cached per session (search results per kernel); a hit says so in the text the
 model reads and in the action-log summary (``(cache hit)``).
@@ -42,8 +42,8 @@ INTERACT_TEXT_CHARS = 6000
 
 
 def _web(ctx: ToolContext) -> WebServices:
-    web = ctx.extras.get("web")
-    if not isinstance(web, WebServices):
+    web = ctx.services.web
+    if web is None:
         raise ToolError("the web tools are not set up in this session", "WEB_UNAVAILABLE")
     try:
         web.check()
