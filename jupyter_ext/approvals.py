@@ -1,7 +1,7 @@
 """Server side of approvals (issue 11): one decision path for the REST API and the WebSocket.
 
-    row, delivered = await decide_approval(svc, session_id, approval_id, body, user="ada",
-                                           source="sidebar")
+    record = parse_decision(body, handler.current_user, "sidebar")
+    row, delivered = await decide_approval(svc, session_id, approval_id, record)
 
 The decision is stored first (the first one wins: a later one gets :class:`AlreadyDecided`),
 logged with who made it and from where, then every tab hears ``approval_resolved`` and the
@@ -36,8 +36,19 @@ class BadDecision(ValueError):
     """The body is not a decision (the message says what is expected)."""
 
 
-def parse_decision(body: dict[str, Any], user: str, source: str) -> dict[str, Any]:
-    """The decision record of a request body (BadDecision when it is malformed)."""
+def person(user: Any) -> tuple[str, str]:
+    """``(display name, user id)`` of the request's user, from jupyter_server's identity
+    provider: decisions name people as Jupyter shows them, never by a raw id."""
+    if isinstance(user, str):
+        return user, user
+    uid = str(getattr(user, "username", "") or "")
+    name = getattr(user, "display_name", "") or getattr(user, "name", "") or uid
+    return str(name), uid
+
+
+def parse_decision(body: dict[str, Any], user: Any, source: str) -> dict[str, Any]:
+    """The decision record of a request body made by ``user`` (jupyter_server's user
+    object); BadDecision when it is malformed."""
     decision = body.get("decision")
     if decision not in ("approve", "reject"):
         raise BadDecision("'decision' must be 'approve' or 'reject'")
@@ -53,14 +64,17 @@ def parse_decision(body: dict[str, Any], user: str, source: str) -> dict[str, An
     # A client may say it is the sidebar; anything else counts as the API.
     claimed = body.get("source")
     source = claimed if claimed in ("sidebar", "api") else source
-    return decision_record(
+    name, uid = person(user)
+    record = decision_record(
         decision,
         input=new_input,
         reason=reason or "",
         always=always,
         source=str(source),
-        user=user,
+        user=name,
     )
+    record["user_id"] = uid[:200]  # a tab tells its own decisions by it ("you")
+    return record
 
 
 async def decide_approval(

@@ -179,11 +179,10 @@ class SessionSocket(  # type: ignore[misc]
             self._write({"type": "error", "code": "forbidden", "message": "not authorised"})
             return
         aid = frame.get("id")
-        user = getattr(self.current_user, "username", "") or ""
         try:
             if not isinstance(aid, str):
                 raise BadDecision("'id' must be the approval's id")
-            record = parse_decision(frame, user, "sidebar")
+            record = parse_decision(frame, self.current_user, "sidebar")
             row, _ = await decide_approval(self.svc, self.session_id, aid, record)
         except BadDecision as e:
             self._write({"type": "error", "code": "bad_frame", "message": str(e)})

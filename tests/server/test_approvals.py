@@ -6,6 +6,7 @@ Real server, real think kernels, real sockets; the model is scripted at HTTP.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -65,6 +66,12 @@ async def test_websocket_and_rest_decide_first_wins_all_tabs_hear(
     assert decided[0]["approval"]["status"] == "approved"
     heard = await until(lambda: other.of("approval_resolved"), 30, "the other tab hears it")
     assert heard[0]["id"] == first["id"] and heard[0]["source"] == "sidebar"
+    # People are named as Jupyter names them (its identity provider), never by a raw id;
+    # the id is kept beside the name so a tab can tell its own decisions.
+    record = decided[0]["approval"]["decision"]
+    record = json.loads(record) if isinstance(record, str) else record
+    assert heard[0]["user"] == record["user"] and record["user"].startswith("Anonymous ")
+    assert record["user_id"] and record["user_id"] not in record["user"]
     # A second decision, on any surface, loses.
     code, _ = await api("POST", f"sessions/{sid}/approvals/{first['id']}", {"decision": "reject"})
     assert code == 409
