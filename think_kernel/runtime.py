@@ -39,7 +39,8 @@ from .agent.prompt import build_system_prompt
 from .agent.titles import make_title
 from .agent.tokens import Calibration
 from .agent.toolcalls import record_action
-from .approvals import ApprovalGate, Policy, decision_record, local_user
+from .approvals import ApprovalGate, Policy
+from .approvals.session import SessionApprovals
 from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
@@ -211,6 +212,7 @@ class Runtime:
         if os.geteuid() == 0:
             self.acting = self.services.acting = ActingAs(self._session_identity)
         self.tools = self._build_tools()
+        self.approvals = SessionApprovals(self.config, self.tools, self)
         # MCP servers' tools (issue 15): from the cache now; servers start on first use.
         self.mcp = McpServers.from_config(self.config, self.store_dir, root)
         self.mcp.attach(self.tools)
@@ -331,14 +333,7 @@ class Runtime:
 
     def _make_gate(self) -> None:
         assert self.store is not None
-        self.gate = ApprovalGate(
-            self.store,
-            policy=self.policy,
-            known=self.known_tools,
-            destructive=self.destructive_tools,
-            timeout=lambda: float(self.config.approval_timeout),
-            on_always=self.always_allow,
-        )
+        self.gate = self.approvals.make_gate(self.store)
 
     async def _start_tasks(self) -> None:
         """The task board and subagents (made with the store)."""
@@ -365,53 +360,15 @@ class Runtime:
         except Exception:  # best effort: the server's durable checks find them too
             log.exception("recovering subagents failed")
 
-    # -- approvals (issue 11) ----------------------------------------------------------------
+    # -- approvals -------------------------------------------------------------------------
 
     async def policy(self) -> Policy:
         """The approval policy in force: config, then the session's ``approval`` prop."""
-        return Policy.from_settings(
-            self.config.approval_policy,
-            self.config.approval_rules,
-            await self.props(),
-            kernel_exec=self.config.kernel_exec,
-        )
-
-    def known_tools(self) -> set[str]:
-        """Tools that never ask by default mode: core ones and those marked read-only."""
-        known = set(self.tools.core)
-        known.update(name for name, tool in self.tools.tools.items() if tool.read_only)
-        return known
-
-    def destructive_tools(self) -> set[str]:
-        """Tools their source marks destructive (MCP ``destructiveHint``): they ask under the
-        default policy even when "always allowed" in the session."""
-        return {name for name, tool in self.tools.tools.items() if tool.destructive}
-
-    async def always_allow(self, tool: str) -> None:
-        """ "Always allow this tool for this session" (stored with the session)."""
-        approval = dict((await self.props()).get("approval") or {})
-        always = list(approval.get("always") or [])
-        if tool not in always:
-            approval["always"] = [*always, tool]
-            await self.set_props(approval=approval)
+        return await self.approvals.policy()
 
     async def resolve_approval(self, approval_id: Any, frame: dict[str, Any]) -> bool:
-        """A decision: from the server link (already stored there: read it now) or, with
-        ``frame["local"]``, made here (the cell's buttons). False if another came first."""
-        if self.gate is None or not isinstance(approval_id, str):
-            return False
-        if not frame.get("local"):
-            self.gate.wake(approval_id)
-            return True
-        record = decision_record(
-            str(frame.get("decision")),
-            input=frame.get("input") if isinstance(frame.get("input"), dict) else None,
-            reason=str(frame.get("reason") or ""),
-            always=bool(frame.get("always")),
-            source=str(frame.get("source") or "notebook"),
-            user=str(frame.get("user") or local_user()),
-        )
-        return await self.gate.resolve(approval_id, record)
+        """A decision from the link or the cell's buttons (see ``SessionApprovals.resolve``)."""
+        return await self.approvals.resolve(self.gate, approval_id, frame)
 
     async def close(self) -> None:
         """Close what this runtime opened."""

@@ -91,7 +91,8 @@ async def test_destructive_tool_asks_even_when_always_allowed(
     fake_model.reply(tool_calls=[("test__wipe", {"what": "data"})])
     fake_model.reply(text="ok")
     task, _, asked = await run_until_approval(rt, "wipe data")
-    assert "test__wipe" in rt.destructive_tools() and "test__echo" in rt.known_tools()
+    approvals = rt.approvals
+    assert "test__wipe" in approvals.destructive_tools() and "test__echo" in approvals.known_tools()
     assert asked["reason"] == "test__wipe is marked destructive by its MCP server"
     assert await decide(rt, asked["id"], "reject", reason="no")
     events = await asyncio.wait_for(task, 60)

@@ -1,6 +1,6 @@
 """The gate a tool call passes before it runs: ask, wait durably, learn the decision.
 
-    gate = ApprovalGate(store, policy=rt.policy, known=rt.known_tools, timeout=600)
+    gate = ApprovalGate(store, policy=approvals.policy, known=approvals.known_tools, timeout=600)
     decision = await gate.check(session_id, message_id, call_id, "bash", '{"command": ...}',
                                 workspace, emit)
     # None: no approval needed; else decision.approved, decision.input, decision.reason

@@ -1,0 +1,102 @@
+"""One session's approvals: its policy, the tools that ask, and its decisions.
+
+    approvals = SessionApprovals(config, tools, runtime)    # runtime: its props
+    gate = approvals.make_gate(store)           # what the agent loop asks before each call
+    await approvals.resolve(gate, approval_id, {"local": True, "decision": "approve"})
+
+The policy is the configuration's, then the session's ``approval`` prop; "always allow this
+tool" is stored in that prop too, so it lasts as long as the session.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .gate import ApprovalGate
+from .policy import Policy
+from .record import decision_record, local_user
+
+if TYPE_CHECKING:
+    from ..config import ThinkConfig
+    from ..store import Store
+    from ..tools.base import ToolRegistry
+
+
+class Props(Protocol):
+    """A session's options (the "props" layer; the runtime is one): read them, change some."""
+
+    async def props(self) -> dict[str, Any]:
+        """The session's options."""
+        ...
+
+    async def set_props(self, **changes: Any) -> dict[str, Any]:
+        """Change options (None removes one); returns them all."""
+        ...
+
+
+class SessionApprovals:
+    """Which calls of a session ask, and what its people decided."""
+
+    def __init__(self, config: ThinkConfig, tools: ToolRegistry, session: Props) -> None:
+        self.config = config
+        self.tools = tools
+        self.session = session
+
+    def make_gate(self, store: Store) -> ApprovalGate:
+        """The gate the agent loop asks before each tool call."""
+        return ApprovalGate(
+            store,
+            policy=self.policy,
+            known=self.known_tools,
+            destructive=self.destructive_tools,
+            timeout=lambda: float(self.config.approval_timeout),
+            on_always=self.always_allow,
+        )
+
+    async def policy(self) -> Policy:
+        """The approval policy in force: config, then the session's ``approval`` prop."""
+        return Policy.from_settings(
+            self.config.approval_policy,
+            self.config.approval_rules,
+            await self.session.props(),
+            kernel_exec=self.config.kernel_exec,
+        )
+
+    def known_tools(self) -> set[str]:
+        """Tools that never ask by default mode: core ones and those marked read-only."""
+        known = set(self.tools.core)
+        known.update(name for name, tool in self.tools.tools.items() if tool.read_only)
+        return known
+
+    def destructive_tools(self) -> set[str]:
+        """Tools their source marks destructive (MCP ``destructiveHint``): they ask under the
+        default policy even when "always allowed" in the session."""
+        return {name for name, tool in self.tools.tools.items() if tool.destructive}
+
+    async def always_allow(self, tool: str) -> None:
+        """ "Always allow this tool for this session" (stored with the session)."""
+        approval = dict((await self.session.props()).get("approval") or {})
+        always = list(approval.get("always") or [])
+        if tool not in always:
+            approval["always"] = [*always, tool]
+            await self.session.set_props(approval=approval)
+
+    async def resolve(
+        self, gate: ApprovalGate | None, approval_id: Any, frame: dict[str, Any]
+    ) -> bool:
+        """A decision: from the server link (already stored there: read it now) or, with
+        ``frame["local"]``, made here (the cell's buttons). False if another came first."""
+        if gate is None or not isinstance(approval_id, str):
+            return False
+        if not frame.get("local"):
+            gate.wake(approval_id)
+            return True
+        record = decision_record(
+            str(frame.get("decision")),
+            input=frame.get("input") if isinstance(frame.get("input"), dict) else None,
+            reason=str(frame.get("reason") or ""),
+            always=bool(frame.get("always")),
+            source=str(frame.get("source") or "notebook"),
+            user=str(frame.get("user") or local_user()),
+        )
+        return await gate.resolve(approval_id, record)
