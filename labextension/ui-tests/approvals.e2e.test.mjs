@@ -120,9 +120,12 @@ describe('Approvals in the sidebar', () => {
     assert.equal(fs.existsSync(path.join(lab.root, 'hello.txt')), false);
     await shot(page, 'approval-pending', card);
     await card.getByRole('button', { name: 'Approve', exact: true }).click();
-    await page.waitForSelector('.jp-ThinkApproval[data-status="approved"]', {
-      timeout: TIMEOUT
-    });
+    await page.waitForSelector(
+      '.jp-ThinkApprovalLine[data-status="approved"]',
+      {
+        timeout: TIMEOUT
+      }
+    );
     await waitIdle(page);
     await page.waitForFunction(
       () =>
@@ -140,7 +143,7 @@ describe('Approvals in the sidebar', () => {
     );
     const decided = await page
       .locator(
-        '.jp-ThinkApproval[data-status="approved"] .jp-ThinkApproval-decided'
+        '.jp-ThinkApprovalLine[data-status="approved"] .jp-ThinkApprovalLine-text'
       )
       .textContent();
     assert.match(decided, /Approved .*via sidebar/);
@@ -153,9 +156,12 @@ describe('Approvals in the sidebar', () => {
     await card.waitFor({ timeout: TIMEOUT });
     await card.getByLabel('Reason').fill('those notes are mine');
     await card.getByRole('button', { name: 'Reject' }).click();
-    await page.waitForSelector('.jp-ThinkApproval[data-status="rejected"]', {
-      timeout: TIMEOUT
-    });
+    await page.waitForSelector(
+      '.jp-ThinkApprovalLine[data-status="rejected"]',
+      {
+        timeout: TIMEOUT
+      }
+    );
     await waitIdle(page);
     assert.equal(fs.existsSync(path.join(lab.root, 'notes.md')), true);
     const stats = await lab.modelStats();
@@ -177,9 +183,12 @@ describe('Approvals in the sidebar', () => {
     await card.waitFor({ timeout: TIMEOUT });
     await card.getByRole('button', { name: 'Approve', exact: true }).click();
     await waitIdle(page);
-    await page.waitForSelector('.jp-ThinkApproval[data-status="approved"]', {
-      timeout: TIMEOUT
-    });
+    await page.waitForSelector(
+      '.jp-ThinkApprovalLine[data-status="approved"]',
+      {
+        timeout: TIMEOUT
+      }
+    );
     await page.waitForFunction(
       () =>
         [...document.querySelectorAll('.jp-ThinkMessage.jp-mod-assistant')]
