@@ -502,8 +502,10 @@ describe('Think chat in JupyterLab', () => {
     await page.waitForSelector(
       '.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current:has-text("notes.md")'
     );
+    // Nothing is attached until chosen: the active file is offered, then a chip.
+    await page.getByRole('button', { name: 'Attach notes.md' }).click();
     await page.waitForSelector(
-      '.jp-ThinkComposer-attach code:has-text("notes.md")'
+      '.jp-ThinkComposer [data-kind="context"]:has-text("notes.md")'
     );
     const input = page.locator('.jp-ThinkComposer-input');
     await input.fill('first line');

@@ -257,6 +257,9 @@ describe('Tasks and subagents in the sidebar', () => {
     assert.equal(await view.count(), 0);
 
     await waitIdle(page);
+    // The area folds to its header when the request ends; pinned, it stays open (also
+    // after the reload of the next test).
+    await page.getByRole('button', { name: 'Keep the tasks open' }).click();
     const seen = await progress;
     assert.equal(seen[seen.length - 1], 100);
     assert.ok(
