@@ -159,32 +159,34 @@ def _frame_anchors() -> dict[str, str]:
     for name, schema in components().items():
         if "oneOf" in schema:
             out[name] = "websocket.md#event-frames"
-        else:
+        elif "type" in schema["properties"]:
             out[name] = "websocket.md#" + schema["properties"]["type"]["enum"][0]
+        else:  # an object nested in frames
+            out[name] = "websocket.md#" + name.lower()
     return out
 
 
-def _schema(schema: dict[str, Any]) -> str:
+def _schema(schema: dict[str, Any], rest: str = "") -> str:
+    """One line of Markdown for a schema; ``rest`` is the page of the REST schemas' anchors."""
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
         frame = _frame_anchors().get(name)
-        return f"[{name}]({frame})" if frame else f"[{name}](#{name.lower()})"
+        return f"[{name}]({frame})" if frame else f"[{name}]({rest}#{name.lower()})"
     if "oneOf" in schema or "allOf" in schema:
-        text = " or ".join(_schema(s) for s in schema.get("oneOf") or schema["allOf"])
+        text = " or ".join(_schema(s, rest) for s in schema.get("oneOf") or schema["allOf"])
         return text + (" or null" if schema.get("nullable") else "")
     kind = schema.get("type", "any")
     if isinstance(kind, list):  # JSON Schema's union of types, e.g. ["string", "integer"]
         kind = " or ".join(kind)
     if kind == "array":
-        return f"array of {_schema(schema.get('items', {}))}"
+        return f"array of {_schema(schema.get('items', {}), rest)}"
     if kind == "object" and "properties" in schema:
         req = set(schema.get("required", []))
-        parts = [
-            f"`{k}`{'' if k in req else '?'}: {_schema(v)}" for k, v in schema["properties"].items()
-        ]
+        props = schema["properties"].items()
+        parts = [f"`{k}`{'' if k in req else '?'}: {_schema(v, rest)}" for k, v in props]
         return "{" + ", ".join(parts) + "}"
     if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
-        return f"object of {_schema(schema['additionalProperties'])}"
+        return f"object of {_schema(schema['additionalProperties'], rest)}"
     extra = []
     for key in ("enum", "pattern", "minimum", "maximum", "maxItems", "maxLength", "format"):
         if key in schema:
@@ -257,8 +259,8 @@ def _frames(classes: Any, intro: str = "") -> list[str]:
         if not inspect.getdoc(cls):
             raise ReferenceError_(f"frame {cls.__name__} has no docstring")
         schema = frame_schema(cls)
-        names = schema["properties"]["type"]["enum"]
-        out += [f"### `{names[0]}`", ""]
+        names = schema["properties"].get("type", {}).get("enum", [cls.__name__])
+        out += [f"### `{names[0]}`" if "type" in schema["properties"] else f"### {names[0]}", ""]
         if len(names) > 1:
             out += ["Sent as " + ", ".join(f"`{n}`" for n in names) + ".", ""]
         out += [_cell(schema["description"]), ""]
@@ -268,7 +270,7 @@ def _frames(classes: Any, intro: str = "") -> list[str]:
             out += ["| field | type |", "|---|---|"]
             for key, sub in fields.items():
                 mark = "" if key in req else " (optional)"
-                out.append(f"| `{key}`{mark} | {_cell(_schema(sub))} |")
+                out.append(f"| `{key}`{mark} | {_cell(_schema(sub, 'rest.md'))} |")
             out.append("")
     return out
 
@@ -278,6 +280,7 @@ def websocket_page() -> str:
     from jupyter_ext import websocket
     from think_kernel.agent.events import EVENTS
     from think_kernel.wire import link, session
+    from think_kernel.wire.schema import STRUCTS
 
     out = [
         "# WebSocket reference",
@@ -301,6 +304,9 @@ def websocket_page() -> str:
         "## Other frames a tab receives",
         "",
         *_frames(session.SESSION_FRAMES),
+        "## Objects in frames",
+        "",
+        *_frames(STRUCTS),
         "## Frames a tab sends",
         "",
         *_frames(session.CLIENT_FRAMES),

@@ -80,8 +80,22 @@ def field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
+def required_names(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` without a default (a frame without them is malformed)."""
+    return frozenset(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+
+
+def wire_names(cls: type) -> tuple[str, ...]:
+    """The ``type`` values a frame class is sent as; none for a nested struct."""
+    return cls.wire_types() if issubclass(cls, Frame) else ()
+
+
 def hints(cls: type) -> dict[str, Any]:
-    """The resolved type hints of a frame class's fields (``Annotated`` kept)."""
+    """The resolved type hints of a frame's (or a nested struct's) fields, ``Annotated`` kept."""
     found = typing.get_type_hints(cls, include_extras=True)
     return {name: found[name] for name in field_names(cls)}
 
@@ -120,7 +134,7 @@ def json_check(tp: Any) -> Check:
     if origin is typing.Literal:
         allowed = typing.get_args(tp)
         return lambda v: isinstance(v, (str, int, bool)) and v in allowed
-    if origin is dict or tp is dict:
+    if origin is dict or tp is dict or dataclasses.is_dataclass(tp):
         return lambda v: isinstance(v, dict)
     if origin is list or tp is list:
         args = typing.get_args(tp)
@@ -140,11 +154,7 @@ def _describe(tp: Any) -> str:
 def _checks(cls: type) -> tuple[tuple[str, bool, Check, str], ...]:
     found = _CHECKS.get(cls)
     if found is None:
-        required = {
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        }
+        required = required_names(cls)
         found = _CHECKS[cls] = tuple(
             (name, name in required, json_check(tp), _describe(tp))
             for name, tp in hints(cls).items()

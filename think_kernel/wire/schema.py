@@ -17,9 +17,12 @@ import typing
 from typing import Any, Union
 
 from ..agent.events import EVENTS
-from .base import Frame, field_names, hints, unwrap
+from .base import Frame, field_names, hints, required_names, unwrap, wire_names
 from .link import LINK_FRAMES
-from .session import CLIENT_FRAMES, SESSION_FRAMES
+from .session import CLIENT_FRAMES, SESSION_FRAMES, LiveTool
+
+#: Objects nested in frames (each one component, one TypeScript interface).
+STRUCTS: tuple[type, ...] = (LiveTool,)
 
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -61,6 +64,8 @@ def type_schema(tp: Any) -> dict[str, Any]:
         kinds = {type(a) for a in args}
         base = _SCALARS.get(kinds.pop(), {}) if len(kinds) == 1 else {}
         return {**base, "enum": list(args)}
+    if dataclasses.is_dataclass(tp):
+        return ref(typing.cast(type, tp).__name__)  # a nested struct: one of the components
     if origin is dict or tp is dict:
         value = type_schema(args[1]) if len(args) == 2 else {}
         return {"type": "object", "additionalProperties": value or True}
@@ -75,17 +80,13 @@ def describe(cls: type) -> str:
     return " ".join(doc.split("\n\n", 1)[0].split())
 
 
-def frame_schema(cls: type[Frame]) -> dict[str, Any]:
-    """The JSON Schema of one frame class: ``type`` and its fields."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    required = ["type"] + [
-        name
-        for name in field_names(cls)
-        if fields[name].default is dataclasses.MISSING
-        and fields[name].default_factory is dataclasses.MISSING
-    ]
-    names = list(cls.wire_types())
-    props: dict[str, Any] = {"type": {"type": "string", "enum": names}}
+def frame_schema(cls: type) -> dict[str, Any]:
+    """The JSON Schema of one frame class (``type`` and its fields) or nested struct."""
+    required = [name for name in field_names(cls) if name in required_names(cls)]
+    props: dict[str, Any] = {}
+    if wire_names(cls):
+        required.insert(0, "type")
+        props["type"] = {"type": "string", "enum": list(wire_names(cls))}
     for name, tp in hints(cls).items():
         props[name] = type_schema(tp)
     return {
@@ -114,7 +115,7 @@ def _union(classes: tuple[type[Frame], ...], description: str) -> dict[str, Any]
 def components() -> dict[str, dict[str, Any]]:
     """Component schemas of every event and frame, and of the unions a socket carries."""
     out: dict[str, dict[str, Any]] = {}
-    for cls in (*EVENTS, *SESSION_FRAMES, *CLIENT_FRAMES, *LINK_FRAMES):
+    for cls in (*EVENTS, *SESSION_FRAMES, *CLIENT_FRAMES, *LINK_FRAMES, *STRUCTS):
         if cls.__name__ in out:
             raise ValueError(f"two frame classes are named {cls.__name__}")
         out[cls.__name__] = frame_schema(cls)

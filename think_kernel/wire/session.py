@@ -27,6 +27,17 @@ class LiveFields:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveTool:
+    """A tool call that runs, with its live output so far (in a ``partial`` frame)."""
+
+    id: str
+    name: str
+    progress: str
+    input: Any = None
+    message_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SyncFrame(Frame):
     """First frame: the session, the agent's status (``running`` while a run is in flight)
     with the detail of its last status, the run, and the last stored event's seq."""
@@ -51,12 +62,11 @@ class HistoryFrame(Frame):
 @dataclass(frozen=True, slots=True)
 class PartialFrame(Frame):
     """What the run is doing as the tab connects: the message it streams, its running tool
-    calls (``{"id", "name", "input", "message_id", "progress"}``), and the seq the snapshot
-    includes (later frames follow it)."""
+    calls, and the seq the snapshot includes (later frames follow it)."""
 
     type: ClassVar[str] = "partial"
     message: MessageObject | None = None
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[LiveTool] = field(default_factory=list)
     upto: int = 0
 
 
