@@ -40,7 +40,7 @@ from tests.waiting import until, wait_until
 from think_kernel.collab.watch import InotifyWatcher, SnapshotWatcher
 from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
-from think_kernel.sandbox import probes
+from think_kernel.sandbox.probes import escapes
 from think_kernel.store.location import workspace_key
 
 TOKEN = "history-token"
@@ -470,18 +470,18 @@ async def test_the_doctor_finds_a_history_store_configured_into_the_workspace(
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(config))
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(workspace)
-    probe = await probes._history_store()
+    probe = await escapes.history_store()
     want = tmp_path / "data" / "think" / workspace_key(workspace) / "ystore.db"
     assert probe.contained and str(want) in probe.detail, probe
     # `jupyter lab` started in the home folder: the store folders are in the workspace, and
     # private there (sandboxes cannot reach them), so the history is not exposed.
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(workspace / ".local" / "share" / "jupyter"))
-    probe = await probes._history_store()
+    probe = await escapes.history_store()
     assert probe.contained and str(workspace / ".local") in probe.detail, probe
     # A person's own configuration with jupyter-collaboration's default store: in the cwd.
     (config / "jupyter_server_config.json").write_text(
         json.dumps({"YDocExtension": {"ystore_class": "jupyter_server_ydoc.stores.SQLiteYStore"}})
     )
-    probe = await probes._history_store()
+    probe = await escapes.history_store()
     assert not probe.contained and "is in the workspace" in probe.detail, probe
     assert probe.attack.startswith("the history store")

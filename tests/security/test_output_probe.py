@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from think_kernel import safeoutput
 from think_kernel.sandbox import Sandbox, SandboxConfig, available_tiers
-from think_kernel.sandbox.probes import output_scripting
+from think_kernel.sandbox.probes.escapes import output_scripting
 
 # Starts real processes (kernels, sandboxes, servers, a browser): the slow layer.
 pytestmark = pytest.mark.slow
