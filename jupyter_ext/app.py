@@ -35,11 +35,10 @@ from .link import KernelLinks, LinkHandler, RpcHandler
 from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
 from .modelsetup import model_routes
 from .pipeline import EventPipeline
-from .recovery import Recovery
 from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
+from .runs import ChatSessions, Recovery, RetryPolicy
 from .scheduler import Scheduler
 from .services import Limits, Services
-from .sessions import ChatSessions, RetryPolicy
 from .subagents import KIND as SUBAGENT_CHECK
 from .subagents import SubagentChecks
 from .websocket import SessionSocket

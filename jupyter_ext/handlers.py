@@ -23,7 +23,7 @@ from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .openapi import OPENAPI
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
-from .sessions import SessionNotFound
+from .runs import SessionNotFound
 
 SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
 ID = r"[A-Za-z0-9_.\-]{1,128}"

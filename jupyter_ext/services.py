@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from .link import KernelLinks
     from .pipeline import EventPipeline
     from .reminders import Notifier
+    from .runs import ChatSessions
     from .scheduler import Scheduler
-    from .sessions import ChatSessions
 
 
 @dataclass

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from think_kernel.store import Store
 
     from ..link import KernelInfo, KernelLinks
-    from ..sessions import ChatSessions
+    from ..runs import ChatSessions
 
 log = logging.getLogger(__name__)
 ALIVE_CHECK = 2.0  # seconds between checks that the kernel of a pending call still runs

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from jupyter_ext.sessions import _Run
+from jupyter_ext.runs import ChatRun
 from tests.waiting import until
 from think_kernel.store import new_id
 
@@ -213,8 +213,8 @@ async def test_a_run_its_kernel_does_not_own_is_recovered(api, ws, think, model_
     message = await store.add_message(sid, "user", "lost in transit")
     row = await store.create_run(new_id("r_"), sid, message["id"], chats.owner)
     await store.update_run(row["id"], status="running")
-    run = _Run(row["id"], sid, message["id"], "lost in transit", "", state="running")
-    run.kernel_id, run.delivered, run.ping_floor = chats.kernels[sid], True, chats._next_ping
+    run = ChatRun(row["id"], sid, message["id"], "lost in transit", "", state="running")
+    run.kernel_id, run.delivered, run.ping_floor = chats.kernels[sid], True, chats.owners.next_ping
     chats.runs[run.id] = run
     await until(lambda: len(tab.of("task_complete")) == 2, 30, "the orphan recovered")
     retrying = [f for f in tab.of("task_retrying") if f["task_id"] == row["id"]]

@@ -31,63 +31,26 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from think_kernel.agent.events import TaskEvent
 from think_kernel.store import new_id
 from think_kernel.waits import wait_for
 
-from .approvals import reject_pending
+from ..approvals import reject_pending
+from ..subagents import end_request_tasks
 from .chatkernels import ChatKernels
-from .subagents import end_request_tasks
+from .owners import Owners
+from .run import ChatRun, RetryPolicy, SessionNotFound
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
 
-    from .hub import Hub
-    from .link import KernelInfo, KernelLinks
-    from .pipeline import EventPipeline
+    from ..hub import Hub
+    from ..link import KernelInfo, KernelLinks
+    from ..pipeline import EventPipeline
 
 log = logging.getLogger(__name__)
-
-
-class SessionNotFound(KeyError):
-    """No such chat session."""
-
-
-@dataclass
-class RetryPolicy:
-    """Backoff delays in seconds (``len`` = retries after the first attempt)."""
-
-    delays: list[float] = field(default_factory=lambda: [2.0, 4.0, 8.0])
-
-    def delay(self, attempt: int) -> float | None:
-        """Seconds before retry number ``attempt`` (1-based), or None when out of retries."""
-        return self.delays[attempt - 1] if 0 < attempt <= len(self.delays) else None
-
-
-@dataclass
-class _Run:
-    id: str
-    session_id: str
-    message_id: str
-    content: str
-    context: str
-    attempt: int = 0
-    state: str = "queued"  # queued (waiting its turn), running, retrying
-    kernel_id: str | None = None
-    epoch: str | None = None  # the kernel process that said run_started for this attempt
-    delivered: bool = False  # the chat frame went out on a live link
-    ping_floor: int = 0  # pongs to pings from this id on must list this attempt
-    missing_since: float | None = None  # first pong that did not list it
-    queued_message: bool = False  # its user message waits with status "queued"
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def key(self) -> tuple[str, int]:
-        """What the kernel lists in its ``pong`` for this attempt."""
-        return (self.id, self.attempt)
 
 
 class ChatSessions:
@@ -131,17 +94,16 @@ class ChatSessions:
         self.policy = policy
         self.start_timeout = start_timeout
         self.cancel_timeout = cancel_timeout
-        self.runs: dict[str, _Run] = {}  # every unfinished run this server drives
+        self.runs: dict[str, ChatRun] = {}  # every unfinished run this server drives
         self.holds: Counter[str] = Counter()  # sessions whose kernel serves an MCP call
         self._send_locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._next_ping = 1
-        self._pongs: dict[str, tuple[int, set[tuple[str, int]]]] = {}
+        self.owners = Owners(links.send)  # which attempts each kernel says it owns
         self._closing = False
         self.wake_scheduler: Callable[[], None] = lambda: None
         links.item_listeners.append(self._on_item)
         links.connect_listeners.append(self._on_connect)
-        links.pong_listeners.append(self._on_pong)
+        links.pong_listeners.append(self.owners.on_pong)
 
     # -- API ---------------------------------------------------------------------------------
 
@@ -149,14 +111,14 @@ class ChatSessions:
         """The chat session a kernel serves, if any."""
         return self.pool.session_of(kernel_id)
 
-    def active(self, session_id: str) -> _Run | None:
+    def active(self, session_id: str) -> ChatRun | None:
         """The run a session is busy with (running or retrying), in this server's view."""
         for run in self.runs.values():
             if run.session_id == session_id and run.state != "queued":
                 return run
         return None
 
-    def queued(self, session_id: str) -> list[_Run]:
+    def queued(self, session_id: str) -> list[ChatRun]:
         """Runs waiting behind the active one, oldest first."""
         return [r for r in self.runs.values() if r.session_id == session_id and r.state == "queued"]
 
@@ -224,7 +186,7 @@ class ChatSessions:
                 )
             row = await self.store.create_run(new_id("r_"), session_id, message["id"], self.owner)
             ctx = json.dumps(context, indent=1, default=str) if context else ""
-            run = _Run(row["id"], session_id, message["id"], content, ctx, queued_message=waits)
+            run = ChatRun(row["id"], session_id, message["id"], content, ctx, queued_message=waits)
             run.state = "queued" if waits else "running"  # taken before the lock is released
             self.runs[run.id] = run
         await self.store.update_session(session_id, status="running")
@@ -290,7 +252,7 @@ class ChatSessions:
             else:
                 await self.store.update_run(run_id, status="cancelled", error="message deleted")
             return
-        run = self.runs.get(run_id) or _Run(
+        run = self.runs.get(run_id) or ChatRun(
             run_id, row["session_id"], row["message_id"], message["content"], ""
         )
         if message.get("content_blob"):
@@ -312,7 +274,7 @@ class ChatSessions:
         row = await self.store.get_run(run_id)
         if row is None or row["status"] not in ("queued", "running"):
             return
-        run = self.runs.get(run_id) or _Run(run_id, row["session_id"], row["message_id"], "", "")
+        run = self.runs.get(run_id) or ChatRun(run_id, row["session_id"], row["message_id"], "", "")
         run.attempt = int(row["attempt"])
         self.runs[run_id] = run
         message = await self.store.get_message(row["message_id"])
@@ -351,7 +313,7 @@ class ChatSessions:
                 await self.store.update_run(row["id"], status="cancelled", error="message deleted")
                 return
             content = await self.store.message_content(message)
-            run = _Run(
+            run = ChatRun(
                 row["id"],
                 row["session_id"],
                 row["message_id"],
@@ -362,30 +324,13 @@ class ChatSessions:
             self.runs[run.id] = run
             await self._start_next(run.session_id)
 
-    def lost_owner(self, run: _Run, grace: float) -> bool:
-        """Whether the kernel stopped listing this attempt for ``grace`` seconds.
-
-        A pong may overtake the stored ``run_end`` of a run that just finished: only a run
-        still missing after ``grace`` counts as lost.
-        """
-        if run.kernel_id is None or not run.delivered or run.ping_floor == 0:
-            return False
-        pong = self._pongs.get(run.kernel_id)
-        if pong is None or pong[0] < run.ping_floor:
-            return False
-        if run.key in pong[1]:
-            run.missing_since = None
-            return False
-        now = time.monotonic()
-        if run.missing_since is None:
-            run.missing_since = now
-        return now - run.missing_since >= grace
+    def lost_owner(self, run: ChatRun, grace: float) -> bool:
+        """Whether the run's kernel stopped listing its attempt for ``grace`` seconds."""
+        return self.owners.lost(run, grace)
 
     def ping(self, kernel_id: str) -> None:
         """Ask a kernel which runs it owns (answered by a ``pong`` listing them)."""
-        ping_id = self._next_ping
-        self._next_ping += 1
-        self.links.send(kernel_id, {"type": "ping", "id": ping_id})
+        self.owners.ping(kernel_id)
 
     async def forget(self, session_id: str) -> None:
         """Cancel the session's runs and shut its kernel down (the session is being deleted)."""
@@ -431,7 +376,7 @@ class ChatSessions:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _start(self, run: _Run) -> None:
+    async def _start(self, run: ChatRun) -> None:
         """Make a queued run the session's active one and send it to the kernel."""
         run.state = "running"
         if run.queued_message:
@@ -455,7 +400,7 @@ class ChatSessions:
             elif await self.store.active_run(session_id) is None:
                 await self.store.update_session(session_id, status="idle")
 
-    async def _drop_queued(self, run: _Run) -> None:
+    async def _drop_queued(self, run: ChatRun) -> None:
         if self.runs.pop(run.id, None) is None:
             return
         await self.store.update_run(run.id, status="cancelled", error="cancelled")
@@ -467,7 +412,7 @@ class ChatSessions:
         await self._task_event(run, "failed", "cancelled", run.attempt)
         run.done.set()
 
-    def _chat_frame(self, run: _Run) -> dict[str, Any]:
+    def _chat_frame(self, run: ChatRun) -> dict[str, Any]:
         return {
             "type": "chat",
             "run_id": run.id,
@@ -478,12 +423,12 @@ class ChatSessions:
             "context": run.context,
         }
 
-    def _send_chat(self, kernel_id: str, run: _Run) -> None:
+    def _send_chat(self, kernel_id: str, run: ChatRun) -> None:
         if self.links.send(kernel_id, self._chat_frame(run)):
             run.delivered = True
-            run.ping_floor = self._next_ping  # pings sent from now on follow the frame
+            run.ping_floor = self.owners.next_ping  # pings sent from now on follow the frame
 
-    async def _deliver(self, run: _Run) -> None:
+    async def _deliver(self, run: ChatRun) -> None:
         try:
             kid = await self.ensure_kernel(run.session_id)
             run.kernel_id = kid
@@ -511,18 +456,6 @@ class ChatSessions:
             elif run.epoch is None:
                 self._send_chat(info.kernel_id, run)  # the kernel drops it if it has it
 
-    def _on_pong(self, info: KernelInfo, frame: dict[str, Any]) -> None:
-        ping_id = frame.get("id")
-        runs = frame.get("runs")
-        if not isinstance(ping_id, int) or not isinstance(runs, list):
-            return  # a keep-alive pong, or a kernel that does not list its runs
-        keys = {
-            (str(r[0]), int(r[1]))
-            for r in runs
-            if isinstance(r, list) and len(r) == 2 and isinstance(r[1], int)
-        }
-        self._pongs[info.kernel_id] = (ping_id, keys)
-
     def _on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
         if self._closing:
             return
@@ -547,7 +480,7 @@ class ChatSessions:
 
     # -- ending ------------------------------------------------------------------------------
 
-    async def _finish(self, run: _Run, status: str, error: str) -> None:
+    async def _finish(self, run: ChatRun, status: str, error: str) -> None:
         if self.runs.pop(run.id, None) is None:
             return
         final = {"complete": "complete", "cancelled": "cancelled"}.get(status, "failed")
@@ -577,6 +510,6 @@ class ChatSessions:
         self.pool.touch(run.session_id)  # idle time counts from the end of the last run
         await self._start_next(run.session_id)
 
-    async def _task_event(self, run: _Run, kind: str, detail: str, attempt: int = 0) -> None:
+    async def _task_event(self, run: ChatRun, kind: str, detail: str, attempt: int = 0) -> None:
         event = TaskEvent(kind=kind, task_id=run.id, detail=detail, attempt=attempt)  # type: ignore[arg-type]
         await self.pipeline.emit(run.session_id, dict(event.to_dict(), run_id=run.id))

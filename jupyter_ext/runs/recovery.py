@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from think_kernel.store import Store
 
-    from .hub import Hub
-    from .link import KernelLinks
+    from ..hub import Hub
+    from ..link import KernelLinks
     from .sessions import ChatSessions
 
 log = logging.getLogger(__name__)
