@@ -20,15 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from jupyter_server.services.contents.filecheckpoints import FileCheckpoints
-from jupyter_server.services.contents.fileio import FileManagerMixin
 from traitlets import Bool, Float, Int, List, Unicode
 
 from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
 
-from .collab.contents import ThinkCheckpoints, ThinkContentsManager
-from .collab.ystore import place_ystore
+from .collab import wiring
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
@@ -37,11 +34,19 @@ from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
 from .runs import ChatSessions, Recovery, RetryPolicy
+from .runs.earlykernel import (
+    DEFAULT_POOL_SIZE,
+    keep_preloaded,
+    preload_first_kernel,
+    start_early_spare,
+)
 from .scheduler import Scheduler
 from .services import Limits, Services
 from .subagents import KIND as SUBAGENT_CHECK
 from .subagents import SubagentChecks
 from .websocket import SessionSocket
+
+__all__ = ["ThinkExtension", "preload_first_kernel"]
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +113,7 @@ class ThinkExtension(ExtensionApp):
         help="Seconds to wait for a new kernel's link before the request is retried. Default: 60.",
     )
     kernel_pool_size = Int(
-        1,
+        DEFAULT_POOL_SIZE,
         config=True,
         help="Think kernels kept started ahead of need, so a new chat answers at once; each "
         "costs the memory of an idle kernel (about 100 MB) and holds no session, sandbox or "
@@ -266,45 +271,15 @@ class ThinkExtension(ExtensionApp):
 
     def _link_jupyter_server_extension(self, serverapp: Any) -> None:
         """Install the link-safe contents manager (unless another one is configured) and
-        keep jupyter-collaboration's session file out of the workspace (issue 9)."""
+        keep jupyter-collaboration's files out of the workspace (:mod:`.collab.wiring`)."""
         super()._link_jupyter_server_extension(serverapp)
-        self._preload_kernel(serverapp)
-        configured = serverapp.config.get("ServerApp", {})
-        if "contents_manager_class" not in configured:
-            serverapp.contents_manager_class = ThinkContentsManager
-        ydoc = serverapp.config.get("YDocExtension", {})
-        if not ydoc.get("session_store_path"):
-            path = str(self.store_dir() / "collaboration_sessions.json")
-            serverapp.config.YDocExtension.session_store_path = path
-        # The rooms' Yjs history too (linked before jupyter_server_ydoc, which copies this).
-        place_ystore(serverapp, self.store_dir(), self._root())
+        keep_preloaded(serverapp, self.kernel_pool_size)
+        wiring.install(serverapp, self.store_dir(), self._root())
 
     def _check_contents_manager(self) -> None:
         """Warn when saves may follow links planted by sandboxed code."""
         assert self.serverapp is not None
-        cm = self.serverapp.contents_manager
-        if isinstance(cm, FileManagerMixin) and not isinstance(cm, ThinkContentsManager):
-            self.log.warning(
-                "Think: the contents manager %s follows symbolic links when it saves; code "
-                "the agent runs can plant links in the workspace and have a save write "
-                "outside it with this server's rights. Use jupyter_ext.collab.contents."
-                "ThinkContentsManager (or a subclass) as ServerApp.contents_manager_class.",
-                type(cm).__name__,
-            )
-        checkpoints = getattr(cm, "checkpoints", None)
-        if isinstance(checkpoints, FileCheckpoints) and not isinstance(
-            checkpoints, ThinkCheckpoints
-        ):
-            self.log.warning(
-                "Think: the checkpoints class %s follows symbolic links; use "
-                "jupyter_ext.collab.contents.ThinkCheckpoints.",
-                type(checkpoints).__name__,
-            )
-        settings = self.serverapp.web_app.settings
-        if not settings.get("collaborative_session_store_path"):
-            settings["collaborative_session_store_path"] = str(
-                self.store_dir() / "collaboration_sessions.json"
-            )
+        wiring.check(self.serverapp, self.store_dir(), self.log)
 
     def register_rpc(self, name: str, handler: RpcHandler) -> None:
         """Serve ``await link.request(name, params)`` from kernels: ``handler(info, params)``."""
@@ -325,41 +300,11 @@ class ThinkExtension(ExtensionApp):
         chats = self.services.chats
         return chats.session_of(kernel_id) if chats is not None else None
 
-    def _preload_kernel(self, serverapp: Any) -> None:
-        """Keep the process ``preload_first_kernel`` started only if the early spare will
-        use it (the extension's own config files are read by now); start it if it was not
-        (a host that links extensions without listing them first)."""
-        from think_kernel.kernel import provisioner
-
-        if self.kernel_pool_size > 0 and _loop_not_started(serverapp) is not None:
-            provisioner.preload()
-        else:
-            provisioner.discard()
-
     def _start_early_spare(self) -> tuple[str, dict[str, str]] | None:
-        """Start the pool's first spare kernel now, while the server still loads (issue 17:
-        the first message after a server start waited for a whole kernel start-up; this one
-        runs beside the server's own loading). Only where the server's loop has not started
-        yet (``jupyter server``): a host that loads extensions on a running loop gets its
-        spares from the pool as usual. Returns (kernel id, the environment it got)."""
+        """Start the pool's first spare kernel while the server still loads
+        (:mod:`.runs.earlykernel`). Returns (kernel id, the environment it got)."""
         app = self.serverapp
-        loop = _loop_not_started(app)
-        if self.kernel_pool_size <= 0 or app is None or loop is None:
-            return None
-        try:
-            env = self._kernel_env()
-            km: Any = app.kernel_manager
-            start = km.start_kernel(
-                kernel_name=self.kernel_name, path="", env={**os.environ, **env}
-            )
-            return str(loop.run_until_complete(start)), env
-        except Exception:  # a nicety: the pool starts its spares later anyway
-            self.log.warning("Think: could not start a spare kernel early", exc_info=True)
-            return None
-        finally:
-            from think_kernel.kernel import provisioner
-
-            provisioner.discard()  # if the spare did not use it, nothing else will
+        return start_early_spare(app, self.kernel_pool_size, self.kernel_name, self._kernel_env)
 
     def _kernel_env(self) -> dict[str, str]:
         # Only where to find the server: never a credential, and no session (a kernel of the
@@ -480,41 +425,6 @@ class ThinkExtension(ExtensionApp):
             documents.files.close()
         if svc.store is not None:
             await svc.store.close()
-
-
-def _loop_not_started(serverapp: Any) -> Any:
-    """The server's asyncio loop if it has not started yet (``jupyter server`` / ``jupyter
-    lab`` loading extensions), else None (a host that loads them on a running loop)."""
-    loop: Any = getattr(getattr(serverapp, "io_loop", None), "asyncio_loop", None)
-    if loop is None or loop.is_running() or loop.is_closed():
-        return None
-    return loop
-
-
-def preload_first_kernel() -> None:
-    """Called when jupyter_server finds the extension, before it links and loads it: if a
-    server is starting with a kernel pool, start importing its first spare kernel now (issue
-    17). The server's other extensions import, link and load for a second or more after this;
-    the kernel's imports take most of that, and the early spare then starts in milliseconds
-    (think_kernel/kernel/provisioner.py). ``jupyter server extension list`` and other tools that
-    read the extension points have no server instance: nothing starts."""
-    try:
-        from jupyter_server.serverapp import ServerApp
-
-        if not ServerApp.initialized():
-            return
-        app = ServerApp.instance()
-        if _loop_not_started(app) is None:
-            return
-        configured = app.config.get("ThinkExtension", {})
-        default = ThinkExtension.class_traits()["kernel_pool_size"].default_value
-        if int(configured.get("kernel_pool_size", default)) <= 0:
-            return
-        from think_kernel.kernel import provisioner
-
-        provisioner.preload()
-    except Exception:  # a nicety: the early spare starts the usual way without it
-        logging.getLogger(__name__).debug("no preloaded kernel", exc_info=True)
 
 
 def _stop_cleanly_on_sigint(serverapp: Any, log: logging.Logger) -> None:
