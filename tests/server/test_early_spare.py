@@ -82,7 +82,7 @@ def test_reading_the_extension_points_outside_a_server_starts_nothing():
     """`jupyter server extension list` and other tools read the extension points: only a
     server that is starting preloads a kernel."""
     code = (
-        "import jupyter_ext; from think_kernel import provisioner; "
+        "import jupyter_ext; from think_kernel.kernel import provisioner; "
         "jupyter_ext._jupyter_server_extension_points(); print(provisioner._waiting)"
     )
     out = subprocess.run(
