@@ -48,111 +48,30 @@ from __future__ import annotations
 import asyncio
 import json
 import posixpath
-import stat
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 from jupyter_server.utils import ensure_async
 from jupyter_ydoc import YNotebook, YUnicode
-from pycrdt import Text
 from tornado.web import HTTPError
 
 from think_kernel.collab import ydocs
 from think_kernel.collab.history import VersionLog
 from think_kernel.collab.merge import MergeConflict, changed_lines, merge_edit
-from think_kernel.safefs import SafeRoot
-from think_kernel.tools.textpage import NotUtf8, check_utf8
 from think_kernel.tools.workspace import MAX_EDIT_BYTES
 
 from .activity import RoomActivity
+from .doccheck import (
+    UNLOADABLE,
+    DocumentError,
+    check_loadable,
+    check_path,
+    conflict,
+    kind_of,
+    source_of,
+)
 from .roomfiles import RoomFiles
-
-
-class DocumentError(Exception):
-    """A request the agent can correct (missing file, unknown cell, a conflict, ...)."""
-
-    def __init__(self, message: str, code: str = "DOCUMENT_ERROR", **data: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.data = data
-
-
-def _conflict(what: str, e: MergeConflict, current: str) -> DocumentError:
-    return DocumentError(
-        f"{what} {e}; someone else edited the same lines, so nothing was written",
-        "CONFLICT",
-        current=current,
-        lines=e.lines,
-    )
-
-
-def _kind(path: str) -> str:
-    return "notebook" if path.endswith(".ipynb") else "file"
-
-
-def _source(doc: Any) -> Text:
-    # "source" is the documented root type of a YUnicode/YFile document.
-    return doc.ydoc.get("source", type=Text)
-
-
-def check_path(path: str) -> str:
-    """A normalised server-relative path; DocumentError if it is empty or leaves the root."""
-    return _check_path(path)
-
-
-def _check_path(path: str) -> str:
-    if not isinstance(path, str) or not path.strip():
-        raise DocumentError("path is empty")
-    norm = posixpath.normpath(path.strip().replace("\\", "/"))
-    if norm.startswith("/") or norm == ".." or norm.startswith("../"):
-        raise DocumentError(f"{path!r} is outside the server root")
-    return norm
-
-
-#: Codes of files that are never loaded into a room (see :func:`check_loadable`).
-UNLOADABLE = ("NOT_UTF8", "TOO_LARGE", "NOT_REGULAR")
-
-
-async def check_loadable(
-    root_dir: str, path: str, max_bytes: int, checked: dict[str, tuple[int, int, int]]
-) -> None:
-    """Refuse to load into a room (and the server's memory) what does not belong there:
-    anything but a regular file, a file over ``max_bytes``, or one that is not UTF-8
-    (jupyter-collaboration would fail to load it, and keep a broken empty room that a later
-    save would write over the file). ``checked`` remembers files already found fine, by
-    inode, size and mtime, so a file is read once per change (issue 9)."""
-
-    def check() -> None:
-        fs = SafeRoot(root_dir)
-        try:
-            st = fs.stat(path)
-            if st is None:
-                return
-            if not stat.S_ISREG(st.st_mode):
-                raise DocumentError(f"{path!r} is not a regular file", "NOT_REGULAR")
-            if st.st_size > max_bytes:
-                raise DocumentError(
-                    f"{path} is {st.st_size} bytes; files over {max_bytes} bytes are not "
-                    "loaded into a collaboration room",
-                    "TOO_LARGE",
-                )
-            key = (st.st_ino, st.st_size, st.st_mtime_ns)
-            if checked.get(path) == key:
-                return
-            with fs.open_read(path) as f:
-                check_utf8(f)
-            checked[path] = key
-        except NotUtf8 as e:
-            raise DocumentError(
-                f"{path} is not UTF-8 text (byte {e.offset}); it is not loaded into a "
-                "collaboration room",
-                "NOT_UTF8",
-            ) from None
-        except OSError as e:
-            raise DocumentError(str(e), "PATH_NOT_ALLOWED") from None
-
-    await asyncio.to_thread(check)
 
 
 class DocumentService:
@@ -210,7 +129,7 @@ class DocumentService:
 
     async def document(self, path: str, create_file: bool = False) -> YUnicode | YNotebook:
         """The live shared document of ``path`` (its room is created if needed)."""
-        path = _check_path(path)
+        path = check_path(path)
         if not await self._exists(path):
             if not create_file:
                 raise DocumentError(f"{path!r} does not exist")
@@ -220,7 +139,7 @@ class DocumentService:
             raise DocumentError("jupyter-collaboration (jupyter_server_ydoc) is not enabled")
         if self.files is not None and self.files.mapping is None:
             self.files.install()  # before the room (and its file loader) is made
-        notebook = _kind(path) == "notebook"
+        notebook = kind_of(path) == "notebook"
         await check_loadable(self.serverapp.root_dir, path, self.max_bytes, self._loadable)
         try:
             doc = await ext.get_document(
@@ -252,7 +171,7 @@ class DocumentService:
                 sub = "/".join(parts[:i])
                 if not await ensure_async(cm.dir_exists(sub)):
                     await ensure_async(cm.save({"type": "directory"}, sub))
-        if _kind(path) == "notebook":
+        if kind_of(path) == "notebook":
             model = {"type": "notebook", "format": "json", "content": ydocs.new_notebook_json()}
         else:
             model = {"type": "file", "format": "text", "content": ""}
@@ -306,7 +225,7 @@ class DocumentService:
     ) -> dict[str, Any]:
         """Make a file's text ``content`` by minimal edits, merged with others' since ``base``
         (a conflict is refused); with ``quiet``, wait while a person types on those lines."""
-        path = _check_path(path)
+        path = check_path(path)
         async with self._lock(path):
             created = not await self._exists(path)
             doc = await self.document(path, create_file=True)
@@ -316,7 +235,7 @@ class DocumentService:
                 except json.JSONDecodeError as e:
                     raise DocumentError(f"{path} is a notebook; content is not JSON: {e}") from e
                 return await self._set_notebook(path, doc, target_nb, action_id, "write")
-            text = _source(doc)
+            text = source_of(doc)
             current = str(text)
             if quiet > 0:
                 # First wait for the person to finish typing there; then merge with it.
@@ -327,7 +246,7 @@ class DocumentService:
             try:
                 target = content if base is None else merge_edit(base, content, current)
             except MergeConflict as e:
-                raise _conflict(path, e, current) from None
+                raise conflict(path, e, current) from None
             self._remember_initial(path, doc)
             self._show(doc, path, "write")
             origin = ydocs.origin_for(action_id)
@@ -341,7 +260,7 @@ class DocumentService:
         self, path: str, old: str, new: str, replace_all: bool = False, action_id: str = ""
     ) -> dict[str, Any]:
         """Replace ``old`` by ``new`` in the current text, atomically in the room."""
-        path = _check_path(path)
+        path = check_path(path)
         async with self._lock(path):
             doc = await self.document(path)
             if isinstance(doc, YNotebook):
@@ -359,13 +278,13 @@ class DocumentService:
             origin = ydocs.origin_for(action_id)
             target = current.replace(old, new) if replace_all else current.replace(old, new, 1)
             with doc.ydoc.transaction(origin=origin):
-                ops = ydocs.apply_text(_source(doc), target)
+                ops = ydocs.apply_text(source_of(doc), target)
             version = self._record(path, doc, origin, action_id, f"edit {count}x")
             return {"ops": ops, "count": count if replace_all else 1, "version": version}
 
     async def delete(self, path: str, action_id: str = "") -> dict[str, Any]:
         """Delete a file through the contents manager (as the file browser does)."""
-        path = _check_path(path)
+        path = check_path(path)
         async with self._lock(path):
             if not await self._exists(path):
                 raise DocumentError(f"{path!r} does not exist")
@@ -375,7 +294,7 @@ class DocumentService:
             except DocumentError as e:
                 if e.code not in UNLOADABLE:
                     raise
-            else:  # a file no room can hold (issue 9) is deleted without a version
+            else:  # a file no room can hold is deleted without a version
                 self._remember_initial(path, doc)
                 self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
             await ensure_async(self.serverapp.contents_manager.delete(path))
@@ -384,7 +303,7 @@ class DocumentService:
     # ------------------------------------------------------------------ notebooks
 
     async def _notebook(self, path: str, create: bool = False) -> YNotebook:
-        if _kind(path) != "notebook":
+        if kind_of(path) != "notebook":
             raise DocumentError(f"{path!r} is not a notebook (.ipynb)")
         doc = await self.document(path, create_file=create)
         assert isinstance(doc, YNotebook)
@@ -392,14 +311,14 @@ class DocumentService:
 
     async def read_notebook(self, path: str) -> dict[str, Any]:
         """Cells with ids, sources and summarised outputs."""
-        doc = await self._notebook(_check_path(path))
+        doc = await self._notebook(check_path(path))
         return ydocs.notebook_view(doc.get())
 
     async def insert_cell(
         self, path: str, index: int, source: str, cell_type: str = "code", action_id: str = ""
     ) -> dict[str, Any]:
         """Insert a new cell (the notebook is created if missing); return its id."""
-        path = _check_path(path)
+        path = check_path(path)
         async with self._lock(path):
             doc = await self._notebook(path, create=True)
             self._remember_initial(path, doc)
@@ -428,7 +347,7 @@ class DocumentService:
     ) -> dict[str, Any]:
         """Set a cell's source by a granular diff, merged with others' edits since ``base``
         (a conflict is refused); with ``quiet``, wait while a person types in the cell."""
-        path = _check_path(path)
+        path = check_path(path)
         async with self._lock(path):
             doc = await self._notebook(path)
             try:
@@ -444,7 +363,7 @@ class DocumentService:
             try:
                 target = source if base is None else merge_edit(base, source, current)
             except MergeConflict as e:
-                raise _conflict(f"cell {cell_id} of {path}", e, current) from None
+                raise conflict(f"cell {cell_id} of {path}", e, current) from None
             self._remember_initial(path, doc)
             self._show(doc, path, "edit_cell", cell_id)
             origin = ydocs.origin_for(action_id)
@@ -455,7 +374,7 @@ class DocumentService:
 
     async def delete_cell(self, path: str, cell_id: str, action_id: str = "") -> dict[str, Any]:
         """Delete a cell by id."""
-        path = _check_path(path)
+        path = check_path(path)
         async with self._lock(path):
             doc = await self._notebook(path)
             self._remember_initial(path, doc)
@@ -490,12 +409,12 @@ class DocumentService:
 
     async def versions(self, path: str) -> dict[str, Any]:
         """Recorded versions of a path, oldest first."""
-        path = _check_path(path)
+        path = check_path(path)
         return {"versions": [v.to_dict() for v in self.history.versions(path)]}
 
     async def revert(self, path: str, version: int, action_id: str = "") -> dict[str, Any]:
         """Bring a document back to a recorded version, as a new attributed edit."""
-        path = _check_path(path)
+        path = check_path(path)
         try:
             content = self.history.content(path, int(version))
         except KeyError as e:
@@ -509,7 +428,7 @@ class DocumentService:
                 ops = 0
             else:
                 with doc.ydoc.transaction(origin=origin):
-                    ops = ydocs.apply_text(_source(doc), content)
+                    ops = ydocs.apply_text(source_of(doc), content)
             self._show(doc, path, "revert")
             new = self._record(path, doc, origin, action_id, f"revert to {version}")
             return {"ops": ops, "version": new}
