@@ -50,6 +50,8 @@ from .sandbox import Sandbox, SandboxConfig, SandboxError
 from .sandbox.asuser import ActingAs, Identity, sandbox_identity
 from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
+from .skills.tools import SKILL_TOOLS
+from .skills.wiring import open_skills
 from .store import Store, location, new_id
 from .subagents import Subagents
 from .subagents.facet import WORKING_ON
@@ -195,7 +197,10 @@ class Runtime:
         # Disk and rooms agree around every sandboxed run (flush before, merge after).
         self.files = FileSync(self.workspace)
         self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
+        # AGENTS.md files and skills, read again at each request.
+        self.skills = open_skills(root, self.config.config, session_path)
         self.services = ToolServices(
+            skills=self.skills,
             files=self.files,
             sandbox=self.ensure_sandbox,
             notebooks=self._notebooks,
@@ -492,6 +497,7 @@ class Runtime:
             *TASK_TOOLS,
             *SUBAGENT_TOOLS,
             *SCHEDULE_TOOLS,
+            *SKILL_TOOLS,
         ]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
@@ -583,7 +589,7 @@ class Runtime:
         layers = [self.instructions]
         layers += [getattr(ext, "instructions", "") for ext in self._extensions]
         layers += [self.config.instructions, str(props.get("instructions") or "")]
-        return build_system_prompt(*layers)
+        return build_system_prompt(*layers, self.skills.prompt())
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -692,7 +698,8 @@ class Runtime:
             yield starting
             await self.mcp.discover()
         agent = self.make_agent(props, model=model)
-        text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
+        text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
+        text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
         answered = False

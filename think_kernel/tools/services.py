@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..sandbox.config import SandboxConfig
     from ..sandbox.result import ExecResult
     from ..schedules.config import ScheduleConfig
+    from ..skills.session import SessionSkills
     from ..subagents.manager import Subagents
     from ..web.fetch import FetchConfig, FetchLog
     from ..web.services import WebServices
@@ -98,3 +99,5 @@ class ToolServices:
     subagents: Subagents | None = None
     #: Whose rights file access has (a root kernel acts as the session's sandbox uid).
     acting: ActingAs | None = None
+    #: The session's AGENTS.md files and skills (the skill tools).
+    skills: SessionSkills | None = None

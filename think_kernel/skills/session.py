@@ -1,0 +1,94 @@
+"""The instructions and skills of one session, read again at each request.
+
+skills = SessionSkills(SkillLibrary(root), ProjectInstructions(root), "nb/a.ipynb")
+system = build_system_prompt(..., skills.prompt())   # AGENTS.md + the skill catalog
+request, attached = skills.expand("/csv-tips read data.csv")
+skills.status()   # {"instructions": {...}, "skills": {...}} for %think_status
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .catalog import catalog_text
+from .instructions import ProjectInstructions
+from .library import LoadedSkill, Scan, SkillLibrary
+from .report import Report
+
+#: ``/name`` at the very start of a message names a skill to load with it.
+_SLASH = re.compile(r"^/([a-z0-9]+(?:-[a-z0-9]+)*)(?=\s|$)")
+
+
+def skill_block(loaded: LoadedSkill) -> str:
+    """A skill's instructions as the model gets them (``load_skill`` and ``/name``)."""
+    skill = loaded.skill
+    return (
+        f'<skill name="{skill.name}" source="{skill.source}" folder="{skill.where}">\n'
+        f"{skill.instructions}\n</skill>\n"
+        f"The skill's files are in {skill.where}/ (read them with read_skill_file; run its "
+        "scripts from there like any code)."
+    )
+
+
+class SessionSkills:
+    """What one session's requests see of AGENTS.md files and skills."""
+
+    def __init__(
+        self, library: SkillLibrary, instructions: ProjectInstructions, session_path: str = ""
+    ) -> None:
+        self.library = library
+        self.instructions = instructions
+        self.session_path = session_path
+        self.last_scan = Scan()
+        self.last_instructions = Report()
+
+    def scan(self) -> Scan:
+        """The skills now (a stat per skill; a SKILL.md is re-read only when it changed)."""
+        self.last_scan = self.library.scan()
+        return self.last_scan
+
+    def prompt(self) -> str:
+        """The system prompt's sections: project instructions, then the skill catalog."""
+        text, self.last_instructions = self.instructions.read(self.session_path)
+        catalog = catalog_text(self.scan().skills.values(), self.library.config.catalog_max_chars)
+        return "\n".join(p for p in (text, catalog) if p)
+
+    def find(self, name: str) -> LoadedSkill | None:
+        """The skill of that name as it is now, or None."""
+        return self.scan().skills.get(name)
+
+    def expand(self, request: str) -> tuple[str, str | None]:
+        """A request starting with ``/name`` of a known skill, with that skill's instructions
+        attached, and the name; any other request unchanged (and None)."""
+        m = _SLASH.match(request)
+        if m is None:
+            return request, None
+        loaded = self.find(m.group(1))
+        if loaded is None:
+            return request, None
+        rest = request[m.end() :].strip() or f"Use the {loaded.skill.name} skill."
+        return f"{rest}\n\n(The person asked for this skill.)\n{skill_block(loaded)}", m.group(1)
+
+    def status(self) -> dict[str, Any]:
+        """What the last request loaded: ``{"instructions": ..., "skills": ...}``."""
+        if not self.last_scan.report.loaded and not self.last_scan.report.invalid:
+            self.prompt()
+        return {
+            "instructions": self.last_instructions.as_json(),
+            "skills": self.last_scan.report.as_json(),
+        }
+
+    def status_lines(self) -> list[str]:
+        """``%think_status`` lines: the AGENTS.md files, then the skills, with refusals."""
+        self.status()  # read once if no request has yet
+        out = ["instructions: " + (", ".join(self._paths(self.last_instructions)) or "none")]
+        out += [f"  {line}" for line in self.last_instructions.lines() if "invalid" in line]
+        skills = self.last_scan.report
+        out.append("skills: " + (", ".join(f.name for f in skills.loaded) or "none"))
+        out += [f"  {line}" for line in skills.lines()]
+        return out
+
+    @staticmethod
+    def _paths(report: Report) -> list[str]:
+        return [f"{f.path}{' (' + f.note + ')' if f.note else ''}" for f in report.loaded]
