@@ -46,19 +46,18 @@ from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import SETTING, Endpoint, resolve
 from .mcp import McpServers
-from .sandbox import Sandbox, SandboxConfig, SandboxError
-from .sandbox.asuser import ActingAs, Identity, sandbox_identity
+from .sandbox import Sandbox, SandboxConfig
+from .sandbox.asuser import ActingAs
+from .sandbox.lifecycle import SessionSandbox
 from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
-from .skills.tools import SKILL_TOOLS
-from .skills.wiring import open_skills
 from .store import Store, location, new_id
 from .subagents import Subagents
 from .subagents.facet import WORKING_ON
 from .subagents.tools import SUBAGENT_TOOLS
 from .tasks import TaskBoard, TasksConfig
 from .tasks.tools import TASK_TOOLS
-from .tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry
+from .tools.base import ToolContext, ToolFunc, ToolOutput, ToolRegistry
 from .tools.code import CODE_TOOLS
 from .tools.files import FILE_TOOLS
 from .tools.notebooks import NOTEBOOK_TOOLS
@@ -190,17 +189,17 @@ class Runtime:
         self._extensions = load_extensions() if extensions is None else extensions
         self.sinks: list[Sink] = []
         self.read_paths: set[str] = set()
-        self.sandbox: Sandbox | None = None
-        self.sandbox_config = SandboxConfig(config=self.config.config)
-        self._sandbox_task: asyncio.Task[Sandbox] | None = None
         self.current_message_id = ""
         # Disk and rooms agree around every sandboxed run (flush before, merge after).
         self.files = FileSync(self.workspace)
+        self.box = SessionSandbox(
+            self.workspace.root,
+            SandboxConfig(config=self.config.config),
+            loopback=self._loopback,
+            before_ready=self.files.start,
+        )
         self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
-        # AGENTS.md files and skills, read again at each request.
-        self.skills = open_skills(root, self.config.config, session_path)
         self.services = ToolServices(
-            skills=self.skills,
             files=self.files,
             sandbox=self.ensure_sandbox,
             notebooks=self._notebooks,
@@ -212,10 +211,11 @@ class Runtime:
         )
         # A root kernel gives each session's sandbox a uid: its tool calls and loopback calls
         # then touch files with that uid's rights, not root's.
-        self._sandbox_requested = False
         self.acting: ActingAs | None = None
         if os.geteuid() == 0:
-            self.acting = self.services.acting = ActingAs(self._session_identity)
+            self.acting = self.services.acting = ActingAs(
+                lambda: self.box.identity(self.session_id)
+            )
         self.tools = self._build_tools()
         self.approvals = SessionApprovals(self.config, self.tools, self)
         # MCP servers' tools (issue 15): from the cache now; servers start on first use.
@@ -384,12 +384,7 @@ class Runtime:
         for task in list(self._titles):  # a title is a nicety: never wait on it to close
             task.cancel()
         await asyncio.gather(*self._titles, return_exceptions=True)
-        if self._sandbox_task is not None and not self._sandbox_task.done():
-            self._sandbox_task.cancel()
-            await asyncio.gather(self._sandbox_task, return_exceptions=True)
-        if self.sandbox is not None:
-            await self.sandbox.close()
-            self.sandbox = None
+        await self.box.close()
         await self.web.aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel
         self.files.close()
@@ -407,44 +402,27 @@ class Runtime:
 
     # -- sandbox -----------------------------------------------------------------------------
 
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The session sandbox once it has started."""
+        return self.box.sandbox
+
+    @property
+    def sandbox_config(self) -> SandboxConfig:
+        """The sandbox's settings (tier, timeouts, limits)."""
+        return self.box.config
+
     def prewarm_sandbox(self) -> None:
         """Start the session sandbox in the background (the kernel does this at start)."""
-        self._sandbox_requested = True
-        if self._sandbox_task is None:
-            self._sandbox_task = asyncio.ensure_future(self._create_sandbox())
-
-    async def _create_sandbox(self) -> Sandbox:
-        sandbox = await Sandbox.create(self.workspace.root, self.session_id, self.sandbox_config)
-        await sandbox.serve_loopback(self._loopback)
-        # The workspace watch is set up while the zygote starts (a big tree takes a moment).
-        await self.files.start()
-        self.sandbox = sandbox
-        return sandbox
+        self.box.prewarm(self.session_id)
 
     async def wait_sandbox(self) -> None:
         """Wait until the prewarmed sandbox has started (or failed: first use says why)."""
-        if self._sandbox_task is not None:
-            await asyncio.gather(asyncio.shield(self._sandbox_task), return_exceptions=True)
+        await self.box.wait()
 
     async def ensure_sandbox(self) -> Sandbox:
         """The session sandbox, started on first use; ToolError says why when it cannot run."""
-        if self.sandbox is not None:
-            return self.sandbox
-        self.prewarm_sandbox()
-        assert self._sandbox_task is not None
-        try:
-            return await asyncio.shield(self._sandbox_task)
-        except SandboxError as e:
-            self._sandbox_task = None  # a changed setting may let the next try succeed
-            raise ToolError(f"code cannot run here: {e}", "SANDBOX_UNAVAILABLE") from None
-
-    async def _session_identity(self) -> Identity | None:
-        """Whom this session's file access acts as: its sandbox's uid and gid. A runtime
-        that never asked for a sandbox (the kernel always does, at start) ran no session
-        code and has no uid: it keeps the kernel's rights."""
-        if not self._sandbox_requested:
-            return None
-        return sandbox_identity((await self.ensure_sandbox()).identity)
+        return await self.box.ensure(self.session_id)
 
     async def _loopback(self, tool: str, args: dict[str, Any]) -> ToolOutput:
         """A ``think.<tool>(...)`` call from sandboxed code: same checks, same action log.
@@ -497,7 +475,6 @@ class Runtime:
             *TASK_TOOLS,
             *SUBAGENT_TOOLS,
             *SCHEDULE_TOOLS,
-            *SKILL_TOOLS,
         ]
         registry = ToolRegistry(core, core=True)
         for func in self.extra_tools:
@@ -589,7 +566,7 @@ class Runtime:
         layers = [self.instructions]
         layers += [getattr(ext, "instructions", "") for ext in self._extensions]
         layers += [self.config.instructions, str(props.get("instructions") or "")]
-        return build_system_prompt(*layers, self.skills.prompt())
+        return build_system_prompt(*layers)
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -698,8 +675,7 @@ class Runtime:
             yield starting
             await self.mcp.discover()
         agent = self.make_agent(props, model=model)
-        text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
-        text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
+        text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
         answered = False
