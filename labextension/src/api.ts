@@ -11,6 +11,7 @@ import type {
   IEndpoint,
   IEndpointInput,
   IEndpointTest,
+  IIdentity,
   IMessageContext,
   ISession,
   ITaskTree,
@@ -255,6 +256,20 @@ export class ThinkApi {
       'POST',
       body
     );
+  }
+
+  /** The person using this tab, as jupyter_server's identity provider names them. */
+  async me(): Promise<IIdentity> {
+    const url = URLExt.join(this.settings.baseUrl, 'api/me');
+    const response = await ServerConnection.makeRequest(url, {}, this.settings);
+    if (!response.ok) {
+      throw new ThinkApiError(
+        response.status,
+        `GET /api/me: ${response.status}`
+      );
+    }
+    const data = (await response.json()) as { identity: IIdentity };
+    return data.identity;
   }
 
   private async request<T = unknown>(

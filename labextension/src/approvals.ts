@@ -5,6 +5,7 @@
  */
 
 import type { ChatStore } from './store';
+import type { IIdentity } from './tokens';
 
 /** One approval as the sidebar shows it. */
 export interface IApproval {
@@ -17,8 +18,47 @@ export interface IApproval {
   status: 'pending' | 'approved' | 'rejected';
   /** The tool call it gates (a decided approval is shown on that call's card). */
   callId: string;
-  /** Who decided, from where, and why (once decided). */
-  decided?: { decision: string; user: string; source: string; reason: string };
+  /** Who decided (a display name, or "you"), from where, and why (once decided). */
+  decided?: {
+    decision: string;
+    user: string;
+    source: string;
+    reason: string;
+    /** The decider's Jupyter user id, when the decision says it. */
+    userId?: string;
+  };
+}
+
+/** Approved with edited arguments: those are what ran (and what the cards show). */
+function editedInput(decision: string, input: unknown): unknown {
+  return decision === 'approve' && input && typeof input === 'object'
+    ? input
+    : undefined;
+}
+
+/** The list with this tab's own decisions attributed to "you". */
+export function markOwn(
+  list: readonly IApproval[],
+  me: IIdentity | null
+): readonly IApproval[] {
+  if (!me) {
+    return list;
+  }
+  const name = me.display_name || me.name || me.username;
+  let changed = false;
+  const next = list.map(a => {
+    const d = a.decided;
+    const mine =
+      d &&
+      d.user !== 'you' &&
+      (d.userId ? d.userId === me.username : !!d.user && d.user === name);
+    if (!d || !mine) {
+      return a;
+    }
+    changed = true;
+    return { ...a, decided: { ...d, user: 'you' } };
+  });
+  return changed ? next : list;
 }
 
 /** The body of a decision (POST .../approvals/{id}). */
@@ -64,12 +104,14 @@ export function applyApprovalFrame(
     const decision = String(frame.decision ?? '');
     const settled: IApproval = {
       ...found,
+      input: editedInput(decision, frame.input) ?? found.input,
       status: decision === 'approve' ? 'approved' : 'rejected',
       decided: {
         decision,
         user: String(frame.user ?? ''),
         source: String(frame.source ?? ''),
-        reason: String(frame.reason ?? '')
+        reason: String(frame.reason ?? ''),
+        userId: frame.user_id ? String(frame.user_id) : undefined
       }
     };
     // Kept: the transcript shows it, folded to one line, on its tool call's card.
@@ -105,10 +147,14 @@ export function approvalFromRow(row: Record<string, unknown>): IApproval {
       decision = null;
     }
   }
+  const edited =
+    status === 'approved' && decision
+      ? editedInput('approve', decision.input)
+      : undefined;
   return {
     id: String(row.id),
     tool: String(row.tool ?? ''),
-    input: row.input,
+    input: edited ?? row.input,
     summary: String(row.summary ?? ''),
     diff: String(row.diff ?? ''),
     reason: '',
@@ -120,7 +166,8 @@ export function approvalFromRow(row: Record<string, unknown>): IApproval {
             decision: String(decision.decision ?? ''),
             user: String(decision.user ?? ''),
             source: String(decision.source ?? ''),
-            reason: String(decision.reason ?? '')
+            reason: String(decision.reason ?? ''),
+            userId: decision.user_id ? String(decision.user_id) : undefined
           }
         }
       : {})
@@ -135,6 +182,13 @@ export class ApprovalsModel {
     });
     store.subscribe(() => this.follow());
     this.follow();
+    void Promise.resolve()
+      .then(() => store.api.me())
+      .then(me => {
+        this._me = me;
+        this.set(this._list);
+      })
+      .catch(e => console.warn('think: identity not loaded', e));
   }
 
   /** A different session is open: show its pending approvals. */
@@ -199,7 +253,8 @@ export class ApprovalsModel {
     }
   }
 
-  private set(next: readonly IApproval[]): void {
+  private set(list: readonly IApproval[]): void {
+    const next = markOwn(list, this._me);
     if (next === this._list) {
       return;
     }
@@ -210,6 +265,7 @@ export class ApprovalsModel {
   }
 
   private _list: readonly IApproval[] = [];
+  private _me: IIdentity | null = null;
   private _session: string | null = null;
   private _listeners = new Set<() => void>();
 }

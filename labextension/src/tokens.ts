@@ -446,3 +446,10 @@ export interface IThinkSettings {
   debugEvents: boolean;
   attachContext: boolean;
 }
+
+/** The person using a tab (jupyter_server's identity provider, `GET /api/me`). */
+export interface IIdentity {
+  username: string;
+  display_name?: string;
+  name?: string;
+}

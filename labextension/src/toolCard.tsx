@@ -89,9 +89,11 @@ export const ToolCard = React.memo(function ToolCard({
   const [full, setFull] = useState(false);
   const [whole, setWhole] = useState<string | null>(null);
   const [wholeError, setWholeError] = useState<string | null>(null);
-  const args = summariseInput(call.input);
-  const status = toolStatusView(call);
   const approval = useDecidedApproval(call.id);
+  // Approved with edited arguments: those ran, so the card shows them.
+  const input = approval?.status === 'approved' ? approval.input : call.input;
+  const args = summariseInput(input);
+  const status = toolStatusView(call);
   const records = subagentRecords(call.name, call.output);
   const live = toolImages(call.display);
   // Live bundles while the run streams; after a reload, the images the store keeps.
@@ -135,7 +137,7 @@ export const ToolCard = React.memo(function ToolCard({
       {open ? (
         <div className="jp-ThinkToolCard-body">
           <div className="jp-ThinkToolCard-label">Arguments</div>
-          <Arguments input={call.input} />
+          <Arguments input={input} />
           {call.progress && call.status === 'running' ? (
             <>
               <div className="jp-ThinkToolCard-label">Output so far</div>

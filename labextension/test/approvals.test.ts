@@ -6,6 +6,7 @@ import {
   applyApprovalFrame,
   approvalFromRow,
   decidedFor,
+  markOwn,
   pendingApprovals
 } from '../src/approvals';
 
@@ -88,6 +89,74 @@ describe('approvals', () => {
     expect(a.callId).toBe('call_9');
     expect(a.status).toBe('rejected');
     expect(describeDecision(a)).toBe('Rejected by ada via sidebar: no');
+  });
+
+  it('approved with edited arguments: the card shows what ran', () => {
+    let list = applyApprovalFrame([], { ...asked, call_id: 'c1' });
+    list = applyApprovalFrame(list, {
+      type: 'approval_resolved',
+      id: 'ap_1',
+      decision: 'approve',
+      input: { path: 'b.py', content: 'x = 3\n' },
+      user: 'Ada Lovelace',
+      source: 'sidebar'
+    });
+    expect(list[0].input).toEqual({ path: 'b.py', content: 'x = 3\n' });
+    // After a reload, from the stored row and its decision.
+    const row = approvalFromRow({
+      id: 'ap_1',
+      tool: 'write_file',
+      input: asked.input,
+      call_id: 'c1',
+      status: 'approved',
+      decision: JSON.stringify({
+        decision: 'approve',
+        input: { path: 'b.py', content: 'x = 3\n' },
+        user: 'Ada Lovelace',
+        user_id: 'u1',
+        source: 'sidebar'
+      })
+    });
+    expect(row.input).toEqual({ path: 'b.py', content: 'x = 3\n' });
+    // A rejection keeps the asked arguments (nothing ran).
+    const rejected = applyApprovalFrame(applyApprovalFrame([], asked), {
+      type: 'approval_resolved',
+      id: 'ap_1',
+      decision: 'reject',
+      input: {}
+    });
+    expect(rejected[0].input).toEqual(asked.input);
+  });
+
+  it('names the viewer "you", everyone else by display name', () => {
+    const row = (user: string, userId?: string) =>
+      approvalFromRow({
+        id: `ap_${user}`,
+        tool: 'bash',
+        input: {},
+        status: 'approved',
+        decision: {
+          decision: 'approve',
+          user,
+          user_id: userId,
+          source: 'sidebar'
+        }
+      });
+    const me = { username: 'u1', display_name: 'Ada Lovelace' };
+    const list = markOwn(
+      [
+        row('Ada Lovelace', 'u1'),
+        row('Grace Hopper', 'u2'),
+        row('Ada Lovelace')
+      ],
+      me
+    );
+    expect(list.map(a => describeDecision(a))).toEqual([
+      'Approved by you via sidebar',
+      'Approved by Grace Hopper via sidebar',
+      'Approved by you via sidebar'
+    ]);
+    expect(markOwn(list, me)).toBe(list);
   });
 
   it('reads a stored row (a reloaded page)', () => {
