@@ -23,21 +23,18 @@ import dataclasses
 import inspect
 import logging
 import os
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from importlib.metadata import Distribution, PathDistribution, distributions
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .agent.calls import FALLBACK, ROLES, ModelCaller
-from .agent.catalog import window_for
+from .agent.calls import ModelCaller
+from .agent.clients import ModelClients
 from .agent.events import Chat, ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent
-from .agent.model import ModelClient, OpenAIModel
-from .agent.prompt import build_system_prompt
-from .agent.titles import make_title
-from .agent.tokens import Calibration
+from .agent.model import ModelClient
+from .agent.roles import ModelRoles
+from .agent.titles import Titler
 from .agent.toolcalls import record_action
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
@@ -45,6 +42,7 @@ from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import SETTING, Endpoint, resolve
+from .layers import AgentExtension, Layers, load_extensions
 from .mcp import McpServers
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
@@ -57,88 +55,31 @@ from .subagents.facet import WORKING_ON
 from .subagents.tools import SUBAGENT_TOOLS
 from .tasks import TaskBoard, TasksConfig
 from .tasks.tools import TASK_TOOLS
-from .tools.base import ToolContext, ToolFunc, ToolOutput, ToolRegistry
+from .tools.base import ToolContext, ToolFunc, ToolOutput
 from .tools.code import CODE_TOOLS
 from .tools.files import FILE_TOOLS
 from .tools.notebooks import NOTEBOOK_TOOLS
 from .tools.services import FetchServices, ReminderServices, ToolServices
+from .tools.warm import ToolWarmer
 from .tools.workspace import Workspace
 from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
 from .web.fetch import FETCH_TOOLS, FetchConfig, FetchLog
 
+__all__ = ["CORE_TOOLS", "AgentExtension", "Runtime", "load_extensions"]
+
 log = logging.getLogger(__name__)
 Sink = Callable[[Event], Any]
-ENTRY_POINT_GROUP = "think_kernel.extensions"
-
-
-class AgentExtension:
-    """Adds instructions, tools and model choices (the "class" layer), e.g. from a package:
-
-    [project.entry-points."think_kernel.extensions"]
-    sql = "my_pkg.think:SqlExtension"
-    """
-
-    name: ClassVar[str] = ""
-    instructions: ClassVar[str] = ""
-    tools: ClassVar[list[ToolFunc]] = []
-    models: ClassVar[dict[str, str]] = {}
-
-
-def _naming(header: str) -> Iterator[Distribution]:
-    """The installed distributions whose ``entry_points.txt`` has the section ``header``.
-
-    Each folder on ``sys.path`` is listed and its ``*.dist-info`` / ``*.egg-info`` files read
-    directly: ``distributions()`` makes a few pathlib objects per file, which with a
-    JupyterLab's worth of packages (~240) cost ~10 ms more on every new runtime's path to its
-    first request (issue 17). Anything else on ``sys.path`` (a zip) is searched the usual way.
-    """
-    want = header.encode()
-    for entry in sys.path:
-        folder = entry or "."
-        try:
-            names = os.listdir(folder)
-        except NotADirectoryError:
-            for dist in distributions(path=[entry]):
-                if header in (dist.read_text("entry_points.txt") or ""):
-                    yield dist
-            continue
-        except OSError:
-            continue
-        for name in names:
-            if not name.endswith((".dist-info", ".egg-info")):
-                continue
-            try:
-                with open(os.path.join(folder, name, "entry_points.txt"), "rb") as f:
-                    text = f.read()
-            except OSError:
-                continue
-            if want in text:
-                yield PathDistribution(Path(folder, name))
-
-
-def _published() -> list[Any]:
-    """The entry points of our group. ``entry_points(group=...)`` parses the entry points of
-    every installed distribution (~30-40 ms with a JupyterLab's worth of packages, on every
-    new runtime's path to its first request); only those whose file names our group are
-    parsed here (issue 17)."""
-    found, seen = [], set()
-    for dist in _naming(f"[{ENTRY_POINT_GROUP}]"):
-        for ep in dist.entry_points.select(group=ENTRY_POINT_GROUP):
-            if (ep.name, ep.value) not in seen:  # a distribution seen twice on sys.path
-                seen.add((ep.name, ep.value))
-                found.append(ep)
-    return found
-
-
-def load_extensions() -> list[type[AgentExtension] | AgentExtension]:
-    """Load every AgentExtension published under the entry-point group (bad ones are logged)."""
-    found: list[type[AgentExtension] | AgentExtension] = []
-    for ep in _published():
-        try:
-            found.append(ep.load())
-        except Exception:  # a broken third-party extension must not stop the kernel
-            log.exception("could not load think extension %s", ep.name)
-    return found
+#: The tools every session has (the core layer): none can be replaced or removed.
+CORE_TOOLS: list[ToolFunc] = [
+    *FILE_TOOLS,
+    *NOTEBOOK_TOOLS,
+    *CODE_TOOLS,
+    *FETCH_TOOLS,
+    *WEB_TOOLS,
+    *TASK_TOOLS,
+    *SUBAGENT_TOOLS,
+    *SCHEDULE_TOOLS,
+]
 
 
 class Runtime:
@@ -178,15 +119,20 @@ class Runtime:
         self.session_id = session_id or new_id("s_")
         self.store = store
         self._own_store = store is None
-        self._model = model
-        self._model_injected = model is not None
-        self._model_url: str | None = None
-        self._model_key: tuple[str, str | None] | None = None
+        self.clients = ModelClients(self.config, model)
         # The endpoint in force: config/env until the store says otherwise (refreshed before
         # every request, so the setup card's choice reaches running kernels; issue 16).
         self.endpoint: Endpoint = resolve(self.config)
-        self._closing: set[asyncio.Future[None]] = set()
-        self._extensions = load_extensions() if extensions is None else extensions
+        self.layers = Layers(
+            self.config,
+            instructions=self.instructions,
+            tools=self.extra_tools,
+            models=self.models,
+            extensions=load_extensions() if extensions is None else extensions,
+        )
+        self.roles = ModelRoles(
+            self.config, named=self.layers.named_model, endpoint=lambda: self.endpoint
+        )
         self.sinks: list[Sink] = []
         self.read_paths: set[str] = set()
         self.current_message_id = ""
@@ -216,20 +162,15 @@ class Runtime:
             self.acting = self.services.acting = ActingAs(
                 lambda: self.box.identity(self.session_id)
             )
-        self.tools = self._build_tools()
+        self.tools = self.layers.tools(CORE_TOOLS)
+        self.warmer = ToolWarmer(self.tools)
         self.approvals = SessionApprovals(self.config, self.tools, self)
         # MCP servers' tools (issue 15): from the cache now; servers start on first use.
         self.mcp = McpServers.from_config(self.config, self.store_dir, root)
         self.mcp.attach(self.tools)
-        # Shared by every run of this runtime: what the endpoint taught us about token counts
-        # and context windows, and the attachments waiting for the next request.
-        self.calibration = Calibration()
-        self.learned_windows: dict[str, int] = {}
+        # The attachments waiting for the next request.
         self.pending_attachments: list[dict[str, Any]] = []
-        self._titles: set[asyncio.Future[None]] = set()
-        self._titled: set[str] = set()  # sessions seen with a title
-        self._idle_warm: asyncio.TimerHandle | None = None  # see warm_when_idle
-        self._runs = 0
+        self.titler = Titler()
         self.gate: ApprovalGate | None = None  # made with the store (start)
         # Tasks and subagents (issue 12), made with the store; ``linked``: a server watches
         # this kernel's subagents through durable schedules (the kernel sets it).
@@ -260,45 +201,12 @@ class Runtime:
             log.debug("model client not built ahead", exc_info=True)
 
     def prewarm_tools(self) -> None:
-        """Build every tool's argument validator now (pydantic: ~0.1-0.3 s on a cold process,
-        otherwise paid by the first tool call)."""
-        for tool in list(self.tools.tools.values()):
-            if tool.validator_built:  # already, or a schema tool (validated by jsonschema)
-                continue
-            try:
-                tool.model  # noqa: B018 (built on first access)
-            except Exception:  # an odd annotation: its first call reports it
-                log.debug("validator of %s not built ahead", tool.name, exc_info=True)
-
-    @contextlib.asynccontextmanager
-    async def _running(self) -> AsyncIterator[None]:
-        """Counts active runs; once none is, the validators are built when idle."""
-        self._runs += 1
-        try:
-            yield
-        finally:
-            self._runs -= 1
-            self.warm_when_idle()
+        """Build every tool's argument validator now (otherwise the first call does)."""
+        self.warmer.build_all()
 
     def warm_when_idle(self, delay: float = 1.0) -> None:
-        """Build the validators once no run has been active for ``delay`` s (a person is
-        typing): ahead of the first tool call, without slowing a run down."""
-        if self._idle_warm is not None:
-            self._idle_warm.cancel()
-        if all(t.validator_built for t in self.tools.tools.values()):
-            return
-
-        def fire() -> None:
-            self._idle_warm = None
-            if self._runs:
-                self.warm_when_idle(delay)
-            else:
-                self.prewarm_tools()
-
-        try:
-            self._idle_warm = asyncio.get_running_loop().call_later(delay, fire)
-        except RuntimeError:  # a run generator closed outside the loop (garbage collection)
-            self._idle_warm = None
+        """Build the validators once no run has been active for ``delay`` s."""
+        self.warmer.when_idle(delay)
 
     async def start(self) -> None:
         """Open the store, make sure the session exists, read the saved endpoint."""
@@ -377,13 +285,10 @@ class Runtime:
 
     async def close(self) -> None:
         """Close what this runtime opened."""
-        if self._idle_warm is not None:
-            self._idle_warm.cancel()
+        self.warmer.cancel()
         if self.subagents is not None:
             await self.subagents.close()  # before the sandbox: their workers close first
-        for task in list(self._titles):  # a title is a nicety: never wait on it to close
-            task.cancel()
-        await asyncio.gather(*self._titles, return_exceptions=True)
+        await self.titler.close()
         await self.box.close()
         await self.web.aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel
@@ -393,9 +298,7 @@ class Runtime:
         if self._notebooks is not None:
             await self._notebooks.aclose()
             self._notebooks = None
-        if isinstance(self._model, OpenAIModel):  # ours: close its connection pool
-            await self._model.aclose()
-            self._model = None
+        await self.clients.aclose()
         if self.store is not None and self._own_store:
             await self.store.close()
             self.store = None
@@ -465,25 +368,6 @@ class Runtime:
 
     # -- layers ------------------------------------------------------------------------------
 
-    def _build_tools(self) -> ToolRegistry:
-        core = [
-            *FILE_TOOLS,
-            *NOTEBOOK_TOOLS,
-            *CODE_TOOLS,
-            *FETCH_TOOLS,
-            *WEB_TOOLS,
-            *TASK_TOOLS,
-            *SUBAGENT_TOOLS,
-            *SCHEDULE_TOOLS,
-        ]
-        registry = ToolRegistry(core, core=True)
-        for func in self.extra_tools:
-            registry.add(func)
-        for ext in self._extensions:
-            for func in getattr(ext, "tools", ()):
-                registry.add(func)
-        return registry
-
     async def props(self) -> dict[str, Any]:
         """Per-session options: model, instructions (the "props" layer)."""
         assert self.store is not None
@@ -503,41 +387,16 @@ class Runtime:
         return props
 
     def model_name(self, props: dict[str, Any], role: str = "primary") -> str:
-        """The model of a role: props > subclass > extension > config > default, where a
-        role nothing names follows its fallback (summarizer -> fast -> primary, vision ->
-        primary)."""
-        chosen = self._named_model(props, role)
-        if chosen:
-            return chosen
-        if role in FALLBACK:
-            return self.model_name(props, FALLBACK[role])
-        return str(self.config.primary_model)
-
-    def _named_model(self, props: dict[str, Any], role: str) -> str:
-        if role == "primary" and props.get("model"):
-            return str(props["model"])
-        session_models = props.get("models")
-        if isinstance(session_models, dict) and session_models.get(role):
-            return str(session_models[role])
-        if self.models.get(role):
-            return self.models[role]
-        for ext in self._extensions:
-            if getattr(ext, "models", {}).get(role):
-                return str(ext.models[role])
-        if role == "primary":
-            return self.endpoint.model
-        return self.config.model_for(role)
+        """The model of a role (see ``ModelRoles.model_name``)."""
+        return self.roles.model_name(props, role)
 
     def role_models(self, props: dict[str, Any]) -> dict[str, str]:
         """Every role's model for this session."""
-        return {role: self.model_name(props, role) for role in ROLES}
+        return self.roles.role_models(props)
 
     def context_window(self, model: str) -> int:
-        """The context window (tokens) of a model: learned from the endpoint, else
-        ``THINK_CONTEXT_WINDOW`` / config, else the table of common models."""
-        configured = window_for(model, self.config.context_windows, self.config.context_window)
-        learned = self.learned_windows.get(model)
-        return min(learned, configured) if learned else configured
+        """The context window (tokens) of a model (see ``ModelRoles.context_window``)."""
+        return self.roles.context_window(model)
 
     def _vision(self) -> ModelVision:
         """The ``vision`` role for tools that ask about images (screenshots)."""
@@ -552,21 +411,16 @@ class Runtime:
                 session_id or self.session_id,
                 self.role_models(props),
                 prices=self.config.prices,
-                calibration=self.calibration,
-                windows=lambda name: window_for(
-                    name, self.config.context_windows, self.config.context_window
-                ),
-                learned=self.learned_windows,
+                calibration=self.roles.calibration,
+                windows=self.roles.configured_window,
+                learned=self.roles.learned_windows,
             )
 
         return ModelVision(resolve)
 
     def system_prompt(self, props: dict[str, Any]) -> str:
         """Core prompt + class + extensions + config + session instructions."""
-        layers = [self.instructions]
-        layers += [getattr(ext, "instructions", "") for ext in self._extensions]
-        layers += [self.config.instructions, str(props.get("instructions") or "")]
-        return build_system_prompt(*layers)
+        return self.layers.system_prompt(props)
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -585,33 +439,8 @@ class Runtime:
     # -- running -----------------------------------------------------------------------------
 
     def _model_client(self, props: dict[str, Any]) -> ModelClient:
-        """The model client of the endpoint in force (the setup card's, else config/env); a
-        session's ``base_url`` prop (the sidebar's endpoint setting) points it elsewhere."""
-        url = props.get("base_url") or None
-        if self._model_injected and (url is None or url == self._model_url):
-            return self._model  # type: ignore[return-value]
-        ep = self.endpoint
-        if url is None:
-            if not ep.configured:
-                raise NotConfigured()
-            key, base = ep.api_key, ep.base_url
-        else:
-            # The saved key goes only to the URL it was saved with.
-            key = ep.api_key if ep.base_url == url else self.config.api_key
-            base = url
-        # Local servers accept any key; send one anyway (some proxies insist).
-        wanted = (key or "not-needed", base)
-        if self._model is not None and self._model_key == wanted:
-            return self._model
-        if isinstance(self._model, OpenAIModel):  # the old endpoint's pool, closed in passing
-            task = asyncio.ensure_future(self._model.aclose())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
-        self._model = OpenAIModel(wanted[0], base, timeout=self.config.request_timeout)
-        self._model_injected = False
-        self._model_url = url
-        self._model_key = wanted
-        return self._model
+        """The model client of the endpoint in force (see ``ModelClients.get``)."""
+        return self.clients.get(self.endpoint, props)
 
     def make_context(self, message_id: str, call_id: str) -> ToolContext:
         """The ToolContext for one tool call of this session."""
@@ -684,7 +513,7 @@ class Runtime:
         assert self.subagents is not None
         fresh = user_message_id is None  # a new message: no root task to look for
         async with (
-            self._running(),
+            self.warmer.running(),
             self.subagents.request(self.session_id, request, message_id, fresh) as tracker,
         ):
             async for event in agent.run(
@@ -721,12 +550,10 @@ class Runtime:
             "max_steps": int(props.get("max_steps") or self.config.max_steps),
             "retry_delays": self.config.retry_delays,
             "models": self.role_models(props),
-            "windows": lambda name: window_for(
-                name, self.config.context_windows, self.config.context_window
-            ),
+            "windows": self.roles.configured_window,
             "prices": self.config.prices,
-            "calibration": self.calibration,
-            "learned_windows": self.learned_windows,
+            "calibration": self.roles.calibration,
+            "learned_windows": self.roles.learned_windows,
             "compact_at": self.config.compact_at,
             "compact_keep": self.config.compact_keep,
             "summarize_outputs": self.config.summarize_outputs,
@@ -744,24 +571,7 @@ class Runtime:
                 return
 
     async def _title_later(self, agent: Agent, request: str) -> None:
-        """Name an untitled session with the fast model, in the background (issue 14).
-        Even the check is made there: a run ends without waiting for one more read."""
+        """Name an untitled session with the fast model, in the background."""
         assert self.store is not None
-        session_id, store = self.session_id, self.store
-        if session_id in self._titled or not request.strip():
-            return
-
-        async def name() -> None:
-            session = await store.get_session(session_id)
-            if session is None or session.get("title"):
-                if session is not None:
-                    self._titled.add(session_id)  # a title stays: no read for it again
-                return
-            title = await make_title(agent.caller(session_id), request)
-            current = await store.get_session(session_id)
-            if title and current is not None and not current.get("title"):
-                await store.update_session(session_id, title=title)
-
-        task = asyncio.ensure_future(name())
-        self._titles.add(task)
-        task.add_done_callback(self._titles.discard)
+        caller = agent.caller(self.session_id)
+        self.titler.later(self.store, self.session_id, caller, request)

@@ -121,7 +121,7 @@ async def test_context_length_error_compacts_once_and_retries(
         fake_model.reply(text="fits now")
         events = await collect(rt, "one more")
         rows = await rt.store.get_messages(rt.session_id)
-        learned = dict(rt.learned_windows)
+        learned = dict(rt.roles.learned_windows)
         fake_model.reply(text="second run fits too")
         again = await collect(rt, "and another")
     finally:
@@ -177,10 +177,10 @@ async def test_untitled_sessions_are_named_by_the_fast_model(
     fake_model.reply(text="ok again")
     try:
         await collect(rt, "plot the distribution of price in sales.csv")
-        await asyncio.wait_for(asyncio.gather(*rt._titles), 10)
+        await asyncio.wait_for(asyncio.gather(*rt.titler.tasks), 10)
         session = await rt.store.get_session(rt.session_id)
         await collect(rt, "and now the median")  # titled already: no second call
-        await asyncio.gather(*rt._titles)
+        await asyncio.gather(*rt.titler.tasks)
         totals = await rt.store.usage_totals(rt.session_id)
     finally:
         await rt.close()
