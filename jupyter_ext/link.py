@@ -49,7 +49,7 @@ from jupyter_server.auth.decorator import allow_unauthenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from tornado.web import HTTPError
-from tornado.websocket import WebSocketClosedError, WebSocketHandler
+from tornado.websocket import WebSocketHandler
 
 from think_kernel.wire.base import Frame, FrameError, decode, frame_table
 from think_kernel.wire.link import (
@@ -69,6 +69,7 @@ from think_kernel.wire.link import (
 )
 
 from .base import parse_json
+from .sockets import write_text
 
 if TYPE_CHECKING:
     from .pipeline import EventPipeline
@@ -420,11 +421,7 @@ class LinkHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ig
     def send_frame(self, frame: Frame | dict[str, Any]) -> bool:
         """Send a frame as JSON; False if the socket is closed."""
         data = frame.to_dict() if isinstance(frame, Frame) else frame
-        try:
-            self.write_message(json.dumps(data, default=str))
-            return True
-        except WebSocketClosedError:
-            return False
+        return write_text(self, json.dumps(data, default=str))
 
     def queue_ack(self, n: int) -> None:
         """Acknowledge items up to ``n`` (one ack frame per ``ACK_DELAY``)."""

@@ -29,7 +29,7 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
-from tornado.websocket import WebSocketClosedError, WebSocketHandler
+from tornado.websocket import WebSocketHandler
 
 from think_kernel.schedules import ScheduleConfig, reminders
 from think_kernel.schedules.gate import Held, hold_back, post_note
@@ -37,6 +37,7 @@ from think_kernel.schedules.scheduler import Firing
 
 from .base import AUTH_RESOURCE, ThinkHandler, parse_json
 from .services import Services
+from .sockets import write_text
 
 #: How far back a connecting tab may ask for reminder frames (seconds), and how many.
 REPLAY_WINDOW = 24 * 3600
@@ -223,9 +224,7 @@ class NotificationsSocket(  # type: ignore[misc]
             self._send(text)
 
     def _send(self, text: str) -> None:
-        try:
-            self.write_message(text)
-        except WebSocketClosedError:
+        if not write_text(self, text):
             self._forget()
 
     def on_message(self, message: str | bytes) -> None:

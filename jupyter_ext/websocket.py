@@ -23,7 +23,7 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
-from tornado.websocket import WebSocketClosedError, WebSocketHandler
+from tornado.websocket import WebSocketHandler
 
 from .approvals import (
     AlreadyDecided,
@@ -34,6 +34,7 @@ from .approvals import (
 )
 from .base import AUTH_RESOURCE, parse_json
 from .services import Services
+from .sockets import write_text
 
 
 class SessionSocket(  # type: ignore[misc]
@@ -123,9 +124,7 @@ class SessionSocket(  # type: ignore[misc]
         self._send(json.dumps(frame, default=str))
 
     def _send(self, text: str) -> None:
-        try:
-            self.write_message(text)
-        except WebSocketClosedError:
+        if not write_text(self, text):
             self.svc.hub.unsubscribe(self.session_id, self)
 
     def on_message(self, message: str | bytes) -> None:

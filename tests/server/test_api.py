@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 
 from tornado.httpclient import HTTPClientError
@@ -341,3 +343,27 @@ async def test_session_socket_sends_without_delay(api, ws, think):
     for handler in handlers:
         sock = handler.ws_connection.stream.socket
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+
+async def test_a_tab_that_vanishes_mid_stream_leaves_no_traceback(api, ws, think):
+    """Frames on their way to a tab whose connection dropped fail in futures nobody awaits:
+    their errors are read, so asyncio logs no "Task exception was never retrieved"."""
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, ctx: unhandled.append(ctx))
+    try:
+        _, s = await api("POST", "sessions", {"title": "vanish"})
+        hub = think.services.hub
+        tab = await ws(s["id"])
+        tab.conn.protocol.stream.close()  # no close frame: the server learns it on a write
+        big = "x" * 200_000  # larger than a socket buffer: the write is still pending
+        for i in range(20):
+            hub.publish(s["id"], {"type": "text_delta", "message_id": "m", "delta": big, "seq": i})
+            await asyncio.sleep(0)
+        await until(lambda: hub.client_count(s["id"]) == 0, 10, "the tab is forgotten")
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    assert not unhandled, [c.get("message") for c in unhandled]
