@@ -1,0 +1,40 @@
+/**
+ * The harness fails a test file whose Jupyter server logged a traceback: the check itself.
+ */
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { serverTracebacks } from './harness.mjs';
+
+const LOG = `[I 2026-11-28 16:12:59.852 ServerApp] Kernel started: k1
+[E 2026-11-28 16:13:00.001 ThinkExtension] Think: could not close the idle room text:file:1
+    Traceback (most recent call last):
+      File "/x/roomfiles.py", line 467, in _close_when_idle
+    RuntimeError: No path found for file ID '1'
+[I 2026-11-28 16:13:00.100 ServerApp] Saving the content
+Task exception was never retrieved
+future: <Task finished name='Task-1'>
+Traceback (most recent call last):
+  File "/x/websocket.py", line 1142, in wrapper
+tornado.websocket.WebSocketClosedError
+[E 2026-11-28 16:13:01.000 ServerApp] Failed to write message
+    Traceback (most recent call last):
+      File "/v/site-packages/jupyter_server_ydoc/handlers.py", line 353, in send
+    tornado.websocket.WebSocketClosedError
+[I 2026-11-28 16:13:02.000 ServerApp] Kernel shutdown: k1
+`;
+
+describe('the server log check', () => {
+  test('finds each traceback with the line that introduced it', () => {
+    const found = serverTracebacks(LOG);
+    assert.equal(found.length, 2);
+    assert.match(found[0], /could not close the idle room[\s\S]*RuntimeError/);
+    assert.match(found[1], /never retrieved[\s\S]*WebSocketClosedError/);
+  });
+
+  test('a test may allow the tracebacks it provokes; a clean log has none', () => {
+    assert.equal(serverTracebacks(LOG, [/./]).length, 0);
+    assert.deepEqual(serverTracebacks('[I 2026 ServerApp] fine\n'), []);
+  });
+});
