@@ -31,6 +31,14 @@ def _first_line(text: str, limit: int = 100) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def _what(path: str) -> str:
+    """A path, named as a skill's file when it is one: what the person approves."""
+    parts = path.strip("/").split("/")
+    if len(parts) >= 4 and parts[:2] == [".think", "skills"]:
+        return f"skill {parts[2]!r} ({path})"
+    return path
+
+
 async def describe_call(tool: str, args: Mapping[str, Any], workspace: Any) -> tuple[str, str]:
     """``(summary, diff)`` of a call; the diff is empty for calls that edit nothing."""
     path = str(args.get("path") or "")
@@ -47,7 +55,7 @@ async def describe_call(tool: str, args: Mapping[str, Any], workspace: Any) -> t
     if tool == "write_file":
         old = await current()
         verb = "overwrite" if old else "create"
-        return f"{verb} {path}", _diff(old, str(args.get("content") or ""), path)
+        return f"{verb} {_what(path)}", _diff(old, str(args.get("content") or ""), path)
     if tool == "edit_file":
         old = await current()
         before, after = str(args.get("old_string") or ""), str(args.get("new_string") or "")
@@ -56,7 +64,7 @@ async def describe_call(tool: str, args: Mapping[str, Any], workspace: Any) -> t
             new = old.replace(before, after, count)
         else:
             old, new = before, after
-        return f"edit {path}", _diff(old, new, path)
+        return f"edit {_what(path)}", _diff(old, new, path)
     if tool == "delete_file":
         return f"delete {path}", _diff(await current(), "", path)
     if tool in ("insert_cell", "edit_cell"):

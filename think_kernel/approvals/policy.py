@@ -16,12 +16,16 @@ Rules come first, session rules before configured ones, the first that matches d
     {"tool": "fetch", "arg": "method", "not": "GET"}                  ask unless equal
     {"tool": "run_in_kernel", "action": "allow"}                      never ask
 
-A session's "always allow" list (the Always button) wins over everything.
+A session's "always allow" list (the Always button) wins over everything but two things: a
+destructive MCP tool, and a file tool changing ``.think/`` (skills, self-written tools, agent
+types: files that steer later requests of every session), which ask in ``default`` and
+``strict`` unless a rule allows them.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +66,19 @@ WRITES = frozenset(
         "interact_with_page",
     }
 )
+#: File tools whose ``path`` argument names what they change.
+FILE_CHANGES = frozenset({"write_file", "edit_file", "delete_file"})
+#: The workspace folder whose files steer the agent (``think_kernel.skills.places``).
+STEERING_DIR = ".think"
+
+
+def steering_path(tool: str, args: Mapping[str, Any]) -> str:
+    """The path a file tool changes under ``.think/`` ("" for any other call)."""
+    if tool not in FILE_CHANGES:
+        return ""
+    raw = str(args.get("path") or "")
+    path = posixpath.normpath(raw.lstrip("/")) if raw else ""
+    return path if path == STEERING_DIR or path.startswith(STEERING_DIR + "/") else ""
 
 
 class PolicyError(ValueError):
@@ -222,6 +239,12 @@ class Policy:
                 if rule.tool == tool and not rule.arg and rule.action == "allow":
                     return None
             return f"{tool} is marked destructive by its MCP server"
+        steering = steering_path(tool, args) if self.mode != "auto" else ""
+        if steering:
+            for rule in self.rules:
+                if rule.action == "allow" and rule.arg and rule.matches(tool, args):
+                    return None
+            return f"{tool} changes {steering}, which steers the agent in every session"
         if tool in self.always:
             return None
         for rule in self.rules:
