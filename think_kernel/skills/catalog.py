@@ -16,6 +16,8 @@ request matches a skill's description, call load_skill(name) before you start an
 it says; read_skill_file(name, path) reads the skill's other files (references, scripts). A
 skill's scripts run like any code, with bash or execute_code, at the path load_skill gives.
 """
+NAMED = "- (no room for their descriptions) "
+COUNTED = "- and {} more skills, left out for space\n"
 
 
 def catalog_text(skills: Iterable[LoadedSkill], budget: int) -> str:
@@ -27,20 +29,25 @@ def catalog_text(skills: Iterable[LoadedSkill], budget: int) -> str:
     items = sorted(skills, key=lambda s: s.skill.name)
     if not items:
         return ""
-    lines = [HEADER]
-    used = len(HEADER)
-    rest: list[str] = []
-    for item in items:
-        line = f"- {item.skill.name}: {item.skill.description}\n"
-        if rest or used + len(line) > budget:
-            rest.append(item.skill.name)
-            continue
-        lines.append(line)
+    full = [f"- {s.skill.name}: {s.skill.description}\n" for s in items]
+    if len(HEADER) + sum(map(len, full)) <= budget:
+        return HEADER + "".join(full)
+    # Keep room to name the rest: a description is dropped before a name is.
+    names = [len(s.skill.name) + 2 for s in items]
+    tail = [0] * (len(items) + 1)
+    for i in range(len(items) - 1, -1, -1):
+        tail[i] = tail[i + 1] + names[i]
+    used, shown = len(HEADER) + len(NAMED), 0
+    while shown < len(items) and used + len(full[shown]) + tail[shown + 1] <= budget:
+        used += len(full[shown])
+        shown += 1
+    if used + tail[shown] <= budget:
+        rest = ", ".join(s.skill.name for s in items[shown:])
+        return HEADER + "".join(full[:shown]) + f"{NAMED}{rest}\n"
+    used, fitting = len(HEADER) + len(COUNTED) + 4, []
+    for line in full:
+        if used + len(line) > budget:
+            break
+        fitting.append(line)
         used += len(line)
-    if rest:
-        names = ", ".join(rest)
-        if used + len(names) + 40 <= budget:
-            lines.append(f"- (descriptions left out for space) {names}\n")
-        else:
-            lines.append(f"- and {len(rest)} more skills, left out for space\n")
-    return "".join(lines)
+    return HEADER + "".join(fitting) + COUNTED.format(len(items) - len(fitting))
