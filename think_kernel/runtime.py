@@ -18,8 +18,8 @@ session.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
+import functools
 import inspect
 import logging
 import os
@@ -35,7 +35,6 @@ from .agent.loop import Agent
 from .agent.model import ModelClient
 from .agent.roles import ModelRoles
 from .agent.titles import Titler
-from .agent.toolcalls import record_action
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
 from .collab import local_access
@@ -51,14 +50,14 @@ from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
 from .store import Store, location, new_id
 from .subagents import Subagents
-from .subagents.facet import WORKING_ON
 from .subagents.tools import SUBAGENT_TOOLS
 from .tasks import TaskBoard, TasksConfig
 from .tasks.tools import TASK_TOOLS
-from .tools.base import ToolContext, ToolFunc, ToolOutput
+from .tools.base import ToolContext, ToolFunc
 from .tools.code import CODE_TOOLS
 from .tools.files import FILE_TOOLS
 from .tools.notebooks import NOTEBOOK_TOOLS
+from .tools.sandboxcalls import call_from_sandbox
 from .tools.services import FetchServices, ReminderServices, ToolServices
 from .tools.warm import ToolWarmer
 from .tools.workspace import Workspace
@@ -141,11 +140,11 @@ class Runtime:
         self.box = SessionSandbox(
             self.workspace.root,
             SandboxConfig(config=self.config.config),
-            loopback=self._loopback,
+            loopback=functools.partial(call_from_sandbox, self),
             before_ready=self.files.start,
         )
         self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
-        self.services = ToolServices(
+        self.services: ToolServices = ToolServices(
             files=self.files,
             sandbox=self.ensure_sandbox,
             notebooks=self._notebooks,
@@ -327,36 +326,6 @@ class Runtime:
         """The session sandbox, started on first use; ToolError says why when it cannot run."""
         return await self.box.ensure(self.session_id)
 
-    async def _loopback(self, tool: str, args: dict[str, Any]) -> ToolOutput:
-        """A ``think.<tool>(...)`` call from sandboxed code: same checks, same action log.
-
-        The code is running: what it wrote to the file so far is merged into the room first,
-        and what the tool wrote is saved before the code reads the disk again.
-        """
-        ctx = self.make_context(self.current_message_id, new_id("lb_"))
-        path = args.get("path") if isinstance(args, dict) else None
-        rooms = self.files.rooms
-        if rooms is not None and isinstance(path, str):
-            with contextlib.suppress(Exception):  # best effort: the poll merges it soon
-                await rooms.sync_rooms([path], None)
-        outcome = await self.tools.call(tool, args, ctx)
-        if rooms is not None:
-            with contextlib.suppress(Exception):
-                await rooms.flush_rooms(0)
-        assert self.store is not None
-        # Code a subagent runs calls back on its behalf (its worker's context says which).
-        await record_action(
-            self.store,
-            self.session_id,
-            tool,
-            outcome,
-            args,
-            self.current_message_id,
-            "loopback",
-            WORKING_ON.get() or None,
-        )
-        return outcome.output
-
     def add_sink(self, sink: Sink) -> None:
         """Call ``sink(event)`` for every event of every run (sync or async callables)."""
         self.sinks.append(sink)
@@ -405,16 +374,8 @@ class Runtime:
             props = await self.props()
             await self.refresh_endpoint()
             assert self.store is not None  # tools run only after start()
-            return ModelCaller(
-                self._model_client(props),
-                self.store,
-                session_id or self.session_id,
-                self.role_models(props),
-                prices=self.config.prices,
-                calibration=self.roles.calibration,
-                windows=self.roles.configured_window,
-                learned=self.roles.learned_windows,
-            )
+            client = self._model_client(props)
+            return self.roles.caller(client, self.store, session_id or self.session_id, props)
 
         return ModelVision(resolve)
 
@@ -545,15 +506,10 @@ class Runtime:
         store = overrides.pop("store", self.store)
         assert store is not None
         settings: dict[str, Any] = {
+            **self.roles.agent_settings(props),
             "system": self.system_prompt(props),
-            "model_name": self.model_name(props),
             "max_steps": int(props.get("max_steps") or self.config.max_steps),
             "retry_delays": self.config.retry_delays,
-            "models": self.role_models(props),
-            "windows": self.roles.configured_window,
-            "prices": self.config.prices,
-            "calibration": self.roles.calibration,
-            "learned_windows": self.roles.learned_windows,
             "compact_at": self.config.compact_at,
             "compact_keep": self.config.compact_keep,
             "summarize_outputs": self.config.summarize_outputs,

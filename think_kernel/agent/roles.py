@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .calls import FALLBACK, ROLES
+from .calls import FALLBACK, ROLES, ModelCaller
 from .catalog import window_for
 from .tokens import Calibration
 
 if TYPE_CHECKING:
     from ..config import ThinkConfig
     from ..endpoint import Endpoint
+    from .model import ModelClient
+    from .stores import RunLog
 
 Named = Callable[[dict[str, Any], str], str]
 """(props, role) -> the model a layer names for the role, or ""."""
@@ -65,3 +67,29 @@ class ModelRoles:
         configured = self.configured_window(model)
         learned = self.learned_windows.get(model)
         return min(learned, configured) if learned else configured
+
+    def caller(
+        self, client: ModelClient, store: RunLog, session_id: str, props: dict[str, Any]
+    ) -> ModelCaller:
+        """A model caller of the session's roles (usage recorded in ``store``)."""
+        return ModelCaller(
+            client,
+            store,
+            session_id,
+            self.role_models(props),
+            prices=self.config.prices,
+            calibration=self.calibration,
+            windows=self.configured_window,
+            learned=self.learned_windows,
+        )
+
+    def agent_settings(self, props: dict[str, Any]) -> dict[str, Any]:
+        """The agent loop's model settings: roles, windows, prices, what was learned."""
+        return {
+            "model_name": self.model_name(props),
+            "models": self.role_models(props),
+            "windows": self.configured_window,
+            "prices": self.config.prices,
+            "calibration": self.calibration,
+            "learned_windows": self.learned_windows,
+        }
