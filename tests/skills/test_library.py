@@ -201,3 +201,18 @@ async def test_policy_asks_for_think_files(tmp_path: Path) -> None:
         LocalWorkspace(tmp_path),
     )
     assert summary == "create skill 'a' (.think/skills/a/SKILL.md)" and "+Steps." in diff
+
+
+def test_store_move_leaves_skills(tmp_path: Path) -> None:
+    """The move of an old store out of ``<root>/.think`` leaves skills and tools there."""
+    from think_kernel.store import location
+
+    root = tmp_path / "ws"
+    write_skill(root / ".think" / "skills", "csv-tips")
+    (root / ".think" / "tools").mkdir()
+    (root / ".think" / "think.db").write_bytes(b"old store")
+    folder = tmp_path / "store"
+    location.prepare(folder, root)
+    assert (root / ".think" / "skills" / "csv-tips" / "SKILL.md").is_file()
+    assert (root / ".think" / "tools").is_dir() and not (root / ".think" / "think.db").exists()
+    assert (folder / "think.db").read_bytes() == b"old store"

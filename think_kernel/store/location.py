@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 
 STORE_FILE = "think.db"
 LEGACY_DIR = ".think"
+#: What people keep in ``<root>/.think/`` today (skills, self-written tools, agent types):
+#: never part of an old store, so never moved out of the workspace.
+WORKSPACE_ENTRIES = frozenset({"skills", "tools", "agents"})
 MARKER = "workspace.json"
 _prepared: set[Path] = set()
 _lock = threading.Lock()
@@ -152,6 +155,8 @@ def _move_legacy(root: Path, folder: Path) -> list[str]:
     try:
         for entry in sorted(os.scandir(lfd), key=lambda e: e.name):
             if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
+                continue
+            if entry.name in WORKSPACE_ENTRIES:
                 continue
             dest = folder / entry.name
             if os.path.lexists(dest):
