@@ -179,6 +179,13 @@ class ThinkConfig(Configurable):
         help="Seconds an approval waits for a decision before it counts as rejected. "
         "Default: 600 (10 minutes).",
     )
+    trust_workspace_tools = Bool(
+        False,
+        config=True,
+        help="Load the agent's own tools from <workspace>/.think/tools without asking a person "
+        "to approve each new or changed file (under every approval policy they ask "
+        "otherwise). Only for workspaces whose every writer you trust. Default: False.",
+    )
     kernel_exec = Unicode(
         "ask",
         config=True,

@@ -97,6 +97,7 @@ class Agent:
         summarize_outputs: bool = True,
         gate: ApprovalGate | None = None,
         step_role: str = "primary",
+        before_step: Callable[[], AsyncIterator[Event]] | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -117,6 +118,9 @@ class Agent:
         self.gate = gate
         # The role of the model that runs the steps: ``fast`` for a subagent (issue 12).
         self.step_role = step_role
+        # Run before each model step (tools the agent wrote load there); it may change the
+        # registry, whose specs are then taken again.
+        self.before_step = before_step
 
     def caller(self, session_id: str) -> ModelCaller:
         """The model caller of a session (roles, usage records, calibration)."""
@@ -192,8 +196,17 @@ class Agent:
         # Convert history once; each step then appends only what it added, so a step's cost
         # does not grow with the length of the conversation.
         ctx = ModelContext.from_rows(self.system, rows, loaded, estimate_tools(specs))
+        version = self.tools.version
         for step_no in range(1, self.max_steps + 1):
             yield StatusEvent("thinking", f"step {step_no}")
+            if self.before_step is not None:
+                async for event in self.before_step():
+                    yield event
+                if self.tools.version != version:
+                    version = self.tools.version
+                    window = caller.window(self.step_role)
+                    specs = fit_specs(self.tools.specs(), window, optional=self.tools.optional)
+                    ctx.tools_tokens = estimate_tools(specs)
             role = "vision" if ctx.has_images else self.step_role
             async for event in compact_if_needed(
                 ctx,

@@ -304,6 +304,15 @@ class RecordsMixin(StorePart):
             "SELECT * FROM approvals WHERE session_id = ? AND call_id = ?", (session_id, call_id)
         )
 
+    async def decided_approval(self, call_id: str) -> dict[str, Any] | None:
+        """The latest decided approval with this call id in any session (a key that is not
+        one session's, such as a tool file's content hash), or None."""
+        return await self._one(
+            "SELECT * FROM approvals WHERE call_id = ? AND status != 'pending'"
+            " ORDER BY resolved_at DESC LIMIT 1",
+            (call_id,),
+        )
+
     async def claim_approval(self, approval_id: str) -> bool:
         """Mark an approved call as being run; False if some process already ran it."""
         changed = await self._write(
