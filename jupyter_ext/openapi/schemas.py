@@ -132,6 +132,20 @@ REST_SCHEMAS: dict[str, Any] = {
             "estimated": {"type": "integer"},
         },
     },
+    "Run": {
+        "type": "object",
+        "description": "A durable run of one request (a row of the run table)",
+        "additionalProperties": True,
+        "properties": {
+            "id": {"type": "string"},
+            "session_id": {"type": "string"},
+            "message_id": {"type": "string"},
+            "status": {"type": "string"},
+            "attempt": {"type": "integer"},
+            "kernel_id": {"type": "string", "nullable": True},
+            "error": {"type": "string", "nullable": True},
+        },
+    },
     "StoredEvent": {
         "type": "object",
         "required": ["seq", "type", "data"],

@@ -6,7 +6,7 @@
  * (tests/wire/test_wire.py fails when this file is stale).
  */
 
-import type { ISession, ITask, IWireMessage } from './tokens';
+import type { IRunInfo, ISession, ITask, IWireMessage } from './tokens';
 
 /**
  * What the server adds to each event it sends live (the stored event has them
@@ -281,7 +281,7 @@ export interface ISyncFrame extends ILiveFields {
   type: 'sync';
   session: ISession | null;
   status: 'idle' | 'thinking' | 'executing' | 'waiting' | 'running';
-  run: Record<string, unknown> | null;
+  run: IRunInfo | null;
   last_seq: number;
   detail?: string;
 }

@@ -15,6 +15,7 @@ from .base import Frame, Ref
 
 SessionObject = Annotated[dict[str, Any], Ref("Session", "ISession")]
 MessageObject = Annotated[dict[str, Any], Ref("Message", "IWireMessage")]
+RunObject = Annotated[dict[str, Any], Ref("Run", "IRunInfo")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class SyncFrame(Frame):
     type: ClassVar[str] = "sync"
     session: SessionObject | None
     status: Literal["idle", "thinking", "executing", "waiting", "running"]
-    run: dict[str, Any] | None
+    run: RunObject | None
     last_seq: int
     detail: str = ""
 
