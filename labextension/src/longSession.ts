@@ -10,12 +10,8 @@ import type {
   IMessageUsage,
   ISessionUsage
 } from './chatState';
-import type {
-  ICompactionFrame,
-  IUsageFrame,
-  IUsageReport,
-  IWireMessage
-} from './tokens';
+import type { IUsageReport, IWireMessage } from './tokens';
+import type { ICompactionFrame, IUsageFrame } from './wire';
 
 /** A `usage` frame: the message that made the call shows it, the session totals grow. */
 export function applyUsage(state: IChatState, f: IUsageFrame): IChatState {

@@ -24,14 +24,16 @@ import type { ISessionUsage } from './chatState';
 import type {
   AgentStatus,
   IAttachment,
+  ISession,
+  IWireMessage,
+  MessageStatus
+} from './tokens';
+import type {
   IErrorFrame,
   IPartialFrame,
-  ISession,
   ITaskFrame,
-  IWireMessage,
-  MessageStatus,
   ServerFrame
-} from './tokens';
+} from './wire';
 
 export { initialState, isRunning, MAX_PROGRESS_CHARS } from './chatState';
 export type {

@@ -10,7 +10,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { ISendOptions, ThinkApi } from './api';
 import { sessionUsageFromReport } from './longSession';
 import { ChatAction, IChatState, initialState, reduceAll } from './reducer';
-import type { ISession, ServerFrame } from './tokens';
+import type { ISession } from './tokens';
+import type { ServerFrame } from './wire';
 import { ISocketHandlers, SessionSocket } from './ws';
 
 /** What the store needs of a session socket. */

@@ -11,7 +11,8 @@
 
 import type { IChatMessage, IToolCallState } from './chatState';
 import { foldWire } from './history';
-import type { IWireMessage, SubagentFrame, SubagentStatus } from './tokens';
+import type { IWireMessage, SubagentStatus } from './tokens';
+import type { SubagentFrame } from './wire';
 
 /** Text a stream keeps; older steps are dropped past it (the store has them all). */
 export const MAX_STREAM_CHARS = 200000;

@@ -20,7 +20,7 @@ import {
   withOlder
 } from './subagentStream';
 import { EMPTY_GRAPH, ITaskGraph, mergeTree, upsertTask } from './taskGraph';
-import type { ServerFrame, SubagentFrame } from './tokens';
+import type { ServerFrame, SubagentFrame } from './wire';
 
 /** What the tasks views render. */
 export interface ITasksSnapshot {

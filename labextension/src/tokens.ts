@@ -1,8 +1,8 @@
 /**
- * Wire types of the Think server API (`/api/think`) and its WebSocket frames.
+ * Types of the Think server API (`/api/think`): what the REST routes return and take.
  *
- * Event frames mirror `think_kernel/agent/events.py` `to_dict()`; live frames may
- * also carry `seq` (the store's event sequence number) and `session_id`.
+ * The frames of the session socket (agent events, `sync`, `history`, ...) are generated
+ * from their Python declaration into `wire.ts`; import them from there.
  */
 
 /** A chat session as the server returns it. */
@@ -141,118 +141,10 @@ export interface IUsageReport {
 export type AgentStatus =
   'idle' | 'thinking' | 'executing' | 'waiting' | 'running';
 
-/** Fields every live frame may carry. */
-interface IFrameBase {
-  seq?: number;
-  session_id?: string;
-  /** The run (a durable task) the event belongs to. */
-  run_id?: string;
-}
-
-export interface IStatusFrame extends IFrameBase {
-  type: 'status';
-  status: AgentStatus;
-  detail?: string;
-}
-export interface ITextDeltaFrame extends IFrameBase {
-  type: 'text_delta';
-  message_id: string;
-  delta: string;
-}
-export interface ITextDoneFrame extends IFrameBase {
-  type: 'text_done';
-  message_id: string;
-  text: string;
-}
-export interface IReasoningFrame extends IFrameBase {
-  type: 'reasoning';
-  message_id: string;
-  delta: string;
-}
-export interface IToolCallFrame extends IFrameBase {
-  type: 'tool_call';
-  id: string;
-  name: string;
-  input: unknown;
-  message_id?: string;
-}
-export interface IToolProgressFrame extends IFrameBase {
-  type: 'tool_progress';
-  call_id: string;
-  stream: string;
-  text?: string;
-  data?: Record<string, unknown> | null;
-}
-export interface IToolResultFrame extends IFrameBase {
-  type: 'tool_result';
-  call_id: string;
-  name: string;
-  output: string;
-  duration_ms: number;
-  ok: boolean;
-  summary?: string;
-  display?: Record<string, unknown>[];
-  /** The stored tool message; the whole output is served from it. */
-  result_id?: string;
-  /** Size of the whole output when the model saw a summary (0 otherwise). */
-  full_size?: number;
-}
-/** Tokens and cost of one model call (issue 14). */
-export interface IUsageFrame extends IFrameBase {
-  type: 'usage';
-  message_id: string;
-  role: string;
-  model: string;
-  purpose?: string;
-  tokens_in: number;
-  tokens_out: number;
-  tokens_cached?: number;
-  tokens_reasoning?: number;
-  cost?: number | null;
-  estimated?: boolean;
-}
-/** Older messages were summarised to fit the context window (issue 14). */
-export interface ICompactionFrame extends IFrameBase {
-  type: 'compaction';
-  message_id: string;
-  summary: string;
-  count: number;
-  first_id: string;
-  tail_id: string;
-  to_seq: number;
-  tokens_before?: number;
-  tokens_after?: number;
-  role?: string;
-  model?: string;
-}
-export interface IChatFrame extends IFrameBase {
-  type: 'chat';
-  message_id: string;
-  content: string;
-  stop_reason?: string;
-}
-export interface IErrorFrame extends IFrameBase {
-  type: 'error';
-  message: string;
-  code?: string;
-  retryable?: boolean;
-}
-export interface ITaskFrame extends IFrameBase {
-  type: 'task_queued' | 'task_retrying' | 'task_complete' | 'task_failed';
-  task_id: string;
-  detail?: string;
-  attempt?: number;
-}
-export interface IFileChangedFrame extends IFrameBase {
-  type: 'file_changed';
-  path: string;
-  action: string;
-}
-
 /** Kinds of task the model may create (issue 12). */
 export type TaskType = 'explore' | 'code' | 'test' | 'review' | 'plan' | 'fix';
 
-/** Statuses of a task of the task graph (not of a run: see `ITaskFrame`). */
+/** Statuses of a task of the task graph (not of a run: see `ITaskFrame` in wire.ts). */
 export type TaskStatus =
   'pending' | 'in_progress' | 'blocked' | 'complete' | 'failed' | 'cancelled';
 
@@ -300,59 +192,6 @@ export interface ITaskTree {
   progress?: number;
 }
 
-/** A task was created or changed (the whole object each time). */
-export interface ITaskChangeFrame extends IFrameBase {
-  type: 'task_created' | 'task_updated';
-  task: ITask;
-}
-export interface ISubagentSpawnedFrame extends IFrameBase {
-  type: 'subagent_spawned';
-  task_id: string;
-  title?: string;
-  model?: string;
-}
-export interface ISubagentTextDeltaFrame extends IFrameBase {
-  type: 'subagent_text_delta';
-  task_id: string;
-  delta: string;
-}
-export interface ISubagentToolCallFrame extends IFrameBase {
-  type: 'subagent_tool_call';
-  task_id: string;
-  id: string;
-  name: string;
-  input: unknown;
-}
-export interface ISubagentToolResultFrame extends IFrameBase {
-  type: 'subagent_tool_result';
-  task_id: string;
-  call_id: string;
-  name: string;
-  output: string;
-  ok: boolean;
-  duration_ms?: number;
-}
-export interface ISubagentCompleteFrame extends IFrameBase {
-  type: 'subagent_complete';
-  task_id: string;
-  result: string;
-}
-export interface ISubagentErrorFrame extends IFrameBase {
-  type: 'subagent_error';
-  task_id: string;
-  message: string;
-  code?: string;
-}
-
-/** Frames of a subagent's own stream (shown in its drill-in, never in the chat). */
-export type SubagentFrame =
-  | ISubagentSpawnedFrame
-  | ISubagentTextDeltaFrame
-  | ISubagentToolCallFrame
-  | ISubagentToolResultFrame
-  | ISubagentCompleteFrame
-  | ISubagentErrorFrame;
-
 /** The run in flight, as `sync` reports it. */
 export interface IRunInfo {
   id?: string;
@@ -361,61 +200,6 @@ export interface IRunInfo {
   status?: string;
   [key: string]: unknown;
 }
-
-export interface ISyncFrame extends IFrameBase {
-  type: 'sync';
-  session?: ISession;
-  status?: AgentStatus;
-  /** The detail of the last status (e.g. what an approval is for, a retry's countdown). */
-  detail?: string;
-  run?: IRunInfo | null;
-}
-export interface IHistoryFrame extends IFrameBase {
-  type: 'history';
-  messages: IWireMessage[];
-  next_cursor?: string | number | null;
-}
-/** A tool call that runs, with its live output so far (in a `partial` frame). */
-export interface ILiveTool {
-  id: string;
-  name: string;
-  input?: unknown;
-  message_id?: string;
-  progress: string;
-}
-/** What the run is doing as the tab connects: the message it streams, its running tools. */
-export interface IPartialFrame extends IFrameBase {
-  type: 'partial';
-  message?: IWireMessage | null;
-  tools?: ILiveTool[];
-  /** The seq of the last event the snapshot includes. */
-  upto?: number;
-}
-/** A whole stored message (e.g. a user message sent from another tab). */
-export interface IMessageFrame extends IFrameBase {
-  type: 'message';
-  message: IWireMessage;
-}
-
-export type AgentEventFrame =
-  | IStatusFrame
-  | ITextDeltaFrame
-  | ITextDoneFrame
-  | IReasoningFrame
-  | IToolCallFrame
-  | IToolProgressFrame
-  | IToolResultFrame
-  | IChatFrame
-  | IErrorFrame
-  | ITaskFrame
-  | IFileChangedFrame
-  | IUsageFrame
-  | ICompactionFrame
-  | ITaskChangeFrame
-  | SubagentFrame;
-
-export type ServerFrame =
-  AgentEventFrame | ISyncFrame | IHistoryFrame | IPartialFrame | IMessageFrame;
 
 /** One row of the action log. */
 export interface IAction {

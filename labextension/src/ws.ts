@@ -5,7 +5,7 @@
  * reducer drops replayed events by `seq`, so a dropped socket loses nothing.
  */
 
-import type { ServerFrame } from './tokens';
+import type { ServerFrame } from './wire';
 
 /** Callbacks of a session socket. */
 export interface ISocketHandlers {

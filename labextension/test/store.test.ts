@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 
 import type { ThinkApi } from '../src/api';
 import { ChatStore } from '../src/store';
-import type { ServerFrame } from '../src/tokens';
+import type { ServerFrame } from '../src/wire';
 import type { ISocketHandlers } from '../src/ws';
 
 /** A store with a fake API and socket; frames are applied when `flush()` is called. */

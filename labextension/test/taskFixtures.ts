@@ -9,7 +9,8 @@ import { vi } from 'vitest';
 import type { ThinkApi } from '../src/api';
 import { ChatStore } from '../src/store';
 import { TasksModel } from '../src/tasksModel';
-import type { ITask, IWireMessage, ServerFrame } from '../src/tokens';
+import type { ITask, IWireMessage } from '../src/tokens';
+import type { ServerFrame } from '../src/wire';
 import type { ISocketHandlers } from '../src/ws';
 
 let clock = 1000;

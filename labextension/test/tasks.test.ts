@@ -17,7 +17,8 @@ import {
   upsertTask,
   waitingFor
 } from '../src/taskGraph';
-import type { ITask, IWireMessage, SubagentFrame } from '../src/tokens';
+import type { ITask, IWireMessage } from '../src/tokens';
+import type { SubagentFrame } from '../src/wire';
 import { later, settle, setup, task } from './taskFixtures';
 
 function graphOf(...tasks: ITask[]): ITaskGraph {
