@@ -22,13 +22,21 @@ import contextvars
 import inspect
 import json
 import time
-import types
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from .schema import (
+    first_paragraph,
+    is_json,
+    jsonable,
+    param_docs,
+    schema_validator,
+    simple_schema,
+    sorted_schema,
+)
 from .services import ToolServices
 
 if TYPE_CHECKING:
@@ -128,83 +136,6 @@ def optional(func: ToolFunc) -> ToolFunc:
     return func
 
 
-def _first_paragraph(doc: str | None) -> str:
-    doc = inspect.cleandoc(doc or "")
-    return doc.split("\n\n", 1)[0].replace("\n", " ").strip()
-
-
-def _param_docs(doc: str | None) -> dict[str, str]:
-    """Parse ``name: description`` lines under an ``Args:`` heading."""
-    out: dict[str, str] = {}
-    lines = inspect.cleandoc(doc or "").splitlines()
-    in_args = False
-    for line in lines:
-        if line.strip() in ("Args:", "Arguments:", "Parameters:"):
-            in_args = True
-            continue
-        if in_args:
-            if not line.strip():
-                break
-            name, sep, desc = line.strip().partition(":")
-            if sep and name.isidentifier():
-                out[name] = desc.strip()
-    return out
-
-
-_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
-
-def simple_schema(ann: Any) -> dict[str, Any] | None:
-    """The JSON schema pydantic gives these annotations (the ones tools use: scalars,
-    ``X | None``, ``Literal``, ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``, ``Any``), or
-    None for anything
-    else. Building it directly keeps pydantic (and its schema machinery, ~0.2 s) off the
-    first request: the schema goes to the model with every request, validation only runs
-    when a tool is called (issue 17)."""
-    if ann is Any:
-        return {}
-    if ann is type(None):
-        return {"type": "null"}
-    if ann in _JSON_TYPES:
-        return {"type": _JSON_TYPES[ann]}
-    origin, args = typing.get_origin(ann), typing.get_args(ann)
-    if origin is Literal and args and all(type(a) in (str, int) for a in args):
-        kinds = {type(a) for a in args}
-        if len(kinds) != 1:
-            return None
-        return {"enum": list(args), "type": _JSON_TYPES[kinds.pop()]}
-    if origin in (typing.Union, types.UnionType):
-        parts = [simple_schema(a) for a in args]
-        if any(p is None for p in parts):
-            return None
-        return {"anyOf": parts}
-    if (origin is list and len(args) == 1) or (
-        origin is tuple and len(args) == 2 and args[1] is Ellipsis
-    ):
-        item = simple_schema(args[0])
-        return None if item is None else {"items": item, "type": "array"}
-    if origin is dict and len(args) == 2 and args[0] is str:
-        value = simple_schema(args[1])
-        if value is None:
-            return None
-        return {"additionalProperties": value if value else True, "type": "object"}
-    return None
-
-
-def _sorted_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    # pydantic's key order: sorted, recursively (JSON-equal either way; the same bytes keep
-    # the model's prompt cache warm across versions).
-    out: dict[str, Any] = {}
-    for key in sorted(schema):
-        value = schema[key]
-        if isinstance(value, dict) and key != "default":
-            value = _sorted_schema(value)
-        elif isinstance(value, list) and key == "anyOf":
-            value = [_sorted_schema(v) for v in value]
-        out[key] = value
-    return out
-
-
 def json_object(arguments: str | dict | None, tool: str) -> dict[str, Any]:
     """The model's raw arguments as a JSON object (empty text is ``{}``); ToolError says
     what is wrong otherwise."""
@@ -250,10 +181,10 @@ class Tool:
     def __init__(self, func: ToolFunc, name: str | None = None) -> None:
         self.func = func
         self.name = name or func.__name__
-        self.description = _first_paragraph(func.__doc__)
+        self.description = first_paragraph(func.__doc__)
         hints = typing.get_type_hints(func, include_extras=True)
         params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
-        docs = _param_docs(func.__doc__)
+        docs = param_docs(func.__doc__)
         self._fields: dict[str, tuple[Any, Any, str | None]] = {}
         properties: dict[str, Any] = {}
         required: list[str] = []
@@ -263,16 +194,16 @@ class Tool:
             default = ... if p.default is inspect.Parameter.empty else p.default
             self._fields[p.name] = (ann, default, docs.get(p.name))
             prop = simple_schema(ann)
-            if prop is None or (default is not ... and not _is_json(default)):
+            if prop is None or (default is not ... and not is_json(default)):
                 simple = False
                 continue
             if default is ...:
                 required.append(p.name)
             else:
-                prop["default"] = _jsonable(default)
+                prop["default"] = jsonable(default)
             if docs.get(p.name) is not None:
                 prop["description"] = docs[p.name]
-            properties[p.name] = _sorted_schema(prop)
+            properties[p.name] = sorted_schema(prop)
         self._model: Any = None
         if simple:
             schema: dict[str, Any] = {"additionalProperties": False, "properties": properties}
@@ -347,26 +278,6 @@ class Tool:
         return {k: getattr(validated, k) for k in model.model_fields}
 
 
-def _jsonable(value: Any) -> Any:
-    """A default as pydantic writes it into a schema (tuples as lists)."""
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
-
-
-def _is_json(value: Any) -> bool:
-    """Whether a default value is plain JSON (pydantic writes those into the schema as is)."""
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_is_json(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
-    return False
-
-
 SchemaFunc = Callable[["ToolContext", dict[str, Any]], Awaitable[str | ToolOutput]]
 
 
@@ -393,7 +304,7 @@ class SchemaTool(Tool):
         self.parameters = schema if isinstance(schema, dict) else {"type": "object"}
         self._read_only = read_only
         self.destructive = destructive and not read_only
-        self._validator: Any = _validator(self.parameters)
+        self._validator: Any = schema_validator(self.parameters)
 
     @property
     def read_only(self) -> bool:
@@ -423,21 +334,6 @@ class SchemaTool(Tool):
         return raw
 
 
-def _validator(schema: dict[str, Any]) -> Any:
-    """A jsonschema validator for the schema, or None when the schema itself is invalid (the
-    server then checks the arguments; a broken schema must not hide the tool)."""
-    try:
-        import jsonschema
-    except ImportError:  # an optional check: the server validates as well
-        return None
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        return cls(schema)
-    except Exception:  # SchemaError, an unknown $schema: leave the checking to the server
-        return None
-
-
 @dataclass
 class CallOutcome:
     """What running one tool call produced."""
@@ -454,8 +350,6 @@ class ToolRegistry:
         self.tools: dict[str, Tool] = {}
         self.core: set[str] = set()
         self.optional: set[str] = set()  # left out of requests on small windows
-        #: Counts changes of the set of tools (a loop takes the specs again when it moved).
-        self.version = 0
         for f in funcs:
             self.add(f, core=core)
 
@@ -464,7 +358,6 @@ class ToolRegistry:
         tool = func if isinstance(func, Tool) else Tool.of(func)
         if tool.name in self.core:
             raise ValueError(f"{tool.name} is a core tool and cannot be replaced")
-        self.version += 1
         self.tools[tool.name] = tool
         if core:
             self.core.add(tool.name)
@@ -479,7 +372,6 @@ class ToolRegistry:
         if name in self.core:
             raise ValueError(f"{name} is a core tool and cannot be removed")
         self.tools.pop(name, None)
-        self.version += 1
         self.optional.discard(name)
 
     def specs(self) -> list[dict[str, Any]]:
