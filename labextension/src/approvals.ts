@@ -102,9 +102,12 @@ export function applyApprovalFrame(
       return list;
     }
     const decision = String(frame.decision ?? '');
+    const edited = editedInput(decision, frame.input);
     const settled: IApproval = {
       ...found,
-      input: editedInput(decision, frame.input) ?? found.input,
+      input: edited ?? found.input,
+      // The diff was of the asked call; what ran is the edited one (the card shows it).
+      diff: edited ? '' : found.diff,
       status: decision === 'approve' ? 'approved' : 'rejected',
       decided: {
         decision,
@@ -156,7 +159,7 @@ export function approvalFromRow(row: Record<string, unknown>): IApproval {
     tool: String(row.tool ?? ''),
     input: edited ?? row.input,
     summary: String(row.summary ?? ''),
-    diff: String(row.diff ?? ''),
+    diff: edited ? '' : String(row.diff ?? ''),
     reason: '',
     status,
     callId: String(row.call_id ?? ''),

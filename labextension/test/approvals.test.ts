@@ -102,6 +102,7 @@ describe('approvals', () => {
       source: 'sidebar'
     });
     expect(list[0].input).toEqual({ path: 'b.py', content: 'x = 3\n' });
+    expect(list[0].diff).toBe(''); // the asked change's diff is not what ran
     // After a reload, from the stored row and its decision.
     const row = approvalFromRow({
       id: 'ap_1',
@@ -118,6 +119,7 @@ describe('approvals', () => {
       })
     });
     expect(row.input).toEqual({ path: 'b.py', content: 'x = 3\n' });
+    expect(row.diff).toBe('');
     // A rejection keeps the asked arguments (nothing ran).
     const rejected = applyApprovalFrame(applyApprovalFrame([], asked), {
       type: 'approval_resolved',
