@@ -39,8 +39,6 @@ class BadDecision(ValueError):
 def person(user: Any) -> tuple[str, str]:
     """``(display name, user id)`` of the request's user, from jupyter_server's identity
     provider: decisions name people as Jupyter shows them, never by a raw id."""
-    if isinstance(user, str):
-        return user, user
     uid = str(getattr(user, "username", "") or "")
     name = getattr(user, "display_name", "") or getattr(user, "name", "") or uid
     return str(name), uid

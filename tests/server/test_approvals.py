@@ -84,6 +84,9 @@ async def test_websocket_and_rest_decide_first_wins_all_tabs_hear(
         {"decision": "reject", "reason": "b.txt is still needed"},
     )
     assert code == 200 and row["status"] == "rejected"
+    rejected = row["decision"]
+    rejected = json.loads(rejected) if isinstance(rejected, str) else rejected
+    assert rejected["user"].startswith("Anonymous ") and rejected["user_id"]
     await tab.send({"type": "approval", "id": second["id"], "decision": "approve"})
     late = await until(
         lambda: [f for f in tab.of("error") if f.get("code") == "already_decided"], 30, "late"
