@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .actions import ActionsMixin
 from .history import HistoryCache
 from .ids import new_id
 from .loopdb import Cursor, LoopConnection
@@ -31,6 +32,7 @@ from .mcpclients import McpClientsMixin
 from .migrations import migrate
 from .records import RecordsMixin
 from .schedules import SchedulesMixin
+from .sessions import SessionsMixin
 from .settings import SettingsMixin
 from .tasks import TasksMixin
 from .usage import UsageMixin
@@ -76,7 +78,6 @@ MESSAGE_FIELDS = {
     "attachments",
     "compaction",
 }
-SESSION_FIELDS = {"title", "path", "status", "options", "kind"}
 PREVIEW_CHARS = 2000
 BLOB_TEXT_CACHE = 8_000_000  # characters of offloaded message contents kept in memory
 _MESSAGE_COLUMNS = (
@@ -125,7 +126,16 @@ async def _switch_to_wal(db: LoopConnection, patience: float = 10.0) -> None:
             delay = min(delay * 2, 0.2)
 
 
-class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin, McpClientsMixin):
+class Store(
+    SessionsMixin,
+    ActionsMixin,
+    RecordsMixin,
+    SchedulesMixin,
+    UsageMixin,
+    SettingsMixin,
+    TasksMixin,
+    McpClientsMixin,
+):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
     def __init__(
@@ -253,77 +263,6 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
     async def load_blob(self, key: str) -> bytes:
         """:meth:`get_blob_bytes` off the event loop; KeyError if unknown."""
         return await asyncio.to_thread(self.get_blob_bytes, key)
-
-    # -- sessions ----------------------------------------------------------------------------
-
-    async def create_session(
-        self,
-        title: str = "",
-        path: str = "",
-        options: dict[str, Any] | None = None,
-        id: str | None = None,
-        kind: str = "chat",
-    ) -> dict[str, Any]:
-        """Create a session and return it. ``kind``: chat (the sidebar), notebook (a think
-        notebook's kernel), magic (``%%think`` in another kernel) or mcp (an agent calling
-        Think's tools over MCP)."""
-        now = time.time()
-        sid = id or new_id("s_")
-        await self.db.execute(
-            "INSERT INTO sessions (id, title, path, status, options, created_at, updated_at,"
-            " kind) VALUES (?, ?, ?, 'idle', ?, ?, ?, ?)",
-            (sid, title, path, json.dumps(options or {}), now, now, kind),
-        )
-        session = await self.get_session(sid)
-        assert session is not None
-        return session
-
-    async def get_session(self, session_id: str) -> dict[str, Any] | None:
-        """Return a session, or None."""
-        return await self._one("SELECT * FROM sessions WHERE id = ?", (session_id,))
-
-    async def ensure_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
-        """Return the session, creating it with this id if it does not exist."""
-        return await self.get_session(session_id) or await self.create_session(
-            id=session_id, **kwargs
-        )
-
-    async def list_sessions(
-        self, limit: int = 100, offset: int = 0, kind: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Sessions (of one kind, if given), most recently updated first, with their
-        message counts."""
-        where, params = ("WHERE s.kind = ?", [kind]) if kind else ("", [])
-        return await self._all(
-            "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id"
-            " AND m.facet IS NULL)"
-            f" AS message_count FROM sessions s {where} ORDER BY updated_at DESC"
-            " LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-
-    async def update_session(self, session_id: str, **fields: Any) -> None:
-        """Change title, path, status or options."""
-        await self._update("sessions", session_id, SESSION_FIELDS, **fields)
-
-    async def delete_session(self, session_id: str) -> bool:
-        """Delete a session and everything recorded for it; True if it existed."""
-        cur = await self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        existed = cur.rowcount > 0
-        for table in (
-            "messages",
-            "action_log",
-            "events",
-            "tasks",
-            "schedules",
-            "firings",
-            "approvals",
-            "runs",
-            "usage",
-        ):
-            await self.db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-        self.history.forget(session_id)
-        return existed
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -476,73 +415,4 @@ class Store(RecordsMixin, SchedulesMixin, UsageMixin, SettingsMixin, TasksMixin,
             "SELECT * FROM messages WHERE status IN ('pending', 'streaming')"
             " AND COALESCE(heartbeat_at, updated_at) < ? ORDER BY session_id, seq",
             (older_than,),
-        )
-
-    # -- action log --------------------------------------------------------------------------
-
-    async def log_action(self, **row: Any) -> str:
-        """Append one action-log row (see DESIGN.md); returns its id."""
-        row.setdefault("id", new_id("a_"))
-        row.setdefault("ts", time.time())
-        row["success"] = int(bool(row.get("success", True)))
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        await self._write(f"INSERT INTO action_log ({cols}) VALUES ({marks})", row.values())
-        return str(row["id"])
-
-    async def list_actions(
-        self,
-        session_id: str,
-        tool: str | None = None,
-        success: bool | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        message_id: str | None = None,
-        limit: int = 500,
-        task_id: str | None = None,
-    ) -> list[dict[str, Any]]:
-        """Action-log rows for a session, oldest first, filtered (``task_id``: the calls of
-        one subagent)."""
-        where = ["session_id = ?"]
-        params: list[Any] = [session_id]
-        for col, op, value in (
-            ("tool", "=", tool),
-            ("success", "=", None if success is None else int(success)),
-            ("ts", ">=", since),
-            ("ts", "<=", until),
-            ("message_id", "=", message_id),
-            ("task_id", "=", task_id),
-        ):
-            if value is not None:
-                where.append(f"{col} {op} ?")
-                params.append(value)
-        params.append(limit)
-        rows = await self._all(
-            f"SELECT * FROM action_log WHERE {' AND '.join(where)} ORDER BY ts, id LIMIT ?",
-            params,
-        )
-        for r in rows:
-            r["success"] = bool(r["success"])
-        return rows
-
-    # -- events ------------------------------------------------------------------------------
-
-    async def append_event(
-        self, session_id: str, type: str, data: dict[str, Any], event_id: str | None = None
-    ) -> int:
-        """Append an event; return its sequence number (0 if ``event_id`` was seen before)."""
-        cur = await self.db.execute(
-            "INSERT OR IGNORE INTO events (session_id, type, data, ts, event_id)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (session_id, type, json.dumps(data), time.time(), event_id),
-        )
-        return int(cur.lastrowid or 0) if cur.rowcount > 0 else 0
-
-    async def list_events(
-        self, session_id: str, after: int = 0, limit: int = 1000
-    ) -> list[dict[str, Any]]:
-        """Events after a sequence number, oldest first."""
-        return await self._all(
-            "SELECT * FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (session_id, after, limit),
         )
