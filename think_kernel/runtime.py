@@ -48,6 +48,7 @@ from .sandbox.asuser import ActingAs
 from .sandbox.lifecycle import SessionSandbox
 from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
+from .selftools import open_selftools, step_hook
 from .store import Store, location, new_id
 from .subagents import Subagents
 from .subagents.tools import SUBAGENT_TOOLS
@@ -167,6 +168,8 @@ class Runtime:
         # MCP servers' tools (issue 15): from the cache now; servers start on first use.
         self.mcp = McpServers.from_config(self.config, self.store_dir, root)
         self.mcp.attach(self.tools)
+        # Tools the agent wrote in .think/tools: loaded before each step once approved.
+        self.selftools = open_selftools(root, self.config, self.tools)
         # The attachments waiting for the next request.
         self.pending_attachments: list[dict[str, Any]] = []
         self.titler = Titler()
@@ -380,8 +383,9 @@ class Runtime:
         return ModelVision(resolve)
 
     def system_prompt(self, props: dict[str, Any]) -> str:
-        """Core prompt + class + extensions + config + session instructions."""
-        return self.layers.system_prompt(props)
+        """Core prompt + class + extensions + config + session instructions + the state of
+        the agent's own tools."""
+        return self.layers.system_prompt(props, self.selftools.prompt())
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -514,6 +518,7 @@ class Runtime:
             "compact_keep": self.config.compact_keep,
             "summarize_outputs": self.config.summarize_outputs,
             "gate": self.gate,
+            "before_step": step_hook(self.selftools, self),
         }
         return Agent(model, tools, store, **{**settings, **overrides})
 
