@@ -350,6 +350,8 @@ class ToolRegistry:
         self.tools: dict[str, Tool] = {}
         self.core: set[str] = set()
         self.optional: set[str] = set()  # left out of requests on small windows
+        #: Counts changes of the set of tools (a loop takes the specs again when it moved).
+        self.version = 0
         for f in funcs:
             self.add(f, core=core)
 
@@ -358,6 +360,7 @@ class ToolRegistry:
         tool = func if isinstance(func, Tool) else Tool.of(func)
         if tool.name in self.core:
             raise ValueError(f"{tool.name} is a core tool and cannot be replaced")
+        self.version += 1
         self.tools[tool.name] = tool
         if core:
             self.core.add(tool.name)
@@ -372,6 +375,7 @@ class ToolRegistry:
         if name in self.core:
             raise ValueError(f"{name} is a core tool and cannot be removed")
         self.tools.pop(name, None)
+        self.version += 1
         self.optional.discard(name)
 
     def specs(self) -> list[dict[str, Any]]:
