@@ -49,6 +49,8 @@ from .sandbox.lifecycle import SessionSandbox
 from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
 from .selftools import open_selftools, step_hook
+from .skills.tools import SKILL_TOOLS
+from .skills.wiring import open_skills
 from .store import Store, location, new_id
 from .subagents import Subagents
 from .subagents.tools import SUBAGENT_TOOLS
@@ -79,6 +81,7 @@ CORE_TOOLS: list[ToolFunc] = [
     *TASK_TOOLS,
     *SUBAGENT_TOOLS,
     *SCHEDULE_TOOLS,
+    *SKILL_TOOLS,
 ]
 
 
@@ -145,7 +148,10 @@ class Runtime:
             before_ready=self.files.start,
         )
         self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
+        # AGENTS.md files and skills, read again at each request.
+        self.skills = open_skills(root, self.config.config, session_path)
         self.services: ToolServices = ToolServices(
+            skills=self.skills,
             files=self.files,
             sandbox=self.ensure_sandbox,
             notebooks=self._notebooks,
@@ -383,9 +389,9 @@ class Runtime:
         return ModelVision(resolve)
 
     def system_prompt(self, props: dict[str, Any]) -> str:
-        """Core prompt + class + extensions + config + session instructions + the state of
-        the agent's own tools."""
-        return self.layers.system_prompt(props, self.selftools.prompt())
+        """Core prompt + class + extensions + config + session instructions + skills + the
+        state of the agent's own tools."""
+        return self.layers.system_prompt(props, self.skills.prompt(), self.selftools.prompt())
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -469,7 +475,8 @@ class Runtime:
             yield starting
             await self.mcp.discover()
         agent = self.make_agent(props, model=model)
-        text = f"{request}\n\n<context>\n{context}\n</context>" if context else request
+        text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
+        text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
         answered = False
