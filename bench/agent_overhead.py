@@ -2,7 +2,7 @@
 
     python bench/agent_overhead.py [--quick]
 
-Prints medians (and p90) next to the peer figures of shared/PEERS.md (jupyter-ai 3.2.0):
+Prints medians (and p90) next to the peer figures (jupyter-ai 3.2.0, measured side by side):
 
 (a) Loop cost per step. An in-process scripted model (the ``ModelClient.stream`` protocol, no
     HTTP) answers each step at once with one call of a trivial tool (returns "ok"), so the wall
@@ -45,7 +45,7 @@ from think_kernel.runtime import Runtime  # noqa: E402
 from think_kernel.tools.base import ToolContext, read_only  # noqa: E402
 
 
-@read_only  # changes nothing: never waits for an approval (issue 11's default policy)
+@read_only  # changes nothing: never waits for an approval (the default approval policy)
 async def noop(ctx: ToolContext, note: str = "") -> str:
     """A trivial tool: returns "ok"."""
     return "ok"

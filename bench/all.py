@@ -1,5 +1,5 @@
-"""Every speed target of issue 17 in one table: ours, a baseline measured in the same run,
-the peer's figure (jupyter-ai 3.2.0, from shared/PEERS.md) and the target.
+"""Every speed target in one table: ours, a baseline measured in the same run,
+the peer's figure (jupyter-ai 3.2.0, measured side by side) and the target.
 
     python bench/all.py --quick     # CI-sized counts (several minutes on 2 cores)
     python bench/all.py             # more trials
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import coldpaths  # noqa: E402
 import long_session  # noqa: E402
 
-# jupyter-ai 3.2.0, measured side by side with Think on 2026-11-23 (shared/PEERS.md).
+# jupyter-ai 3.2.0, measured side by side with Think on 2026-11-23.
 PEER = {
     "warm_ms": "88 ms",
     "new_chat_ms": "75 ms",
@@ -77,7 +77,7 @@ def loop_overhead(steps: int) -> dict[str, float]:
 async def sandbox_figures(n: int) -> dict[str, float]:
     """Session sandbox start (ms, median of 3), and a sandboxed ``echo`` (ms): back to back,
     and after a 10 ms pause (less than what separates two commands of an agent: a model
-    call and the loop's work, 11-19 ms outside the model in the five-bash turn), with a
+    call and the loop's work, as the five-bash turn measures), with a
     bash started ahead of each command (``prime_bash``, the default) and without (the
     baseline), interleaved."""
     from think_kernel.sandbox import Sandbox, SandboxConfig

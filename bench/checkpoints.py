@@ -1,4 +1,4 @@
-"""How long the store's writes wait while its WAL is checkpointed (issue 17), against the
+"""How long the store's writes wait while its WAL is checkpointed, against the
 checkpoint it replaced.
 
     python bench/checkpoints.py [--quick]
@@ -16,7 +16,7 @@ checkpoints it each time (``think_kernel/store/loopdb.py``).
   holds every writer back for the whole copy, sync and truncation.
 
 Prints, per variant, medians over the runs of: a step's p50, p99 and worst time, and the
-time spent in steps slower than 5 ms per 1,000 steps. The peer of shared/PEERS.md
+time spent in steps slower than 5 ms per 1,000 steps. The peer
 (jupyter-ai 3.2.0) keeps no such store on its loop: there is nothing of its to compare.
 """
 

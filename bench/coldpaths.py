@@ -14,7 +14,7 @@ With an instant scripted model (tests/fake_model.py), medians of the trials:
    a stream paced like a real model's (a token every 2 ms)
 6. resident memory (RSS, kernel + its sandbox processes) of an idle chat and of a spare kernel
 7. a five-``bash`` turn in a chat that ran bash before: per model call, the time outside the
-   model (the loop and the sandboxed ``echo``), the measure of shared/PEERS.md; with a bash
+   model (the loop and the sandboxed ``echo``), the peer study's measure; with a bash
    started ahead of each command and without (the baseline), two servers interleaved; and
    the CPU time the kernel, its sandbox, the server and the model use per call
 
@@ -512,7 +512,7 @@ def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
             wait_idle(srv, sid)
         out["first_bash_ms"] = median(bash_turn)
         # Right after the last new chat took the spare, its successor is starting (a kernel
-        # and its sandbox: most of a core for ~1.5 s of our 2). Shown apart from the figures
+        # and its sandbox: most of a core for a while). Shown apart from the figures
         # below, which are measured once the pool is full again, as the other measures are.
         during = [asyncio.run(burst(srv, fm, sids[0], 200)) for _ in range(trials)]
         out["burst_end_refill_ms"] = median([b["end_ms"] for b in during])
@@ -521,7 +521,7 @@ def run(pool: int, trials: int, tmp: Path) -> dict[str, Any]:
             wait_for(lambda: spares(srv) >= 1, 120)  # type: ignore[union-attr]
             time.sleep(1.0)  # and its sandbox, started once the kernel is ready
         # At least 15: on 2 cores the model, the kernel, the server and the client all want
-        # one during a burst, and these figures scatter with the scheduler (2-15 ms).
+        # one during a burst, and these figures scatter with the scheduler.
         many = max(trials, 15)
         bursts = [asyncio.run(burst(srv, fm, sids[0], 200)) for _ in range(many)]
         out["burst_frames"] = median([b["frames"] for b in bursts])

@@ -1,4 +1,4 @@
-"""One truth for files (issue 10): what keeping disk and rooms in step costs, and whether
+"""One truth for files: what keeping disk and rooms in step costs, and whether
 write-then-run is exact at scale. Prints medians and a baseline measured in the same run.
 
     python bench/files.py            # everything (a couple of minutes on 2 cores)

@@ -42,7 +42,7 @@ from think_kernel.runtime import Runtime  # noqa: E402
 from think_kernel.tools.base import ToolContext, read_only  # noqa: E402
 
 
-@read_only  # changes nothing: never waits for an approval (issue 11's default policy)
+@read_only  # changes nothing: never waits for an approval (the default approval policy)
 async def noop(ctx: ToolContext, note: str = "") -> str:
     """A trivial tool: returns "ok"."""
     return "ok"

@@ -1,4 +1,4 @@
-"""What MCP costs (issue 15), each next to a baseline measured in the same run.
+"""What MCP costs, each next to a baseline measured in the same run.
 
     python bench/mcpbench.py [--quick]
 

@@ -1,5 +1,5 @@
-"""Sandbox speed, against a plain ``python3 -c`` measured in the same run (issue 3), and what
-the hardening of issue 9 costs (same run, same tier, hardening switched off vs on).
+"""Sandbox speed, against a plain ``python3 -c`` measured in the same run, and what
+the hardening costs (same run, same tier, hardening switched off vs on).
 
     python bench/sandbox.py [--tier 1|2|3] [-n 50]
 

@@ -4,7 +4,7 @@
 
 (a) Bookkeeping per firing: ``Scheduler.run_due`` over N due rows with a no-op handler (claim
     with a lease and owner, a ``firings`` record, the settle), until every row is done.
-    Baseline in the same run: the at-most-once bookkeeping the scheduler had before issue 15
+    Baseline in the same run: the bookkeeping of an at-most-once scheduler
     (one ``UPDATE ... pending -> running``, then one ``UPDATE ... done``) over as many rows.
 (b) Lateness: a row due 50 ms from now, added while the scheduler sleeps; time from its due
     time to its handler, with ``wake()`` (what a kernel's link RPC does) and without it (the

@@ -1,4 +1,4 @@
-"""Subagents run in parallel (issue 12, point 6): 4 at once against 1 alone, same run.
+"""Subagents run in parallel: 4 at once against 1 alone, same run.
 
     python bench/subagents.py [--quick] [--tool list_files|execute_code]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * UI benchmark of the tasks area (issue 12): what four subagents streaming at once cost the
+ * UI benchmark of the tasks area: what four subagents streaming at once cost the
  * browser, next to a baseline measured in the same run.
  *
  * Both scenarios deliver the same text (4 x WORDS words) to a real JupyterLab in headless

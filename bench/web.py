@@ -1,4 +1,4 @@
-"""Web tools speed (issue 13): browser start, page load -> text, screenshot, search.
+"""Web tools speed: browser start, page load -> text, screenshot, search.
 
     python bench/web.py [-n 20] [--starts 5]
 

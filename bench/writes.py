@@ -1,10 +1,10 @@
-"""What the link-safe write path costs (issue 9), against the plain write it replaced.
+"""What the link-safe write path costs, against the plain write it replaced.
 
     python bench/writes.py [--quick]
 
 Same run, same files, medians of many writes (µs):
 
-- ``plain``: the old way (``tools/workspace.py`` and ``collab/local.py`` before issue 9):
+- ``plain``: the old way (``tools/workspace.py`` and ``collab/local.py`` before the link-safe path):
   ``mkdir(parents=True)``, ``.NAME.think-tmp`` written by path, ``os.replace``, everything
   following links.
 - ``safe (openat2)``: :meth:`think_kernel.safefs.SafeRoot.write_bytes`: the folder opened
@@ -44,7 +44,7 @@ from think_kernel.tools.workspace import LocalWorkspace  # noqa: E402
 
 
 def plain(root: Path, rel: str, data: bytes, fsync: bool = False) -> None:
-    """The write before issue 9."""
+    """The write before the link-safe path."""
     full = root / rel
     full.parent.mkdir(parents=True, exist_ok=True)
     tmp = full.with_name(f".{full.name}.think-tmp")
@@ -57,7 +57,7 @@ def plain(root: Path, rel: str, data: bytes, fsync: bool = False) -> None:
 
 
 class OldWorkspace(LocalWorkspace):
-    """``write_text`` as it was before issue 9 (the tool's other checks unchanged)."""
+    """``write_text`` as it was before the link-safe path (the tool's other checks unchanged)."""
 
     async def write_text(self, path: str, content: str) -> None:
         full = self.resolve(path)
