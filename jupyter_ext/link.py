@@ -127,7 +127,7 @@ class KernelLinks:
     ) -> None:
         self.kernel_manager = kernel_manager
         # Connections that have not authenticated yet: each is closed after hello_timeout
-        # seconds, and past max_pending new ones are refused (issue 9: 3,000 idle sockets).
+        # seconds, and past max_pending new ones are refused (idle sockets must not pile up).
         self.hello_timeout = hello_timeout
         self.max_pending = max_pending
         self.pending: set[LinkHandler] = set()

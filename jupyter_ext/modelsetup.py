@@ -7,7 +7,7 @@ asks the endpoint for its models. Kernels read the saved endpoint before every r
 (:mod:`think_kernel.endpoint`), so nothing restarts.
 
 Where the key lives: the store (``settings`` table), in the store folder outside the
-workspace, 0700, which sandboxed code, the file tools and the loopback cannot reach (issue 9).
+workspace, 0700, which sandboxed code, the file tools and the loopback cannot reach.
 It is never sent back to a browser (only its last four characters), never put in a kernel's
 environment, and never written to a notebook.
 

@@ -61,7 +61,7 @@ class EventPipeline:
 
     def let_requests_first(self) -> None:
         """A request came behind queued frames (a run's doc.flush after its tool calls):
-        its task runs before they are stored (issue 17). A kernel waits on the answer,
+        its task runs before they are stored. A kernel waits on the answer,
         nobody on the storing; frames with no request behind them (a stream's text) are
         not held back."""
         if self._queue:

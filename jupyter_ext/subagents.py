@@ -1,4 +1,4 @@
-"""The server's side of tasks and subagents (issue 12): durable checks, and a request's
+"""The server's side of tasks and subagents: durable checks, and a request's
 tasks ended when its run ends here.
 
 A kernel that spawns a subagent writes a ``subagent_check`` schedule (first check after 30 s,

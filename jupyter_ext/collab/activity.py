@@ -6,7 +6,7 @@
         hit.detail      # "waiting for you to finish typing in cell 3"
         hit.quiet_in    # seconds until that activity is 2 s old
 
-Two signals, both from the room the agent edits through (issue 10, point 3):
+Two signals, both from the room the agent edits through:
 
 - edits whose transaction has no origin (updates from a client's websocket; the agent's own
   edits carry ``Think:<action>``, merges from disk ``disk``): the cell and line they touched;

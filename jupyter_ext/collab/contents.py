@@ -5,7 +5,7 @@ and writes the target in place, following links at every step (and resolving a l
 target on purpose); its checkpoints copy into ``.ipynb_checkpoints/`` the same way. Sandboxed
 code can write the workspace, so it could plant ``.~a.py`` (or ``.ipynb_checkpoints``) as a
 link to a ``.pth`` file of the server's venv: the next save, by a person or by the agent
-through a room, would write there with the server's privileges (issue 9).
+through a room, would write there with the server's privileges.
 
 :class:`ThinkContentsManager` keeps everything of ``AsyncLargeFileManager`` but routes every
 write, read, rename, delete and copy through :class:`~think_kernel.safefs.SafeRoot`; its

@@ -149,7 +149,7 @@ class DocumentService:
                 copy=False,
                 create=True,
             )
-        except HTTPError as e:  # the contents manager refused to load it (issue 9)
+        except HTTPError as e:  # the contents manager refused to load it
             reason = str(e.log_message or e)
             raise DocumentError(
                 reason, "NOT_UTF8" if "UTF-8" in reason else "DOCUMENT_ERROR"

@@ -1,4 +1,4 @@
-"""Think's own tools served over MCP (issue 15): ``/api/think/mcp``, streamable HTTP.
+"""Think's own tools served over MCP: ``/api/think/mcp``, streamable HTTP.
 
 :mod:`.tools` (which tools, as MCP definitions; pure), :mod:`.calls` (a call runs in the think
 kernel of the client's session), :mod:`.asgi` (a tornado request served by the SDK's ASGI

@@ -124,7 +124,7 @@ class McpEndpoint:
     async def _run(self) -> None:
         try:
             if self.manager is None:
-                # ~0.7 s of imports that neither the server's start nor its loop waits for.
+                # The SDK's slow imports: neither the server's start nor its loop waits for them.
                 await asyncio.to_thread(_import_sdk)
                 self._build()
             async with self.manager.run():

@@ -150,7 +150,7 @@ class ChatKernels:
             self.kernels[session_id] = kid
             self.touch(session_id)
             # The next spare starts a moment later: a kernel start takes a core for most of
-            # a second, which the claimed kernel's first run needs now (issue 17).
+            # a second, which the claimed kernel's first run needs now.
             self._spawn(self._refill_after(self.refill_delay))
             # Off the run's path: the name is a nicety (jupyter_server's session store).
             self._spawn(self._name(session_id, kid))

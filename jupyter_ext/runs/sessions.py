@@ -156,7 +156,7 @@ class ChatSessions:
         behind the active run.
 
         ``interrupt=True`` ("stop and send") cancels the session's runs first. With a
-        ``message_id`` the send is idempotent (a reminder's firing, issue 15): a message of
+        ``message_id`` the send is idempotent (a reminder's firing): a message of
         that id that already has a run is returned as it is, one without a run gets one.
         """
         if await self.store.get_session(session_id) is None:
@@ -218,7 +218,7 @@ class ChatSessions:
         run = self.active(session_id)
         if run is None:
             return last
-        # A cancelled run's pending approvals count as rejected (issue 11); the kernel does
+        # A cancelled run's pending approvals count as rejected; the kernel does
         # the same when its run stops, whichever comes first wins.
         await reject_pending(self.store, self.pipeline, session_id, "the run was cancelled")
         if run.state == "retrying":
@@ -499,7 +499,7 @@ class ChatSessions:
                 parent_id=run.message_id,
             )
             await self.pipeline.emit(run.session_id, {"type": "message", "message": note})
-        # Its kernel ended its tasks, unless it died first (issue 12).
+        # Its kernel ended its tasks, unless it died first.
         await end_request_tasks(
             self.store, self.pipeline, run.session_id, run.message_id, final, error
         )
