@@ -6,7 +6,7 @@
     usage = await caller.record(role="primary", purpose="step", message_id=mid,
                                 reported=chunk, estimated_in=812, text_out="...")
 
-Roles (DESIGN.md): ``primary`` runs the main loop, ``fast`` subagents and quick internal calls
+Roles: ``primary`` runs the main loop, ``fast`` subagents and quick internal calls
 (titles, summaries of large tool outputs), ``summarizer`` compaction, ``vision`` requests with
 images. The caller is given the names already resolved (session props > subclass > config >
 default, see ``Runtime.model_name``); a role left empty falls back: summarizer -> fast ->

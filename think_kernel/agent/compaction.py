@@ -6,7 +6,7 @@
         messages = summary_request(previous_summary, chunk, words=300)
         previous_summary = <the summarizer's answer>
 
-Rules (issue 14): the first user request of the session stays verbatim (``pinned``); the
+Rules: the first user request of the session stays verbatim (``pinned``); the
 recent tail stays verbatim, at most ``keep_tokens`` but never less than the last step; a tail
 never starts with a tool result (an assistant turn keeps its results); tool results inside the
 compacted span reach the summarizer as their short summaries, not their whole text. Each new

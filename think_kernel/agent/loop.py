@@ -9,7 +9,7 @@ to it are yielded; a streaming reply is checkpointed and heartbeated so a crash 
 second of text. Several tool calls in one step run concurrently; their progress and results are
 yielded as they happen. Cancelling the consumer cancels the tools and marks the reply cancelled.
 
-Long sessions (issue 14): before each model call the request's size is estimated
+Long sessions: before each model call the request's size is estimated
 (:mod:`.tokens`, calibrated by the usage the endpoint reports); past ``compact_at`` of the
 model's window the older turns are summarised by the ``summarizer`` role (:mod:`.summarizer`),
 and a context-length error from the endpoint triggers one compaction and one retry. Each call
@@ -116,7 +116,7 @@ class Agent:
         self.compact_keep = compact_keep
         self.summarize_outputs = summarize_outputs
         self.gate = gate
-        # The role of the model that runs the steps: ``fast`` for a subagent (issue 12).
+        # The role of the model that runs the steps: ``fast`` for a subagent.
         self.step_role = step_role
         # Run before each model step (tools the agent wrote load there); it may change the
         # registry, whose specs are then taken again.
@@ -172,7 +172,7 @@ class Agent:
             self.tools.specs(), caller.window(self.step_role), optional=self.tools.optional
         )
         # A step whose calls wait on approvals (the process that asked died or restarted):
-        # run those calls now instead of asking the model again (issue 11).
+        # run those calls now instead of asking the model again.
         unfinished = await self._unfinished_step(session_id, rows, user)
         if unfinished is not None:
             mid, calls = unfinished
@@ -221,7 +221,7 @@ class Agent:
                 yield event
             role = "vision" if ctx.has_images else self.step_role
             # The step's row is stored while the request is on its way: the model has it one
-            # SQLite commit sooner (issue 17). Nothing about the step is yielded, and no
+            # SQLite commit sooner. Nothing about the step is yielded, and no
             # update of the row is made, before the insert is done (``step.stored``).
             mid = new_id("m_")
             step = _Step()
@@ -363,7 +363,7 @@ class Agent:
                 if step.stored is not None:
                     await step.stored  # the row exists before anything about it changes
                 if e.code == "context_length" and not compacted:
-                    # One compaction and one retry (issue 14); the endpoint may have told us
+                    # One compaction and one retry; the endpoint may have told us
                     # its real window, which later requests then respect.
                     compacted = True
                     ratio = caller.calibration.ratio(caller.model(role))

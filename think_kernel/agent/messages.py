@@ -20,7 +20,7 @@ from typing import Any
 INTERRUPTED = "(no result: the run was interrupted before this tool finished)"
 MODEL_ROLES = ("user", "assistant", "tool")
 #: System rows the model must see: what happened to a subagent while nobody waited for it
-#: (its kernel died, issue 12). They reach the model as a user turn saying so.
+#: (its kernel died). They reach the model as a user turn saying so.
 REPORTS = ("subagent_report",)
 
 

@@ -81,7 +81,7 @@ class LazyTrustContext(ssl.SSLContext):
 
     It verifies exactly as httpx's default context does (``SSL_CERT_FILE``, else
     ``SSL_CERT_DIR``, else certifi's bundle; hostname checked, certificate required), but
-    parsing a CA bundle takes 30-100 ms, paid by every new kernel's first request even when
+    parsing a CA bundle is slow, and every new kernel's first request would pay it even when
     the endpoint is a plain-HTTP local server that never shakes hands."""
 
     _trust_loaded = False
@@ -153,7 +153,7 @@ class OpenAIModel:
         )
 
     def warm(self) -> None:
-        """Load now what the first request would load (anyio's asyncio backend, ~30-70 ms);
+        """Load now what the first request would load (anyio's asyncio backend);
         call it on the event loop, ahead of need."""
         try:
             import anyio
@@ -239,7 +239,7 @@ def _status_error(status: int, raw: bytes, headers: httpx.Headers) -> StatusErro
 
 #: JSON of read-only messages (the history's, from the model context) by object, and of tool
 #: specs by their parts: every request carries the whole history and the same specs, and
-#: encoding them anew cost ~1.3 ms a request at 600 messages, growing with the history.
+#: encoding them anew for every request would cost more as the history grows.
 _ENCODED: dict[Any, tuple[Any, bytes]] = {}
 _ENCODED_MAX = 50_000
 

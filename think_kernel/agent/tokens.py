@@ -69,7 +69,7 @@ def _estimate_exact(text: str) -> float:
 
 # Estimates of texts seen before, by (hash, length): every run estimates its whole history
 # again (and the system prompt and tool specs), which was most of a warm run's own time and
-# grew with the session (issue 17). No text is kept; a collision would only shift an estimate.
+# grew with the session. No text is kept; a collision would only shift an estimate.
 _SEEN: dict[tuple[int, int], int] = {}
 _SEEN_MAX = 50_000
 _SEEN_MIN_CHARS = 64  # shorter texts are estimated faster than they are looked up
@@ -139,7 +139,7 @@ def estimate_tools(specs: list[dict[str, Any]]) -> int:
     if not specs:
         return 0
     # A registry builds new spec dicts around the same name, description and parameters
-    # objects for every request; JSON-encoding ~17 KB of them twice a request cost ~0.7 ms.
+    # objects for every request; JSON-encoding all of them twice a request is wasted work.
     # The key holds those parts (the parameters by identity, kept alive by the entry).
     key = tuple(spec_key(s) for s in specs)
     hit = _TOOL_ESTIMATES.get(key)

@@ -1,4 +1,4 @@
-"""Tool specs that fit the model's context window (issue 14).
+"""Tool specs that fit the model's context window.
 
     specs = fit_specs(registry.specs(), window=4_000)
 
@@ -7,7 +7,7 @@ of tokens: on a small window (a local 4K or 8K model) the specs alone would leav
 the conversation. When the full specs take more than ``share`` of the window, each description
 is cut to its first sentence and parameter descriptions are dropped (names, types and required
 fields stay, so every call stays valid). If even that is too much, the ``optional`` tools
-(planning aids such as the task and subagent tools, issue 12) are left out of the request.
+(planning aids such as the task and subagent tools) are left out of the request.
 Pure functions over plain data.
 """
 

@@ -1,4 +1,4 @@
-"""Human in the loop (issue 11): which calls need approval, the durable wait, the decision.
+"""Human in the loop: which calls need approval, the durable wait, the decision.
 
 Pure core: :mod:`.policy` (which calls ask) and :mod:`.describe` (summary and diff); the
 store side: :mod:`.record` (first decision wins, logged once); the agent side: :mod:`.gate`.

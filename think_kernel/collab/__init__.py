@@ -1,4 +1,4 @@
-"""The agent's file and notebook access through the collaboration rooms (see issue 5).
+"""The agent's file and notebook access through the collaboration rooms.
 
 Server mode: :mod:`.access` (``LinkNotebookAccess``) and :mod:`.workspace` (``CollabWorkspace``)
 over the kernel link. Standalone mode (no server): :func:`local_access`.

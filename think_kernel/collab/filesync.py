@@ -1,4 +1,4 @@
-"""Disk and rooms agree around every sandboxed run (issue 10, points 1 and 2).
+"""Disk and rooms agree around every sandboxed run.
 
     files = FileSync(workspace)                 # ctx.services.files
     async with files.run(hold=60) as run:       # dirty rooms saved first; autosaves held

@@ -2,8 +2,8 @@
 
     workspace, notebooks = linked_access(Path.cwd(), link)
 
-The server edits paths relative to its root; the agent's workspace is the notebook's folder
-(DESIGN.md). :class:`PrefixedLink` puts the folder in front of every ``doc.*`` path, so the
+The server edits paths relative to its root; the agent's workspace is the notebook's folder.
+:class:`PrefixedLink` puts the folder in front of every ``doc.*`` path, so the
 tools keep workspace-relative paths and still cannot reach outside the workspace.
 """
 

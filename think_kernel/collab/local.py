@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # jupyter-ydoc and pycrdt (and .ydocs, built on them) are imported where documents are made:
 # a runtime builds this store at start, long before (if ever) a file is edited, and their
-# import is a third of a runtime's (issue 17: the first %%think).
+# import is a third of a runtime's (on the first %%think's path).
 
 T = TypeVar("T")
 Stat = tuple[int, int, int]

@@ -1,6 +1,6 @@
 """Three-way merges of text and notebooks, pure functions (no Yjs documents, no I/O).
 
-Two uses (issue 10):
+Two uses:
 
 - An agent edit carries what the agent last read (``base``). Changes others made since are
   merged when they touch other lines; a change to the same lines is a conflict, refused with

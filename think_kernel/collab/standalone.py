@@ -353,7 +353,7 @@ class LocalCollabWorkspace(LocalWorkspace):
         except ToolError as e:
             if e.code not in ("NOT_UTF8", "TOO_LARGE"):
                 raise
-            # Not text the history can hold (issue 9): deleted without a version.
+            # Not text the history can hold: deleted without a version.
             self.documents.forget(rel)
             await LocalWorkspace.delete(self, rel)
         self._seen.pop(rel, None)

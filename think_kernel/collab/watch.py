@@ -1,4 +1,4 @@
-"""Which workspace files a sandboxed run created, changed or deleted (issue 10, point 2).
+"""Which workspace files a sandboxed run created, changed or deleted.
 
     watcher = workspace_watcher(root)      # inotify on Linux, else a stat snapshot
     await watcher.start()                  # watches set up off the event loop

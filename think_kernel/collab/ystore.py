@@ -27,7 +27,7 @@ from typing import Any
 
 from .history import Version
 
-# Ordered, named migrations, recorded in the ``migrations`` table (STYLE.md rule 10).
+# Ordered, named migrations, recorded in the ``migrations`` table.
 _MIGRATIONS: list[tuple[str, str]] = [
     (
         "001_update_log",

@@ -2,9 +2,9 @@
 
     result = await run_cell_code(runtime, "python", "print('hi')", on_output=cb)
 
-With a sandbox on the runtime (issue 3) the code runs there (``sandbox.run_python`` /
+With a sandbox on the runtime the code runs there (``sandbox.run_python`` /
 ``run_bash``, warm worker state kept between cells), between a save of the open documents and
-a merge of what it changed on disk into them (``runtime.files``, issue 10). Without one it
+a merge of what it changed on disk into them (``runtime.files``). Without one it
 runs in a plain subprocess in the workspace, in its own process group so an interrupt reaches
 exactly it. Cancelling the awaiting task interrupts the code (SIGINT, then SIGKILL after a
 grace period) and re-raises.

@@ -8,7 +8,7 @@ cell's thread through a :class:`Mailbox`, which wakes that thread only when it m
 ``run_in_kernel`` code, figures, approval cards, the end of the run, or the first event after
 an up-to-date display. Everything else waits for the next display (at most one per
 ``display_interval``): each wake-up is a hop between two threads that share one GIL, and a fast
-run used to make fifteen of them (issue 17).
+run used to make fifteen of them.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def _display(
     shell: Any, bundle: dict[str, Any], display_id: str, metadata: dict[str, Any], update: bool
 ) -> None:
     """Show or update a display. ipykernel flushes stdout and stderr before every display,
-    each a round trip to its IO thread (~1 ms apiece when the cores are busy); when they hold
+    each a round trip to its IO thread (slow when the cores are busy); when they hold
     nothing, there is nothing to keep in order and the flushes are skipped."""
     pub: Any = getattr(shell, "display_pub", None)
     quiet = (

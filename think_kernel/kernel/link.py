@@ -354,7 +354,7 @@ class KernelLink:
     def _corked(self) -> Iterator[None]:
         """Frames written in the block leave in one TCP segment where the socket allows it:
         the server then reads an RPC with the items before it, and answers it before it
-        stores them (issue 17; see jupyter_ext/pipeline.py)."""
+        stores them (see jupyter_ext/pipeline.py)."""
         sock = None
         cork = getattr(socket, "TCP_CORK", None)
         try:

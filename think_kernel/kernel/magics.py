@@ -108,7 +108,7 @@ class ThinkMagics(Magics):
         config = ThinkConfig(parent=self.shell)
         # With a Jupyter server (the kernel was started by one), the agent edits through its
         # collaboration rooms, like a think kernel: the notebook this cell runs in changes
-        # live in the open tab, never behind its back on disk (issue 11). Approvals decided
+        # live in the open tab, never behind its back on disk. Approvals decided
         # in the sidebar reach this kernel over the same link.
         self._link = start_link(lambda: self._runtime)
         linked = await linked_setup(self._link, root, config, LINK_WAIT)
@@ -144,7 +144,7 @@ class ThinkMagics(Magics):
         asyncio.get_running_loop().call_soon(runtime.prewarm_model)
         if self._link is not None:
             await self._link.runtime()  # its events reach the server (the sidebar) from now
-            # A reminder set here wakes the server's scheduler at once (issue 15); without a
+            # A reminder set here wakes the server's scheduler at once; without a
             # server, %%think reminders wait for one (no run can start in this kernel alone).
             from ..schedules.notebook import KernelReminders
 

@@ -1,4 +1,4 @@
-"""A think kernel process whose imports are done before the kernel is asked for (issue 17).
+"""A think kernel process whose imports are done before the kernel is asked for.
 
 A Jupyter server with the extension starts one of these while it is still loading
 (``jupyter_ext`` links before the server's own components and web application are built, a
@@ -52,7 +52,7 @@ def start_env(env: dict[str, str]) -> dict[str, str]:
 def _preload() -> None:
     # What a chat kernel imports on its way to its first model request, in the order it does.
     # Modules imported later, while the kernel starts, links and prepares its runtime (found
-    # by listing sys.modules there): ipykernel's debugger support (debugpy, ~70 ms), the
+    # by listing sys.modules there): ipykernel's debugger support (debugpy), the
     # link's WebSocket client, the file watch. The model client is named on its own, with
     # what httpx loads only when its first client is built (httpcore) and its first request
     # runs (anyio's asyncio backend): the first request must not pay for them.

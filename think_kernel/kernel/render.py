@@ -169,7 +169,7 @@ class Transcript:
         if self.status == "waiting" and self.wait_until is not None:
             left = max(0.0, self.wait_until - now)
             detail = _RETRY_IN.sub(f"in {left:.0f} s", detail)
-        # No emoji: some systems have no font for them (issue 16).
+        # No emoji: some systems have no font for them.
         tail = f": {detail}" if detail else ""
         return f"*{self.status}{_escape_emphasis(tail)}…*"
 
@@ -227,7 +227,7 @@ def _render_tool(block: _Block, final: bool) -> str:
     ms = _duration(float(tool.get("ms", 0.0)))
     line = f"{head} · {mark} · {ms}" + (f" · {summary}" if summary else "")
     if tool.get("full_size"):
-        # The model saw a summary; the whole output is stored (issue 14).
+        # The model saw a summary; the whole output is stored.
         command = code_span(f"%think_output {tool.get('call_id', '')}")
         line += f"\n>\n> whole output ({int(tool['full_size']):,} characters): {command}"
     return line

@@ -41,7 +41,7 @@ def _naming(header: str) -> Iterator[Distribution]:
     Each folder on ``sys.path`` is listed and its ``*.dist-info`` / ``*.egg-info`` files read
     directly: ``distributions()`` makes a few pathlib objects per file, which with a
     JupyterLab's worth of packages (~240) cost ~10 ms more on every new runtime's path to its
-    first request (issue 17). Anything else on ``sys.path`` (a zip) is searched the usual way.
+    first request. Anything else on ``sys.path`` (a zip) is searched the usual way.
     """
     want = header.encode()
     for entry in sys.path:
@@ -71,7 +71,7 @@ def _published() -> list[Any]:
     """The entry points of our group. ``entry_points(group=...)`` parses the entry points of
     every installed distribution (~30-40 ms with a JupyterLab's worth of packages, on every
     new runtime's path to its first request); only those whose file names our group are
-    parsed here (issue 17)."""
+    parsed here."""
     found, seen = [], set()
     for dist in _naming(f"[{ENTRY_POINT_GROUP}]"):
         for ep in dist.entry_points.select(group=ENTRY_POINT_GROUP):

@@ -1,4 +1,4 @@
-"""MCP servers as tool sources (issue 15): configured servers' tools become ``server__tool``.
+"""MCP servers as tool sources: configured servers' tools become ``server__tool``.
 
 Pure core: :mod:`.config` (which servers, from traitlets and ``mcp.json``), :mod:`.names`
 (model-facing tool names), :mod:`.results` (a tool result as a Think output); adapters:

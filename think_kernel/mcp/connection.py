@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 MAX_PAGES = 100
 CLOSE_TIMEOUT = 10.0
 #: Runs the server's command with PR_SET_PDEATHSIG (Linux): the server is told to stop when
-#: the kernel dies, even by SIGKILL. ``-I -S``: the wrapper itself costs ~15 ms.
+#: the kernel dies, even by SIGKILL. ``-I -S`` keep the wrapper's own start short.
 DEATHSIG = (
     "import ctypes,os,signal,sys\n"
     "ctypes.CDLL(None).prctl(1, signal.SIGTERM)\n"

@@ -8,7 +8,7 @@
 
 Sandboxed code can write the workspace, and the kernel and the server (often root) write
 there too. If they followed a symbolic link that sandboxed code planted (a temp name, a backup
-name, a parent folder) they would write outside the workspace with their privileges (issue 9:
+name, a parent folder) they would write outside the workspace with their privileges (
 a ``.pth`` file in the venv ran as uid 0). So every path is opened relative to a held
 directory fd: one ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`` where the kernel has it,
 else one ``openat(O_NOFOLLOW | O_DIRECTORY)`` per component. A write goes to a temp file with a

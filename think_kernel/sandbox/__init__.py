@@ -1,5 +1,5 @@
 """Per-cell sandbox: every piece of code the agent (or a ``%%python`` / ``%%bash`` cell) runs
-executes here, never in the kernel process (issue 3, DESIGN.md "Sandbox").
+executes here, never in the kernel process (docs/architecture.md#sandbox-tiers).
 
 Public API::
 
@@ -17,7 +17,7 @@ Public API::
 ``cb(stream, text)`` ("stdout" / "stderr") may be sync or async and is called while the code
 runs. Results are :class:`ExecResult`; ``error_category`` is one of ``syntax``, ``runtime``,
 ``timeout``, ``memory``, ``killed``, ``disk``. ``sandbox.limits()`` lists every limit in force
-and its mechanism (per-session uid and cgroup, write budget; issue 9). Tiers (:class:`Tier`):
+and its mechanism (per-session uid and cgroup, write budget). Tiers (:class:`Tier`):
 1 bubblewrap, 2 Landlock + seccomp, 3 rlimits only (every result then carries a warning).
 ``SandboxConfig.required_tier`` refuses weaker tiers; ``force_tier`` picks a weaker one (tests).
 

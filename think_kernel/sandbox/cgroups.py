@@ -1,5 +1,4 @@
-"""A cgroup per session: memory, process count and CPU share across all its processes
-(issue 9, item 4).
+"""A cgroup per session: memory, process count and CPU share across all its processes.
 
 cgroup v2 where the kernel can create one with the controllers it needs (a delegated cgroup
 with no processes of its own, see ``SandboxConfig.cgroup_parent``), otherwise cgroup v1 (the

@@ -9,7 +9,7 @@ from traitlets.config import Configurable
 
 
 class SandboxConfig(Configurable):
-    """Limits and isolation settings for the per-session sandbox (issue 3)."""
+    """Limits and isolation settings for the per-session sandbox."""
 
     required_tier = Int(
         3,
@@ -313,7 +313,7 @@ class SandboxConfig(Configurable):
         }
 
     def hardening_off(self) -> None:
-        """Switch off the cross-process hardening of issue 9 (session uids, cgroups, write
+        """Switch off the cross-process hardening (session uids, cgroups, write
         budget, scratch size): the baseline ``bench/sandbox.py`` compares against."""
         self.session_uids = False
         self.session_memory_mb = 0

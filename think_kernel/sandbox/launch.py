@@ -40,7 +40,7 @@ def python_paths() -> list[str]:
 
 def jupyter_private_paths() -> list[str]:
     """The Jupyter runtime dir (connection files, server token), config dir, and the folder of
-    Think's store (``<jupyter data dir>/think``, issue 9)."""
+    Think's store (``<jupyter data dir>/think``)."""
     try:
         from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir, jupyter_runtime_dir
 
@@ -124,7 +124,7 @@ def sandbox_env(config: SandboxConfig, session_id: str, scratch: Path, tier: Tie
         "TERM": "dumb",
         # Set, so bash does not look the session uid up (getpwuid) to fill $SHELL in: that
         # lookup is not in /etc/passwd and goes on to load libnss_systemd, whose socket the
-        # sandbox refuses anyway: about a millisecond of every command (issue 17).
+        # sandbox refuses anyway: wasted work on every command.
         "SHELL": config.bash_path,
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(INSIDE_DIR),
@@ -176,7 +176,7 @@ def bwrap_argv(
     if as_root:
         # Root: no user namespace (uid 0 inside would still be root for RLIMIT_NPROC). The
         # zygote keeps only what it needs to give its children the session uid and to kill
-        # them (issue 9: a launcher its children cannot signal).
+        # them (a launcher its children cannot signal).
         argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                  "--unshare-cgroup-try", "--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
                  "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]  # fmt: skip
@@ -274,7 +274,7 @@ def zygote_config(
         "preload": list(config.preload_modules),
         "preload_code": config.preload_code if config.preload_modules else "",
         "seccomp": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
-        # No socket() at all, only socketpairs and the inherited channels (issue 9, item 5):
+        # No socket() at all, only socketpairs and the inherited channels:
         # tier 2 has no network namespace, and even tier 1's read-only view of the host
         # file system shows sockets (connect() ignores read-only mounts).
         "no_sockets": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),

@@ -1,6 +1,6 @@
 """The kernel's handle on one zygote (the session's launcher): start it, talk to it, ping it,
 stop it. :class:`~think_kernel.sandbox.sandbox.Sandbox` replaces a launcher that stops
-answering (issue 9, item 3)::
+answering::
 
     launcher = Launcher(spec, on_event)      # on_event(msg) for "spawned" / "exit" lines
     ready = await launcher.start()           # {"ev": "ready", "pid", "preloaded"}

@@ -25,7 +25,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-#: What ``think`` may call unless configured otherwise (issue 3).
+#: What ``think`` may call unless configured otherwise.
 LOOPBACK_TOOLS = ("read_file", "write_file", "list_files", "fetch")
 
 LoopbackHandler = Callable[[str, dict], Awaitable[Any]]

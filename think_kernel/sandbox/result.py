@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The closed set of error categories (issue 3; ``disk``: the per-run write budget, issue 9).
+#: The closed set of error categories (``disk``: the write budgets).
 ERROR_CATEGORIES = ("syntax", "runtime", "timeout", "memory", "killed", "disk")
 
 

@@ -2,7 +2,7 @@
 and the session's share of the machine (its uid, its cgroup, its disk budgets).
 
 The session has one warm Python worker by default; a ``worker`` key gives another its own
-(each subagent has one, issue 12: their variables never collide). ``interrupt(worker=...)``
+(each subagent has one: their variables never collide). ``interrupt(worker=...)``
 and ``close_worker`` stop only that worker's processes."""
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ class Sandbox(StartRuns, CollectRuns):
         code: str,
         *,
         # The timeout is the sandboxed process's wall-clock limit (it is killed), part of the
-        # API contract (issue 3), not a way to cancel our own await: hence the noqa.
+        # API contract, not a way to cancel our own await: hence the noqa.
         timeout: float | None = None,  # noqa: ASYNC109
         fresh: bool = False,
         on_output: OutputCallback | None = None,

@@ -1,4 +1,4 @@
-"""A session's share of the machine (issue 9): its uid, its cgroup, its scratch folder and
+"""A session's share of the machine: its uid, its cgroup, its scratch folder and
 workspace access, and how to list and kill every one of its processes.
 
 Everything here is synchronous and done once per sandbox before its launcher starts (a few

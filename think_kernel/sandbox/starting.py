@@ -78,7 +78,7 @@ class StartRuns:
 
     async def _spawn(self, kind: str, payload: dict, limit: float, worker: str = "") -> Run:
         """Start a process through the launcher; a launcher that does not acknowledge in
-        time is replaced once (issue 9: a wedged launcher used to stall the session).
+        time is replaced once (a wedged launcher would stall the session).
 
         Stopped (cancelled) once the request is out, it kills the run before it lets the
         cancellation on: the process may be running already, and nobody else knows of it."""

@@ -126,7 +126,7 @@ def detect_tier(bwrap_path: str = "") -> Tier:
 
 def probed_tier(bwrap_path: str = "") -> Tier | None:
     """:func:`detect_tier` if its probes already ran in this process, else None (the probes
-    start processes: ~0.1 s that a kernel_info reply should not wait for)."""
+    start processes, which a kernel_info reply should not wait for)."""
     if _landlock_seccomp_work.cache_info().currsize == 0:
         return None
     bwrap = find_bwrap(bwrap_path)

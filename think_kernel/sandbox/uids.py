@@ -1,4 +1,4 @@
-"""One uid per session, unique across every kernel on the machine (issue 9, item 3).
+"""One uid per session, unique across every kernel on the machine.
 
 When the kernel runs as root, each sandbox takes a uid from a configured range and holds it
 with an exclusive ``flock`` on ``<lock dir>/<uid>.lock`` for its whole life; the lock dies

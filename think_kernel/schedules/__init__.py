@@ -1,4 +1,4 @@
-"""Durable schedules and reminders (issue 15): ``when`` parsing, the at-least-once
+"""Durable schedules and reminders: ``when`` parsing, the at-least-once
 scheduler, reminders and their tools. Pure core: ``when.py``; the rest is thin over the store.
 """
 

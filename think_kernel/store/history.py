@@ -1,10 +1,10 @@
-"""A session's stored history kept in memory, read again only where it changed (issue 17).
+"""A session's stored history kept in memory, read again only where it changed.
 
     history = HistoryCache(db)
     rows = await history.rows(session_id, facet=None)   # every status, oldest first, copies
 
 Every request of a run starts from the whole conversation. Read from SQLite and decoded row by
-row, 2,000 messages cost ~35 ms, so each ``%%think`` and each chat message got slower as the
+row, a long conversation took long, so each ``%%think`` and each chat message got slower as the
 session grew. Here each process (a kernel, the server) keeps the rows of its recent
 conversations and asks SQLite only for those whose revision is newer than the newest it holds.
 

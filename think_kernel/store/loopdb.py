@@ -7,10 +7,10 @@
     await db.close()
 
 Why not a thread (aiosqlite): the store's statements are small (an indexed row, an append;
-tens of microseconds in WAL mode, where readers never wait and a commit does not sync), but a
-hop to a worker thread and back costs 0.2-0.5 ms on an idle machine and several milliseconds
+cheap in WAL mode, where readers never wait and a commit does not sync), but a
+hop to a worker thread and back costs more than such a statement, and much more
 when the GIL is contended (a kernel has four threads), and a run makes twenty or more of them
-before its first model request, and one per batch of streamed events (issue 17).
+before its first model request, and one per batch of streamed events.
 
 What a thread was for, waiting on another process's write lock, is done without blocking the
 loop: the connection has no busy timeout (``PRAGMA busy_timeout=N`` sets how long we wait
@@ -162,8 +162,8 @@ class LoopConnection:
                     raise
             # Another process holds the write lock: the statement did nothing; wait, again.
             # Every millisecond for the first ten (a write holds the lock for a fraction of a
-            # millisecond, the end of a checkpoint for 4-7 ms, which doubling from 1 ms made
-            # an 11 ms wait), then doubling, up to 50 ms.
+            # millisecond, the end of a checkpoint longer, and doubling from the start would
+            # overshoot it), then doubling, up to 50 ms.
             await asyncio.sleep(delay)
             if loop.time() - start >= 0.01:
                 delay = min(delay * 2, 0.05)
@@ -198,13 +198,13 @@ def _checkpoint(path: Path, busy_timeout: float) -> None:
     with _lock:
         conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None)
         try:
-            # PASSIVE copies the WAL (the slow part: ~20 ms for 4 MiB here, with the sync)
+            # PASSIVE copies the WAL (the slow part, with the sync)
             # while writers go on; again while they added much meanwhile. RESTART then copies
             # the rest, holding writers back (ours retry without blocking the loop) so that
             # it completes and the next write starts the WAL over: PASSIVE alone, under a
             # steady stream of writes, may never catch up. RESTART alone, or TRUNCATE
-            # (RESTART, then the file cut to nothing: 20-35 ms more), held every writer back
-            # for all of it (issue 17). The file is cut back to CHECKPOINT_BYTES by that next
+            # (RESTART, then the file cut to nothing), held every writer back
+            # for all of it. The file is cut back to CHECKPOINT_BYTES by that next
             # write (journal_size_limit).
             frames = -1
             for _ in range(3):

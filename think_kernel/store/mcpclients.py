@@ -1,4 +1,4 @@
-"""Which session an MCP client's calls are logged in (issue 15; table of migration m011).
+"""Which session an MCP client's calls are logged in (the table of migration m011).
 
 sid = await store.mcp_client_session("claude-code")    # None: never seen, or deleted
 await store.bind_mcp_client("claude-code", session_id)

@@ -5,7 +5,7 @@
     await store.set_setting("model_endpoint", None)        # forget it
 
 The store lives outside the workspace in a 0700 folder that sandboxed code cannot list or
-read (issue 9), which is why a key saved from the setup card may be kept here.
+read, which is why a key saved from the setup card may be kept here.
 """
 
 from __future__ import annotations

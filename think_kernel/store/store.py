@@ -159,7 +159,7 @@ class Store(
         """Open (creating if needed) the database, switch to WAL and apply migrations."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # On the loop's thread, not aiosqlite's worker: see loopdb for why (issue 17).
+        # On the loop's thread, not aiosqlite's worker: see loopdb for why.
         db = await LoopConnection.connect(path)
         try:
             # The wait first: a kernel and the server may open a new file at the same moment,

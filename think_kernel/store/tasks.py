@@ -1,4 +1,4 @@
-"""Store methods for the task graph and the subagents that work on tasks (issue 12).
+"""Store methods for the task graph and the subagents that work on tasks.
 
 Mixed into :class:`~think_kernel.store.Store`. A request's tasks share its root's id in
 ``root_id``; rows come back in creation order. The subagent of a task lives in the task's

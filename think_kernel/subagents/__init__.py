@@ -1,4 +1,4 @@
-"""Subagents (issue 12): a task delegated to an agent loop that runs in parallel with its
+"""Subagents: a task delegated to an agent loop that runs in parallel with its
 own context, the ``fast`` model and the parent's tools through the parent.
 
 :mod:`.manager` owns them (delegate, wait, cancel, heartbeat, recovery), :mod:`.runner` runs

@@ -1,4 +1,4 @@
-"""The task graph (issue 12): a pure core (:mod:`.graph`), the shape clients see
+"""The task graph: a pure core (:mod:`.graph`), the shape clients see
 (:mod:`.shape`), the store adapter that emits ``task_*`` events (:mod:`.board`), the
 model's tools (:mod:`.tools`), settings (:mod:`.config`) and the notebook cell's live view
 (:mod:`.display`)."""

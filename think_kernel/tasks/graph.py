@@ -11,7 +11,7 @@
 A graph is a mapping ``id -> Task`` in creation order; every operation returns a new one and
 raises :class:`TaskError` (leaving its input as it was) when the operation is invalid.
 
-Rules (DESIGN.md "Tasks and subagents"; the limits are a :class:`Limits`):
+Rules (the limits are a :class:`Limits`):
 
 - ids are unique; a parent and every dependency must exist; a task may not depend on itself
   or on one of its ancestors (they finish after it), and dependencies never form a cycle;

@@ -20,7 +20,7 @@ from typing import Any
 from . import graph as G
 
 BAR_CELLS = 10
-#: One mark per status, in every text font (no emoji: issue 16).
+#: One mark per status, in every text font (no emoji: some systems have no font for them).
 MARKS = {
     "pending": "○",
     "blocked": "⊘",

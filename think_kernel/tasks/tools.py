@@ -1,4 +1,4 @@
-"""Task tools: the model plans a request as a tree of tasks the user watches (issue 12).
+"""Task tools: the model plans a request as a tree of tasks the user watches.
 
 ``create_subtask``, ``list_tasks``, ``complete_task``, ``fail_task``, ``cancel_task``. They
 work on the running request's tasks (its root is made when the request starts) through

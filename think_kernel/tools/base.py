@@ -70,7 +70,7 @@ class ToolOutput:
     ``text`` is what the model sees, ``summary`` goes to the action log (e.g. ``wrote a.py: 3
     lines``), ``display`` holds MIME bundles for the cell, ``ok`` marks soft failures (a
     program that exited non-zero is a result, not a crash). ``full`` is the whole output when
-    ``text`` is already a shortened view of it (the loop stores it whole, issue 14).
+    ``text`` is already a shortened view of it (the loop stores it whole).
     """
 
     text: str
@@ -124,7 +124,7 @@ ToolFunc = Callable[..., Awaitable[str | ToolOutput]]
 
 def read_only(func: ToolFunc) -> ToolFunc:
     """Mark a tool as one that changes nothing: it never waits for approval by default
-    (MCP and extension tools not so marked do, issue 11)."""
+    (MCP and extension tools not so marked do)."""
     func.read_only = True  # type: ignore[attr-defined]
     return func
 

@@ -1,10 +1,10 @@
-"""Execution tools: ``bash`` and ``execute_code`` run in the session sandbox (issue 3).
+"""Execution tools: ``bash`` and ``execute_code`` run in the session sandbox.
 
 Output streams live to the cell through ``ctx.progress``; the model gets the text, the error
 category and a trimmed traceback; rich outputs (figures, DataFrames) go to the cell as MIME
 bundles and are summarised for the model.
 
-Around each run (issue 10) the open documents are saved first, so the code reads what the
+Around each run the open documents are saved first, so the code reads what the
 rooms show, and the files the run created, changed or deleted are merged into their open
 rooms after it; they are named in the result, in ``file_changed`` events and in the action log.
 """
@@ -94,7 +94,7 @@ def _compose(res: Any, cut: Any) -> str:
 
 def _to_output(res: Any) -> ToolOutput:
     # The model sees each stream cut on its own (stderr and the exit code survive a flood of
-    # stdout); the loop stores the uncut composition whole (issue 14).
+    # stdout); the loop stores the uncut composition whole.
     text = _compose(res, for_model)
     whole = _compose(res, lambda s, limit=0: s)
     summary = res.summary() if hasattr(res, "summary") else f"exit={res.exit_code}"
@@ -108,7 +108,7 @@ def _to_output(res: Any) -> ToolOutput:
     )
 
 
-# The model-facing `timeout` argument is the sandboxed process's limit (issue 3), hence noqa.
+# The model-facing `timeout` argument is the sandboxed process's limit, hence noqa.
 async def bash(ctx: ToolContext, command: str, timeout: float | None = None) -> ToolOutput:  # noqa: ASYNC109
     """Run a bash command in the session sandbox (workspace is the working directory).
 

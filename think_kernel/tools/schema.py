@@ -49,7 +49,7 @@ def simple_schema(ann: Any) -> dict[str, Any] | None:
     None for anything
     else. Building it directly keeps pydantic (and its schema machinery, ~0.2 s) off the
     first request: the schema goes to the model with every request, validation only runs
-    when a tool is called (issue 17)."""
+    when a tool is called."""
     if ann is Any:
         return {}
     if ann is type(None):

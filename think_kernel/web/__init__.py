@@ -1,4 +1,4 @@
-"""Web research and a real browser, with no way home (issue 13).
+"""Web research and a real browser, with no way home.
 
 Pure cores: :mod:`.netpolicy` (which addresses may be reached), :mod:`.cache` (TTL + LRU),
 the request/response halves of :mod:`.search`. Thin adapters: :mod:`.egress` and

@@ -1,4 +1,4 @@
-"""Settings of the web tools (``c.WebConfig.*``), with the environment names of issue 13.
+"""Settings of the web tools (``c.WebConfig.*``), and the environment names that set them.
 
 | environment | trait | meaning |
 |---|---|---|

@@ -1,4 +1,4 @@
-"""The ``fetch`` tool: HTTP requests restricted by a URL-prefix allowlist (issue 3).
+"""The ``fetch`` tool: HTTP requests restricted by a URL-prefix allowlist.
 
 Also served to sandboxed code through the loopback channel (``think.fetch``). The runtime gives
 each session a :class:`FetchConfig` and a :class:`FetchLog` (``ctx.services.fetch``); every
@@ -16,7 +16,7 @@ from traitlets.config import Configurable
 
 from ..tools.base import ToolContext, ToolError, ToolOutput
 
-if TYPE_CHECKING:  # imported where used: ~50 ms that a first %%think need not pay
+if TYPE_CHECKING:  # imported where used: an import that a first %%think need not pay
     import httpx
 
 #: Documentation sites an agent typically needs; extend with FetchConfig.allowed_urls (package

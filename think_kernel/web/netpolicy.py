@@ -1,4 +1,4 @@
-"""Where the browser and the search tools may connect: the pure core of "no way home" (issue 13).
+"""Where the browser and the search tools may connect: the pure core of "no way home".
 
 They run in the kernel process, outside the sandbox, so a page (or a search endpoint's
 redirect) must not make them reach the user's own machine or network. A decision is made on

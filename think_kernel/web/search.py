@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-if TYPE_CHECKING:  # imported where used: ~50 ms that a first %%think need not pay
+if TYPE_CHECKING:  # imported where used: an import that a first %%think need not pay
     import httpx
 
 Kind = Literal["web", "news"]

@@ -84,7 +84,7 @@ class WebServices:
     async def http(self) -> httpx.AsyncClient:
         """An HTTP client whose every request (and redirect) goes through the egress proxy."""
         if self._client is None:
-            import httpx  # here: ~50 ms that a first %%think need not pay
+            import httpx  # here: an import that a first %%think need not pay
 
             url = await self.proxy_url()
             self._client = httpx.AsyncClient(

@@ -1,4 +1,4 @@
-"""The web tools the model sees: search, browse, screenshot, interact, scrape (issue 13).
+"""The web tools the model sees: search, browse, screenshot, interact, scrape.
 
 Plain async functions (STYLE 6). They find the kernel's :class:`WebServices` in
 ``ctx.services.web``; everything they do goes through its egress proxy, so no page, redirect

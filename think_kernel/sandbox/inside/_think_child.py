@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 LOOPBACK_FD = 3
 CHANNEL_FD = 4
 
-#: What a primed bash run (issue 17) runs: it waits for ``<byte count>\n<command>`` on the
+#: What a primed bash run runs: it waits for ``<byte count>\n<command>`` on the
 #: channel (a socket only the kernel holds, which no other process can open through
 #: /proc), says it took it, closes the channel and runs the command. ``read -N`` counts
 #: bytes under LC_ALL=C; a command cut short (the kernel went away mid-send) fails the read:
@@ -122,7 +122,7 @@ def become_session(cfg: dict) -> None:
 def spare_main(cfg: dict, sock: socket.socket, program: bytes | None) -> None:
     """A pre-forked child: wait for one job from the zygote, then become that run. It waits
     under the launcher's identity, so the session's code cannot stop or kill idle spares,
-    and under its seccomp filter already: loading it takes about half a millisecond, which
+    and under its seccomp filter already: loading it takes time, which
     a spare pays before the request (nothing the filter refuses happens after ``detach``)."""
     detach()
     if program is not None:
@@ -194,7 +194,7 @@ def warm_loop(runner: Runner, limits: dict) -> None:
             os.close(fd)
         confine.renew_cpu_budget(int(req.get("cpu_seconds", limits.get("cpu_seconds", 0))))
         result = runner.run(req["code"])
-        kill_descendants()  # issue 3: no orphan survives a cell
+        kill_descendants()  # no orphan survives a cell
         os.dup2(null, 1)
         os.dup2(null, 2)
         send_msg(runner.chan, result)

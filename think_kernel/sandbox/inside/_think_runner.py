@@ -138,7 +138,7 @@ class Runner:
         except BaseException as e:  # the cell's failure is data, not our crash
             tb = e.__traceback__
             while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell-"):
-                tb = tb.tb_next  # trim our own frames (issue 3: traceback trimmed to user code)
+                tb = tb.tb_next  # trim our own frames (the traceback shows the user's code only)
             text = "".join(traceback.format_exception(type(e), e, tb))
             category = "memory" if isinstance(e, MemoryError) else "runtime"
             if isinstance(e, KeyboardInterrupt):

@@ -12,16 +12,16 @@ kernel -> zygote   {"op": "spawn", "id", "kind": "python"|"bash"|"warm", "code"?
 zygote -> kernel   {"ev": "ready", "pid", "preloaded"} / {"ev": "spawned", "id", "pid"}
                    {"ev": "exit", "id", "code", "signal", "error"?}  /  {"ev": "pong", "n"}
 
-Identity (issue 9): a root kernel starts the zygote as uid 0 with only the capabilities it
+Identity: a root kernel starts the zygote as uid 0 with only the capabilities it
 needs to hand each child the session's uid and to kill it (``LAUNCHER_CAPS``); children
 therefore run under another uid than their launcher and cannot signal or trace it, and the
 seccomp filter also refuses signals aimed at the launcher (which covers non-root kernels).
 Each child calls setsid() (so one killpg reaches everything it starts; seccomp then forbids
 leaving that group), sets its rlimits and seccomp filter, and runs (see ``_think_child``).
 
-Bash runs (issue 17) come from a second, small fork server, forked before the preload: a child
+Bash runs come from a second, small fork server, forked before the preload: a child
 of a zygote with numpy, pandas and matplotlib loaded pays for that address space twice (the
-fork copies its page tables, the exec tears it down), several milliseconds per command. The
+fork copies its page tables, the exec tears it down), a cost on every command. The
 zygote hands each bash request to it with the same protocol and relays its events; it has the
 same identity, Landlock rules and seccomp filter (with both fork servers protected).
 """
