@@ -40,7 +40,7 @@ def _naming(header: str) -> Iterator[Distribution]:
 
     Each folder on ``sys.path`` is listed and its ``*.dist-info`` / ``*.egg-info`` files read
     directly: ``distributions()`` makes a few pathlib objects per file, which with a
-    JupyterLab's worth of packages (~240) cost ~10 ms more on every new runtime's path to its
+    JupyterLab's worth of packages adds up on every new runtime's path to its
     first request. Anything else on ``sys.path`` (a zip) is searched the usual way.
     """
     want = header.encode()
@@ -69,7 +69,7 @@ def _naming(header: str) -> Iterator[Distribution]:
 
 def _published() -> list[Any]:
     """The entry points of our group. ``entry_points(group=...)`` parses the entry points of
-    every installed distribution (~30-40 ms with a JupyterLab's worth of packages, on every
+    every installed distribution (slow with a JupyterLab's worth of packages, on every
     new runtime's path to its first request); only those whose file names our group are
     parsed here."""
     found, seen = [], set()

@@ -47,7 +47,7 @@ def simple_schema(ann: Any) -> dict[str, Any] | None:
     """The JSON schema pydantic gives these annotations (the ones tools use: scalars,
     ``X | None``, ``Literal``, ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``, ``Any``), or
     None for anything
-    else. Building it directly keeps pydantic (and its schema machinery, ~0.2 s) off the
+    else. Building it directly keeps pydantic (and its schema machinery) off the
     first request: the schema goes to the model with every request, validation only runs
     when a tool is called."""
     if ann is Any:
