@@ -25,7 +25,7 @@ tokens with OpenAI's context-length error. Internal calls of the agent (the
 scripted replies: ``internal(body)`` answers them (default: a short canned text) and they are
 recorded in ``internal_requests``, so scripts of the main loop stay as they were.
 
-Concurrent conversations (subagents, issue 12) arrive in no fixed order: a conversation gets
+Concurrent conversations (subagents) arrive in no fixed order: a conversation gets
 its own script with ``reply_for(key, ...)``, served to the requests whose first user message
 contains ``key`` (the main script serves the rest). ``barrier="name", parties=2`` holds a
 reply until that many requests reached the barrier (a 503 after ``barrier_timeout`` s: the

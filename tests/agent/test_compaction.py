@@ -1,4 +1,4 @@
-"""Long sessions (issue 14): compaction against a scripted model with a small context window."""
+"""Long sessions: compaction against a scripted model with a small context window."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .conftest import collect
 WINDOW = 4_000
 
 
-@read_only  # changes nothing: runs without approval (issue 11)
+@read_only  # changes nothing: runs without approval
 async def lookup(ctx: ToolContext, key: str) -> str:
     """Look a key up in the project's notes."""
     return f"notes for {key}:\n" + "\n".join(

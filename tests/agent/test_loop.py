@@ -57,7 +57,7 @@ async def test_tool_calls_in_one_step_run_concurrently(
 ) -> None:
     barrier = asyncio.Barrier(3)
 
-    @read_only  # changes nothing: runs without approval (issue 11)
+    @read_only  # changes nothing: runs without approval
     async def rendezvous(ctx: ToolContext, name: str) -> str:
         """Wait until all three calls are running at once."""
         await asyncio.wait_for(barrier.wait(), 5)
@@ -254,7 +254,7 @@ async def test_cancel_during_a_tool_answers_the_call_next_time(
 ) -> None:
     started = asyncio.Event()
 
-    @read_only  # changes nothing: runs without approval (issue 11)
+    @read_only  # changes nothing: runs without approval
     async def forever(ctx: ToolContext) -> str:
         """Never returns."""
         started.set()
@@ -322,7 +322,7 @@ async def test_large_tool_output_is_summarised_for_the_model(
 
 
 async def test_layers_add_but_never_remove(tmp_path, fake_model: FakeModel) -> None:
-    @read_only  # changes nothing: runs without approval (issue 11)
+    @read_only  # changes nothing: runs without approval
     async def shout(ctx: ToolContext, text: str) -> str:
         """Upper-case some text."""
         return text.upper()
@@ -352,7 +352,7 @@ async def test_layers_add_but_never_remove(tmp_path, fake_model: FakeModel) -> N
 async def test_a_retried_request_keeps_its_completed_steps_in_order(
     runtime: Runtime, fake_model: FakeModel
 ) -> None:
-    """The server stores the request, then retries the run after a failure (issue 4)."""
+    """The server stores the request, then retries the run after a failure."""
     store = runtime.store
     user = await store.add_message(runtime.session_id, "user", "list then answer")
     fake_model.reply(tool_calls=[("list_files", {})])

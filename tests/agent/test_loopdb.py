@@ -1,4 +1,4 @@
-"""The store's SQLite connection on the event loop (issue 17): another writer's lock is waited
+"""The store's SQLite connection on the event loop: another writer's lock is waited
 for without blocking the loop, nothing is lost, and the WAL is checkpointed off the loop."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The model client on the wire, against the scripted endpoint: what it sends, how it reads
-the event stream, and how each failure is classified (issue 17: no SDK on the first path)."""
+the event stream, and how each failure is classified (no SDK on the first path)."""
 
 from __future__ import annotations
 

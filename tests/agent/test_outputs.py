@@ -1,4 +1,4 @@
-"""Whole tool results and attachments (issue 14): what the model sees, what is stored."""
+"""Whole tool results and attachments: what the model sees, what is stored."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def png(width: int = 2, height: int = 2) -> bytes:
     )
 
 
-@read_only  # changes nothing: runs without approval (issue 11)
+@read_only  # changes nothing: runs without approval
 async def flood(ctx: ToolContext, lines: int) -> ToolOutput:
     """Print many numbered lines."""
     whole = "".join(f"row {i}: value {i * 3}\n" for i in range(lines))

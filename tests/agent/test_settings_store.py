@@ -1,4 +1,4 @@
-"""Migration m008 (issue 16): saved settings, and each session's kind and notebook path."""
+"""Migration m008: saved settings, and each session's kind and notebook path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool schemas are built without pydantic on the first request (issue 17), byte for byte what
+"""Tool schemas are built without pydantic on the first request, byte for byte what
 pydantic gives; arguments are still validated by pydantic, built on the first call."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tool specs shortened for small context windows (issue 14)."""
+"""Tool specs shortened for small context windows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Usage and cost of every model call, model roles, and the context-length retry (issue 14)."""
+"""Usage and cost of every model call, model roles, and the context-length retry."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One truth for files, end to end (issue 10): a chat message -> a real think kernel -> real
+"""One truth for files, end to end: a chat message -> a real think kernel -> real
 sandboxed runs and room edits, with real pycrdt peers typing; only the model is scripted.
 
 - write_file / edit_file then ``bash cat``: never a stale read (40 pairs here; the full 500

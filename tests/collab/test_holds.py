@@ -1,4 +1,4 @@
-"""The kernel's side of a sandboxed run's hold (issue 17): with a server that said no room
+"""The kernel's side of a sandboxed run's hold: with a server that said no room
 is open, the hold starts with an unanswered item under a lease the kernel makes; otherwise
 (a room is open, or nothing is known) the kernel asks for a flush. The server's side is
 tested end to end in test_files_e2e.py and tests/server/test_link.py."""

@@ -1,5 +1,5 @@
 """``%%think`` in an ordinary python3 notebook edits the notebook it runs in, live, through the
-server's collaboration room (issue 11 point 5): the kernel was started by a real Jupyter
+server's collaboration room: the kernel was started by a real Jupyter
 server for a notebook that a real pycrdt peer (a JupyterLab tab) has open and types in.
 """
 

@@ -1,4 +1,4 @@
-"""The pure cores of issue 10: three-way merges with conflicts, and the workspace watch."""
+"""The pure cores of file sync: three-way merges with conflicts, and the workspace watch."""
 
 from __future__ import annotations
 

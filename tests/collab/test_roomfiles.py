@@ -1,4 +1,4 @@
-"""Disk and rooms, one truth (issue 10, points 1 and 2), against the real jupyter-collaboration:
+"""Disk and rooms, one truth, against the real jupyter-collaboration:
 a flush writes the rooms to disk at once, a change on disk is merged into the room as a diff
 (the upstream poll would overwrite it), autosaves wait while a run holds the disk.
 

@@ -163,7 +163,7 @@ async def test_file_writes_are_merged_recorded_and_revertible(tmp_path: Path) ->
         assert versions[-1]["summary"] == "deleted"
         await notebooks.revert("a.py", 1, action_id="act_3")
         assert (tmp_path / "a.py").read_text() == "# human\nx = 1\ny = 3\n"
-        # the history lives in the store folder, outside the workspace (issue 9)
+        # the history lives in the store folder, outside the workspace
         assert (store_dir(tmp_path) / "ydocs.db").exists()
         assert not (tmp_path / ".think").exists()
         assert [e.path for e in await ws.list()] == ["a.py"]

@@ -1,4 +1,4 @@
-"""Many users on one JupyterHub (issue 16, point 6): each user's server carries Think; each
+"""Many users on one JupyterHub: each user's server carries Think; each
 user has their own agent (think kernels under their uid), store and sandbox; nobody can list,
 read or send to another user's sessions. Everything goes through the hub's proxy with each
 user's own API token, as a browser or a script would.

@@ -1,4 +1,4 @@
-"""``%%think`` acts in the user's python3 kernel (issue 11): run_in_kernel runs in their
+"""``%%think`` acts in the user's python3 kernel: run_in_kernel runs in their
 namespace with output in the cell, and the approval card's ipywidgets buttons work while the
 cell runs (clicked here through the kernel's real comm messages)."""
 

@@ -1,5 +1,5 @@
 """The mailbox between a %%think run and its cell's thread (think_kernel/kernel/cellrun.py): the
-cell's thread is woken for what it must do now, not for every event (issue 17: each wake-up
+cell's thread is woken for what it must do now, not for every event (each wake-up
 is a hop between two threads that share the GIL)."""
 
 from __future__ import annotations

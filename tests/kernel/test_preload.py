@@ -1,4 +1,4 @@
-"""A preloaded process becomes a think kernel (issue 17: the server's first spare kernel no
+"""A preloaded process becomes a think kernel (the server's first spare kernel no
 longer imports after the server listens). think_kernel/kernel/provisioner.py hands a kernel's
 arguments, environment and folder to a process that imported everything beforehand; the
 kernel it becomes must be indistinguishable: the kernel's environment (not the one the

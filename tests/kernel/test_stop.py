@@ -1,4 +1,4 @@
-"""Stop means stop (issue 10, point 5): interrupting a think cell or a ``%think`` cell while the
+"""Stop means stop: interrupting a think cell or a ``%think`` cell while the
 agent's ``bash`` tool runs kills the sandboxed process tree within a second, and the next tool
 call still works. (Stop from the sidebar or the API: tests/collab/test_files_e2e.py.)"""
 

@@ -1,4 +1,4 @@
-"""Tasks and subagents in a real think kernel (issue 12): the request's task tree in the cell,
+"""Tasks and subagents in a real think kernel: the request's task tree in the cell,
 updated in place, ``%think_tasks``, and a kernel killed mid-delegation."""
 
 from __future__ import annotations

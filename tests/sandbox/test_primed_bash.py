@@ -1,4 +1,4 @@
-"""Bash runs started ahead of their commands (``prime_bash``, issue 17): a command runs in a
+"""Bash runs started ahead of their commands (``prime_bash``): a command runs in a
 bash that already waits for it, and behaves as under ``bash -c``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stop means stop, at the sandbox (issue 10's "Stop left the process running", found again):
+"""Stop means stop, at the sandbox (a Stop that left the process running, found again):
 
 - a command that prints all the time: Python 3.11's ``asyncio.wait_for`` forgot a cancellation
   that came as the output it waited for arrived, and the command ran on to its timeout;

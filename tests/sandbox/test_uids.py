@@ -1,5 +1,5 @@
 """Per-session uids are unique across processes (real flock locks, real processes), a
-crashed holder frees its uid, and the lock folder cannot be planted (issue 9, item 3)."""
+crashed holder frees its uid, and the lock folder cannot be planted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Warm workers per key (issue 12, point 4): a subagent's Python state is its own, and
+"""Warm workers per key: a subagent's Python state is its own, and
 stopping one worker's processes leaves the others running."""
 
 from __future__ import annotations

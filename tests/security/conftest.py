@@ -1,4 +1,4 @@
-"""The attack suite (issue 9): each test tries one attack class for real, on every tier this
+"""The attack suite: each test tries one attack class for real, on every tier this
 machine can run (tiers 2 and 3 are forced), and checks that the legitimate use next to it still
 works. Shared fixtures only; each attack class lives in its own test module."""
 

@@ -1,4 +1,4 @@
-"""Users can see it (issue 9, item 8): ``jupyter think doctor`` and ``%think_doctor`` run the
+"""Users can see it: ``jupyter think doctor`` and ``%think_doctor`` run the
 containment probes on this machine; ``%think_status`` shows every limit and its mechanism."""
 
 from __future__ import annotations

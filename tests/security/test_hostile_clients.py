@@ -1,4 +1,4 @@
-"""Attack class: hostile clients of the server (issue 9). 3,000 kernel-link connections that
+"""Attack class: hostile clients of the server. 3,000 kernel-link connections that
 never said hello were held for 60 s (3,000 fds); a POST body nested 5,000 deep answered 500.
 
 Now a link must authenticate within 3 s (closed otherwise, even when the peer never answers

@@ -1,5 +1,5 @@
 """Attack class: a session against its own launcher (the zygote), and a launcher that stops
-answering (issue 9, item 3: ``kill -STOP $PPID`` used to wedge every later run for good)."""
+answering (``kill -STOP $PPID`` used to wedge every later run for good)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ async def test_code_cannot_stop_kill_or_slow_its_launcher(
 async def test_code_cannot_stop_or_kill_the_bash_fork_server(
     open_sandbox: SandboxFactory, tier: Tier
 ) -> None:
-    """Bash runs come from a second fork server (issue 17): neither a bash run (its child)
+    """Bash runs come from a second fork server: neither a bash run (its child)
     nor a Python run (its sibling's child) can stop, kill or re-prioritise it."""
     async with open_sandbox("server") as sb:
         who = await sb.run_bash("echo $PPID")

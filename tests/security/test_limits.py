@@ -1,4 +1,4 @@
-"""Attack class: exhausting the machine from inside one session (issue 9, item 4).
+"""Attack class: exhausting the machine from inside one session.
 
 Limits must hold across processes: memory and process count per session, scratch space per
 session, bytes written per run; each number and its mechanism is reported by the sandbox.
@@ -16,7 +16,7 @@ from think_kernel.sandbox import Tier
 
 MIB = 1 << 20
 
-# Five processes, each touching 100 MiB (issue 9: five processes took 5 GB under a per-process
+# Five processes, each touching 100 MiB (five processes once took 5 GB under a per-process
 # limit). Each reports its fate on its own line.
 SPREAD = textwrap.dedent("""
     import os, sys

@@ -1,4 +1,4 @@
-"""Attack class: files the text tools choke on (issue 9). A FIFO blocked ``read_file``
+"""Attack class: files the text tools choke on. A FIFO blocked ``read_file``
 forever, a 500 MB file was read whole into the kernel, a Latin-1 file was silently rewritten
 with U+FFFD by ``edit_file``, 2,000 nested folders raised RecursionError.
 

@@ -1,4 +1,4 @@
-"""Attack class: steal the API key saved from the setup card (issue 16).
+"""Attack class: steal the API key saved from the setup card.
 
 The key lives in the store (``settings`` table), outside the workspace. On every tier,
 sandboxed code looks for it wherever it can read: its environment, every process's

@@ -1,4 +1,4 @@
-"""Attack class: one session against another (issue 9, item 3).
+"""Attack class: one session against another.
 
 Two sessions on one workspace, as in a server with two notebooks open. Each session's code
 must not signal, trace, read the scratch of, or starve the other; sharing the workspace files

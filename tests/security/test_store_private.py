@@ -1,4 +1,4 @@
-"""Attack class: reaching Think's store (issue 9, items 2 and 5). The store lives in
+"""Attack class: reaching Think's store. The store lives in
 ``<jupyter data dir>/think/<hash of root>/``; sandboxed code must not read, write, rename or
 create anything there, on any tier, while the workspace stays fully usable."""
 

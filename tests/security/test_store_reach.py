@@ -1,7 +1,7 @@
 """Attack class: reach the store (sessions, action log, edit history) from the workspace.
 
 The store used to live in ``<workspace>/.think/``, where the loopback overwrote it and tier 2
-and 3 code renamed it (issue 9). Now it is ``<jupyter data dir>/think/<name>-<hash>/``. On
+and 3 code renamed it. Now it is ``<jupyter data dir>/think/<name>-<hash>/``. On
 every tier, sandboxed code, the file tools and the loopback must fail to read, write, rename
 or create anything there, while the workspace next to it stays fully usable; users find no
 ``.think/`` folder; an old ``.think/`` is moved over once, even by two processes at once.
@@ -179,7 +179,7 @@ async def test_server_mode_keeps_its_state_out_of_the_root(jp_root_dir: Path, th
 
 
 async def _legacy(root: Path) -> str:
-    """A store as versions before issue 9 left it in ``<root>/.think``; returns a session id."""
+    """A store as older versions left it in ``<root>/.think``; returns a session id."""
     old = root / ".think"
     store = await Store.open(old / "think.db", blob_threshold=10)
     session = await store.create_session(title="before")

@@ -1,4 +1,4 @@
-"""Attack class: reaching host sockets (issue 9, item 5: tier 2 connected to any Unix socket
+"""Attack class: reaching host sockets (tier 2 once connected to any Unix socket
 on the host). No sandboxed process may connect to anything but its own loopback channel; the
 channel, socketpairs and multiprocessing keep working."""
 

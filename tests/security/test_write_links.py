@@ -1,5 +1,5 @@
 """Attack class: make a privileged writer (the kernel or the server, root here) write through
-a link that sandboxed code planted in the workspace, to a file outside it (issue 9: a ``.pth``
+a link that sandboxed code planted in the workspace, to a file outside it (a ``.pth``
 file of the venv ran as uid 0 at the next Python start).
 
 Real sandboxed code plants the links, on every tier; the writes come through the loopback
@@ -150,7 +150,7 @@ async def test_a_folder_swapped_for_a_link_mid_write_is_never_followed(
     results = {"written": 0, "refused": 0}
     i = 0
     # 100 writes at least, and on until the swapper has swapped 2,000 times (a fast write
-    # path makes 100 writes in ~50 ms, before the race got going).
+    # path makes its 100 writes before the race gets going).
     swapped = workspace / "swapped"
     while not swapper.done() and i < 5000 and (i < 100 or not swapped.exists()):
         out = await tool(runtime, "write_file", path=f"d/x{i}.pth", content=PAYLOAD)

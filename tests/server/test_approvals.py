@@ -1,4 +1,4 @@
-"""Approvals through a running server (issue 11): the WebSocket and REST decide, the first
+"""Approvals through a running server: the WebSocket and REST decide, the first
 decision wins, every tab hears it, and a waiting run survives its kernel being killed.
 
 Real server, real think kernels, real sockets; the model is scripted at HTTP.

@@ -1,5 +1,5 @@
 """The contents manager the extension installs: Jupyter's file operations still work through
-the REST API, and none of them follows a link planted in the root (issue 9)."""
+the REST API, and none of them follows a link planted in the root."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The first spare chat kernel is started while the server still loads (issue 17: the first
+"""The first spare chat kernel is started while the server still loads (the first
 message after a server start no longer waits for a whole kernel start), and it serves the
 first chat (a real ``jupyter server`` process: only a server whose loop has not started yet
 can do this; pytest-jupyter loads extensions on a running loop)."""

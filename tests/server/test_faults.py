@@ -1,4 +1,4 @@
-"""Faults during a run (issue 10, point 6), with the real server and real think kernels: a kernel
+"""Faults during a run, with the real server and real think kernels: a kernel
 killed during a tool call, a dropped kernel link, a tab whose WebSocket drops and comes back.
 After each the stored history is intact, the run has ended or resumed, and the next message is
 answered. (Model faults: test_run_lifecycle.py; a server killed mid-run: test_restart.py; a

@@ -1,5 +1,5 @@
 """Fuzz every REST route (from the OpenAPI document) and the WebSocket frames (hypothesis):
-no input may cause a 5xx, break a socket, or take the server down (issue 9)."""
+no input may cause a 5xx, break a socket, or take the server down."""
 
 from __future__ import annotations
 
@@ -340,7 +340,7 @@ async def test_link_frames_never_break_it(api, think, jp_http_port, jp_base_url)
         await km.shutdown_kernel(kid, now=True)
 
 
-# -- the MCP endpoint (issue 15) ------------------------------------------------------------
+# -- the MCP endpoint ------------------------------------------------------------
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 rpc_message = st.fixed_dictionaries(

@@ -1,4 +1,4 @@
-"""The setup card's routes (issue 16): a fresh server without a model, an endpoint saved
+"""The setup card's routes: a fresh server without a model, an endpoint saved
 from the browser, its models listed server-side, and running kernels that use it at their
 next request, without a restart. The key never comes back to the browser."""
 

@@ -1,4 +1,4 @@
-"""Every run ends (issue 10, point 4): one active run per session, queued messages, attempts,
+"""Every run ends: one active run per session, queued messages, attempts,
 failed runs with their error, orphaned runs found. Real server, real think kernels; the model
 is scripted at HTTP."""
 

@@ -124,7 +124,7 @@ async def test_kernel_killed_mid_run_is_retried(api, ws, think, model_env):
 
 
 async def test_attached_context_reaches_the_model(api, ws, think, model_env):
-    """The sidebar attaches the active file or cells; the model must see them (issue 6)."""
+    """The sidebar attaches the active file or cells; the model must see them."""
     model_env.reply(text="It says hello.")
     sid = await _session(api)
     tab = await ws(sid)
@@ -142,7 +142,7 @@ async def test_attached_context_reaches_the_model(api, ws, think, model_env):
 
 
 async def test_sidebar_options_set_the_session_model_and_endpoint(api, ws, think, model_env):
-    """The sidebar's model and endpoint settings travel as ``options`` (issue 6)."""
+    """The sidebar's model and endpoint settings travel as ``options``."""
     from ..fake_model import FakeModel
 
     other = FakeModel().start()

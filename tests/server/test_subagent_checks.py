@@ -1,4 +1,4 @@
-"""The durable ``subagent_check`` schedules (issue 12): what the server does with a subagent
+"""The durable ``subagent_check`` schedules: what the server does with a subagent
 row at each check, with the real store, event pipeline and hub (no kernel needed)."""
 
 from __future__ import annotations

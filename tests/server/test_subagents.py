@@ -1,4 +1,4 @@
-"""Tasks and subagents through a running server (issue 12): the task tree over REST, the
+"""Tasks and subagents through a running server: the task tree over REST, the
 ``task_*`` and ``subagent_*`` frames on a tab's WebSocket, a subagent's history by facet, a
 kernel killed mid-delegation (retried, or not: then the durable check reports it), cancel.
 

@@ -1,4 +1,4 @@
-"""Usage, attachments and whole tool outputs over the REST API and WebSocket (issue 14)."""
+"""Usage, attachments and whole tool outputs over the REST API and WebSocket."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pure task graph (issue 12, point 1): examples, then invariants over random operation
+"""The pure task graph: examples, then invariants over random operation
 sequences (hypothesis)."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Subagents through the real Runtime, the real sandbox and the scripted model (issue 12,
-points 3, 4 and 7)."""
+"""Subagents through the real Runtime, the real sandbox and the scripted model."""
 
 from __future__ import annotations
 

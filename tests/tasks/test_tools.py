@@ -1,4 +1,4 @@
-"""Task tools through the real Runtime and the scripted model (issue 12, point 2)."""
+"""Task tools through the real Runtime and the scripted model."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ TOOLS_IN_ORDER = [
 
 
 def web_env(site: Server, brave: Server) -> dict[str, str]:
-    """The environment names of issue 13, pointing at the local fakes."""
+    """The web tools' environment names, pointing at the local fakes."""
     return {
         "BRAVE_API_KEY": "test-brave-key",
         "THINK_BRAVE_URL": brave.origin + "/res/v1",
