@@ -1,5 +1,5 @@
 /**
- * Pending approvals of the open session (issue 11): loaded from the server when a session
+ * Pending approvals of the open session: loaded from the server when a session
  * opens (so a reload shows them again), added by `approval_requested` frames, settled by
  * `approval_resolved` frames whichever surface decided (sidebar, notebook, API).
  */
@@ -28,6 +28,8 @@ export interface IApproval {
     userId?: string;
   };
 }
+
+const EDITED = 'with edited arguments';
 
 /** Approved with edited arguments: those are what ran (and what the cards show). */
 function editedInput(decision: string, input: unknown): unknown {
@@ -106,8 +108,9 @@ export function applyApprovalFrame(
     const settled: IApproval = {
       ...found,
       input: edited ?? found.input,
-      // The diff was of the asked call; what ran is the edited one (the card shows it).
+      // The diff and summary were of the asked call; the edited one ran (the card shows it).
       diff: edited ? '' : found.diff,
+      summary: edited ? EDITED : found.summary,
       status: decision === 'approve' ? 'approved' : 'rejected',
       decided: {
         decision,
@@ -158,7 +161,7 @@ export function approvalFromRow(row: Record<string, unknown>): IApproval {
     id: String(row.id),
     tool: String(row.tool ?? ''),
     input: edited ?? row.input,
-    summary: String(row.summary ?? ''),
+    summary: edited ? EDITED : String(row.summary ?? ''),
     diff: edited ? '' : String(row.diff ?? ''),
     reason: '',
     status,

@@ -103,6 +103,7 @@ describe('approvals', () => {
     });
     expect(list[0].input).toEqual({ path: 'b.py', content: 'x = 3\n' });
     expect(list[0].diff).toBe(''); // the asked change's diff is not what ran
+    expect(list[0].summary).toBe('with edited arguments');
     // After a reload, from the stored row and its decision.
     const row = approvalFromRow({
       id: 'ap_1',

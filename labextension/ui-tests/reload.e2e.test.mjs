@@ -239,16 +239,40 @@ describe('A reloaded tab shows what the run is doing', () => {
     assert.equal(await toolCard(page).getAttribute('data-status'), 'running');
     await shots(page, 'approval');
 
+    // Approved with edited arguments: what ran is what both cards show, also after a reload.
+    fs.writeFileSync(path.join(lab.root, 'other.txt'), 'other\n');
+    await pending.getByRole('button', { name: 'Edit', exact: true }).click();
     await pending
-      .getByRole('button', { name: /^Approve/ })
-      .first()
-      .click();
+      .getByRole('textbox', { name: 'Edited input' })
+      .fill('{"path": "other.txt"}');
+    await pending.getByRole('button', { name: 'Approve edited' }).click();
     await page.waitForSelector(
       '.jp-ThinkMessage.jp-mod-assistant:has-text("Removed.")',
       { timeout: TIMEOUT }
     );
     await waitIdle(page);
-    assert.equal(fs.existsSync(path.join(lab.root, 'old.txt')), false);
+    assert.equal(fs.existsSync(path.join(lab.root, 'other.txt')), false);
+    assert.equal(fs.existsSync(path.join(lab.root, 'old.txt')), true);
+    for (const when of ['live', 'after a reload']) {
+      if (when !== 'live') {
+        await reloadChat(page);
+      }
+      const card = page.locator('.jp-ThinkToolCard[data-status="complete"]');
+      await card.waitFor({ timeout: TIMEOUT });
+      assert.match(
+        await card.locator('.jp-ThinkToolCard-args').textContent(),
+        /other\.txt/,
+        `the tool card shows the edited path (${when})`
+      );
+      const line = card.locator('.jp-ThinkApprovalLine');
+      await line.waitFor({ timeout: TIMEOUT });
+      assert.match(await line.textContent(), /Approved by you via sidebar/);
+      await line.getByRole('button').first().click();
+      const decided = card.locator('.jp-ThinkApproval');
+      assert.match(await decided.textContent(), /other\.txt/, when);
+      assert.doesNotMatch(await decided.textContent(), /old\.txt/, when);
+    }
+    await shots(page, 'approved-edited');
   });
 
   test('a retry counting down: the countdown goes on after the reload', async () => {
