@@ -33,6 +33,15 @@ from ..tools.textpage import TextPage, page_of_text
 from ..tools.workspace import LocalWorkspace, PathError, StatusSink, os_error
 from .access import ConflictError, Link, call_when_quiet, conflict_error
 
+#: Think's own workspace folder (skills, self-written tools): hidden, so Jupyter's contents
+#: manager (``allow_hidden`` False by default) opens no room on it; its files go to disk.
+ON_DISK = ".think"
+
+
+def on_disk(rel: str) -> bool:
+    """Whether a workspace-relative path is read and written on disk, never in a room."""
+    return rel == ON_DISK or rel.startswith(ON_DISK + "/")
+
 PageReader = Callable[[str, int, int], Awaitable[TextPage]]
 
 
@@ -107,6 +116,10 @@ class CollabWorkspace(LocalWorkspace):
     async def read_text(self, path: str) -> str:
         """The document's current text (from its room; unsaved edits included)."""
         rel = self._rel(path)
+        if on_disk(rel):
+            content = await super().read_text(path)
+            self._seen[rel] = content
+            return content
         await self._check_file(rel)
         content = str((await self._call("doc.read", {"path": rel}))["content"])
         self._seen[rel] = content
@@ -137,6 +150,10 @@ class CollabWorkspace(LocalWorkspace):
     async def write_text(self, path: str, content: str) -> None:
         """Write by a minimal diff in the file's room, merged with others' edits."""
         rel = self._rel(path)
+        if on_disk(rel):
+            await super().write_text(path, content)
+            self._seen[rel] = content
+            return
         await self._check_file(rel)
         params: dict[str, Any] = {"path": rel, "content": content, "action_id": self.action_id}
         if rel in self._seen:
@@ -151,14 +168,17 @@ class CollabWorkspace(LocalWorkspace):
     async def delete(self, path: str) -> None:
         """Delete through the server's contents manager."""
         rel = self._rel(path)
-        await self._call("doc.delete", {"path": rel, "action_id": self.action_id})
+        if on_disk(rel):
+            await super().delete(path)
+        else:
+            await self._call("doc.delete", {"path": rel, "action_id": self.action_id})
         self._seen.pop(rel, None)
 
     async def flush_rooms(self, hold: float) -> str | None:
         """Save the workspace's dirty rooms; hold autosaves for ``hold`` s; return the lease.
 
         While the server says no room is open there is nothing to save: the hold then starts
-        with an unanswered item and a lease made here (issue 17: no round trip before each
+        with an unanswered item and a lease made here (no round trip before each
         command of a chat with no document open). It reaches the server before anything
         that ends it; a room opened meanwhile loads the file from disk, and its autosaves
         wait for the hold as after a flush."""
@@ -175,7 +195,7 @@ class CollabWorkspace(LocalWorkspace):
         """Merge these files' changes on disk into their open rooms; release the lease.
 
         A run that changed no file has nothing to merge: its lease goes back in an item that
-        travels with the run's next events, unanswered (issue 17: no round trip, and one
+        travels with the run's next events, unanswered (no round trip, and one
         frame less each way, for each read-only command). Items reach the server in order,
         and before any later request of this kernel."""
         push = getattr(self.link, "push", None)
