@@ -1,4 +1,4 @@
-"""REST handlers under ``/api/think`` (shapes: ``openapi.py``; design: shared/DESIGN.md)."""
+"""REST handlers under ``/api/think`` (shapes: ``openapi.py``)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ from .base import ThinkHandler, field
 from .openapi import OPENAPI
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
 from .runs import SessionNotFound
+from .skills import SkillsHandler
 
 SID = r"(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
 ID = r"[A-Za-z0-9_.\-]{1,128}"
-#: A side conversation of a session: a subagent's (issue 12).
+#: A side conversation of a session: a subagent's.
 FACET = re.compile(r"subagent:[A-Za-z0-9_.\-]{1,200}")
 #: Session kinds: the sidebar's chats, think notebooks, ``%%think`` in another kernel, and
 #: the calls of an agent on the MCP endpoint.
@@ -81,7 +82,7 @@ class SessionHandler(ThinkHandler):
             changes["title"] = (field(body, "title", str) or "")[:500]
         if "path" in body:
             changes["path"] = (field(body, "path", str) or "")[:4096]
-        if "approval" in body:  # the session's approval policy (issue 11), None: config's
+        if "approval" in body:  # the session's approval policy, None: config's
             session = await self.session_or_404(session_id)
             changes["options"] = session_approval(session, body["approval"])
         if not changes:
@@ -437,6 +438,7 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{base}/sessions", SessionsHandler),
         (f"{base}/kernels", KernelsHandler),
         (f"{base}/schedules", AllSchedulesHandler),
+        (f"{base}/skills", SkillsHandler),
         (s, SessionHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/messages/(?P<message_id>{ID})/content", MessageContentHandler),

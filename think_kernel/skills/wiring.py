@@ -26,7 +26,7 @@ def relative_session_path(root: Path, session_path: str) -> str:
         return ""
 
 
-def open_skills(root: Path, config: Config, session_path: str = "") -> SessionSkills:
+def open_skills(root: Path, config: Config | None, session_path: str = "") -> SessionSkills:
     """The AGENTS.md files and skills one session of the workspace at ``root`` uses."""
     settings = SkillsConfig(config=config)
     return SessionSkills(
