@@ -32,6 +32,7 @@ from .link import KernelLinks, LinkHandler, RpcHandler
 from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
 from .modelsetup import model_routes
 from .pipeline import EventPipeline
+from .questions import question_routes
 from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
 from .runs import ChatSessions, Recovery, RetryPolicy
 from .runs.earlykernel import (
@@ -249,6 +250,7 @@ class ThinkExtension(ExtensionApp):
         kw = {"name": self.name, "services": self.services}
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in question_routes())
         self.handlers.append(
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )

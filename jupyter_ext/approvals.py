@@ -1,4 +1,4 @@
-"""Server side of approvals (issue 11): one decision path for the REST API and the WebSocket.
+"""Server side of approvals: one decision path for the REST API and the WebSocket.
 
     record = parse_decision(body, handler.current_user, "sidebar")
     row, delivered = await decide_approval(svc, session_id, approval_id, record)
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tornado import web
 
 from think_kernel.approvals import Policy, PolicyError, decide, decision_record
+from think_kernel.questions.spec import closing_record
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -80,8 +81,8 @@ async def decide_approval(
 ) -> tuple[dict[str, Any], bool]:
     """Store and announce a decision; returns the row and whether the kernel was told."""
     row = await svc.store.get_approval(approval_id)
-    if row is None or row["session_id"] != session_id:
-        raise ApprovalNotFound(approval_id)
+    if row is None or row["session_id"] != session_id or row.get("kind") == "question":
+        raise ApprovalNotFound(approval_id)  # a question takes an answer (questions.py)
     if not await decide(svc.store, row, record):
         raise AlreadyDecided(approval_id)
     frame = {"type": "approval", "approval_id": approval_id, **record}
@@ -96,16 +97,19 @@ async def decide_approval(
 async def reject_pending(
     store: Store, pipeline: EventPipeline, session_id: str, reason: str
 ) -> int:
-    """Reject every pending approval of a session (its run was cancelled); returns how many."""
+    """Reject every pending approval of a session and close its pending questions (its run
+    was cancelled); returns how many."""
     count = 0
-    for row in await store.list_approvals(session_id, "pending"):
-        record = decision_record("reject", reason=reason, source="cancel")
+    for row in await store.list_approvals(session_id, "pending", kind=None):
+        if row.get("kind") == "question":
+            record = closing_record("", source="cancel")
+            frame = {"type": "question_answered", "id": row["id"], "source": "cancel"}
+        else:
+            record = decision_record("reject", reason=reason, source="cancel")
+            frame = {"type": "approval_resolved", "id": row["id"], "tool": row["tool"], **record}
         if await decide(store, row, record):
             count += 1
-            await pipeline.emit(
-                session_id,
-                {"type": "approval_resolved", "id": row["id"], "tool": row["tool"], **record},
-            )
+            await pipeline.emit(session_id, frame)
     return count
 
 

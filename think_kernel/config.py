@@ -25,7 +25,7 @@ HOW_TO_CONFIGURE = """\
 `c.ThinkConfig.api_key`, `base_url` and `primary_model` in `~/.jupyter/think_kernel_config.py`
 work too. See the README, section Configuration."""
 
-#: The same for the chat sidebar, where the setup card is one click away (issue 16).
+#: The same for the chat sidebar, where the setup card is one click away.
 HOW_TO_CONFIGURE_CHAT = """\
 **Think has no model configured.** Click **Set up a model** in this sidebar and choose
 OpenAI, Ollama or any OpenAI-compatible endpoint; **Test connection** lists its models.
@@ -179,6 +179,12 @@ class ThinkConfig(Configurable):
         help="Seconds an approval waits for a decision before it counts as rejected. "
         "Default: 600 (10 minutes).",
     )
+    question_timeout = Float(
+        600.0,
+        config=True,
+        help="Seconds a question of the agent (ask_user) waits for an answer before the "
+        "model is told there was no answer. Default: 600 (10 minutes).",
+    )
     trust_workspace_tools = Bool(
         False,
         config=True,
@@ -233,6 +239,12 @@ class ThinkConfig(Configurable):
     def _check_approval_timeout(self, proposal: dict) -> float:
         if proposal["value"] <= 0:
             raise TraitError("approval_timeout is a positive number of seconds")
+        return float(proposal["value"])
+
+    @validate("question_timeout")
+    def _check_question_timeout(self, proposal: dict) -> float:
+        if proposal["value"] <= 0:
+            raise TraitError("question_timeout is a positive number of seconds")
         return float(proposal["value"])
 
     @default("context_window")

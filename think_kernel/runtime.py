@@ -43,6 +43,7 @@ from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_erro
 from .endpoint import SETTING, Endpoint, resolve
 from .layers import AgentExtension, Layers, load_extensions
 from .mcp import McpServers
+from .questions.tool import QUESTION_TOOLS
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
 from .sandbox.lifecycle import SessionSandbox
@@ -79,6 +80,7 @@ CORE_TOOLS: list[ToolFunc] = [
     *FETCH_TOOLS,
     *WEB_TOOLS,
     *TASK_TOOLS,
+    *QUESTION_TOOLS,
     *SUBAGENT_TOOLS,
     *SCHEDULE_TOOLS,
     *SKILL_TOOLS,

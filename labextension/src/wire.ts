@@ -199,6 +199,34 @@ export interface IApprovalResolvedFrame extends ILiveFields {
 }
 
 /**
+ * The agent asks a person (`ask_user`); the run waits for the answer (see
+ * :mod:`think_kernel.questions`).
+ */
+export interface IQuestionAskedFrame extends ILiveFields {
+  type: 'question_asked';
+  id: string;
+  question: string;
+  options?: string[];
+  allow_text?: boolean;
+  call_id?: string;
+  message_id?: string;
+  expires_at?: number | null;
+  task_id?: string;
+}
+
+/**
+ * A question was answered (or closed: `source` "timeout" or "cancel", no
+ * answer).
+ */
+export interface IQuestionAnsweredFrame extends ILiveFields {
+  type: 'question_answered';
+  id: string;
+  answer?: string;
+  source?: string;
+  user?: string;
+}
+
+/**
  * A task of the task graph was created; `task` is the whole task object (not to
  * be confused with `task_queued` ... of the run lifecycle, :class:`TaskEvent`).
  */
@@ -385,6 +413,8 @@ export type AgentEventFrame =
   | ICompactionFrame
   | IApprovalRequestedFrame
   | IApprovalResolvedFrame
+  | IQuestionAskedFrame
+  | IQuestionAnsweredFrame
   | ITaskCreatedFrame
   | ITaskUpdatedFrame
   | ISubagentSpawnedFrame

@@ -238,6 +238,33 @@ class ApprovalResolved(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class QuestionAsked(Event):
+    """The agent asks a person (``ask_user``); the run waits for the answer
+    (see :mod:`think_kernel.questions`)."""
+
+    type: ClassVar[str] = "question_asked"
+    id: str
+    question: str
+    options: list[str] = field(default_factory=list)
+    allow_text: bool = True
+    call_id: str = ""
+    message_id: str = ""
+    expires_at: float | None = None
+    task_id: str = ""  # a subagent's question: the task it works on
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAnswered(Event):
+    """A question was answered (or closed: ``source`` "timeout" or "cancel", no answer)."""
+
+    type: ClassVar[str] = "question_answered"
+    id: str
+    answer: str = ""
+    source: str = ""
+    user: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TaskCreated(Event):
     """A task of the task graph was created; ``task`` is the whole task object (not to be
     confused with ``task_queued`` ... of the run lifecycle, :class:`TaskEvent`)."""
@@ -334,6 +361,8 @@ AgentEvent = (
     | Compaction
     | ApprovalRequested
     | ApprovalResolved
+    | QuestionAsked
+    | QuestionAnswered
     | TaskCreated
     | TaskUpdated
     | SubagentSpawned
@@ -361,6 +390,8 @@ EVENTS: tuple[type[Event], ...] = (
     Compaction,
     ApprovalRequested,
     ApprovalResolved,
+    QuestionAsked,
+    QuestionAnswered,
     TaskCreated,
     TaskUpdated,
     SubagentSpawned,

@@ -66,7 +66,12 @@ async def run_tool_calls(
                 ctx.workspace,
                 queue.put_nowait,
             )
-            if decision is not None and not decision.approved:
+            if decision is not None and decision.answer is not None:
+                # A question (ask_user): the person's answer is the call's result.
+                parsed = parsed_arguments(arguments)
+                out = ToolOutput(text=decision.answer, summary="answered")
+                outcome = CallOutcome(out, 0.0, parsed if isinstance(parsed, dict) else None)
+            elif decision is not None and not decision.approved:
                 # The model sees the person's reason as the result of the call.
                 text = decision.rejection_text(call["name"])
                 parsed = parsed_arguments(arguments)
@@ -91,7 +96,7 @@ async def run_tool_calls(
         summary = summarize_output(out.text, out.summary)
         extra: dict[str, Any] = {}
         if needs_whole(text, whole):
-            # The model saw less than all of it: keep the whole output (issue 14).
+            # The model saw less than all of it: keep the whole output.
             extra["output_blob"] = await store.save_blob(whole.encode("utf-8"))
             extra["output_size"] = len(whole)
         images = stored_images(out.display)

@@ -26,7 +26,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agent.events import ApprovalRequested, ApprovalResolved, Event, StatusEvent
+from ..agent.events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    Event,
+    QuestionAnswered,
+    QuestionAsked,
+    StatusEvent,
+)
+from ..questions.spec import ASK_USER, QuestionError, answer_text, closing_record, question_spec
 from ..waits import wait_for
 from .describe import describe_call
 from .policy import Policy
@@ -52,6 +60,8 @@ class Decision:
     reason: str = ""
     source: str = ""
     user: str = ""
+    #: A question's outcome: what the model reads as the result of ``ask_user``.
+    answer: str | None = None
 
     def rejection_text(self, tool: str) -> str:
         """What the model sees instead of the tool's output."""
@@ -74,12 +84,14 @@ class ApprovalGate:
         on_always: Callable[[str], Awaitable[Any]],
         poll: float = 1.0,
         destructive: Callable[[], Iterable[str]] = tuple,
+        question_timeout: Callable[[], float] = lambda: 600.0,
     ) -> None:
         self.store = store
         self.policy = policy
         self.known = known
         self.destructive = destructive
         self.timeout = timeout
+        self.question_timeout = question_timeout
         self.on_always = on_always
         self.poll = poll
         self._wakers: dict[str, asyncio.Event] = {}
@@ -87,7 +99,7 @@ class ApprovalGate:
 
     def for_task(self, task_id: str) -> ApprovalGate:
         """This gate (same policy, same waiting calls, same decisions) for the calls of a
-        subagent working on a task: its approvals carry the task's id (issue 12)."""
+        subagent working on a task: its approvals carry the task's id."""
         tagged = copy.copy(self)  # shares _wakers: a decision wakes the subagent's call too
         tagged.task_id = task_id
         return tagged
@@ -135,6 +147,8 @@ class ApprovalGate:
             args = _parsed(raw_args)
             if args is None:
                 return None  # invalid arguments: the tool refuses them, nothing runs
+            if tool == ASK_USER:
+                return await self._ask(session_id, message_id, call_id, args, emit, task_id=task_id)
             reason = (await self.policy()).check(
                 tool, args, known=self.known(), destructive=self.destructive()
             )
@@ -153,6 +167,8 @@ class ApprovalGate:
                 task_id=task_id,
             )
             row["reason"] = reason
+        if row.get("kind") == "question":
+            return await self._await_answer(row, emit)
         if row["status"] == "pending":
             await _send(emit, _requested(row))
             await _send(emit, StatusEvent("waiting", f"approval needed: {row.get('summary')}"))
@@ -180,6 +196,63 @@ class ApprovalGate:
                 raise ApprovalSuperseded(f"approval {row['id']} was already carried out")
         return decision
 
+    # -- questions (``ask_user``): the same row, wait and first-answer-wins --------------------
+
+    async def _ask(
+        self,
+        session_id: str,
+        message_id: str,
+        call_id: str,
+        args: dict[str, Any],
+        emit: Emit,
+        *,
+        task_id: str | None,
+    ) -> Decision | None:
+        try:
+            spec = question_spec(args)
+        except QuestionError:
+            return None  # the tool refuses it with the reason; nobody is asked
+        row = await self.store.create_approval(
+            session_id,
+            message_id,
+            call_id,
+            ASK_USER,
+            spec,
+            summary=spec["question"][:200],
+            expires_at=time.time() + max(0.0, float(self.question_timeout())),
+            task_id=task_id,
+            kind="question",
+        )
+        return await self._await_answer(row, emit)
+
+    async def _await_answer(self, row: dict[str, Any], emit: Emit) -> Decision:
+        if row["status"] == "pending":
+            await _send(emit, _asked(row))
+            await _send(emit, StatusEvent("waiting", f"question: {row.get('summary')}"))
+            row = await self._wait(row)
+            await _send(emit, StatusEvent("executing", ASK_USER))
+        record = row.get("decision") or {}
+        if row["status"] != "answered":  # closed by a cancel through the approval path
+            record = closing_record("", source=str(record.get("source") or "cancel"))
+        await _send(
+            emit,
+            QuestionAnswered(
+                row["id"],
+                answer=str(record.get("answer") or ""),
+                source=str(record.get("source") or ""),
+                user=str(record.get("user") or ""),
+            ),
+        )
+        if not await self.store.claim_approval(row["id"]):
+            raise ApprovalSuperseded(f"question {row['id']} was already answered to a run")
+        return Decision(
+            row["id"],
+            approved=True,
+            source=str(record.get("source") or ""),
+            user=str(record.get("user") or ""),
+            answer=answer_text(record, _minutes(self.question_timeout())),
+        )
+
     async def _wait(self, row: dict[str, Any]) -> dict[str, Any]:
         aid = row["id"]
         waker = self._wakers.setdefault(aid, asyncio.Event())
@@ -192,12 +265,7 @@ class ApprovalGate:
                     return current
                 left = float(current.get("expires_at") or 0) - time.time()
                 if current.get("expires_at") is not None and left <= 0:
-                    record = decision_record(
-                        "reject",
-                        reason=f"no decision within {_minutes(self.timeout())}",
-                        source="timeout",
-                        user="",
-                    )
+                    record = _expired(current, self.timeout())
                     await decide(self.store, current, record)
                     continue
                 waker.clear()
@@ -206,12 +274,41 @@ class ApprovalGate:
                     await wait_for(waker.wait(), max(0.01, wait))
         except asyncio.CancelledError:
             # A cancelled run rejects what it was waiting for (the record says so).
-            record = decision_record("reject", reason="the run was cancelled", source="cancel")
+            record = _closed(row)
             with contextlib.suppress(Exception):
                 await asyncio.shield(decide(self.store, row, record))
             raise
         finally:
             self._wakers.pop(aid, None)
+
+
+def _expired(row: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The record of a wait that ran out: an approval rejected, a question unanswered."""
+    if row.get("kind") == "question":
+        return closing_record("", source="timeout")
+    reason = f"no decision within {_minutes(timeout)}"
+    return decision_record("reject", reason=reason, source="timeout", user="")
+
+
+def _closed(row: dict[str, Any]) -> dict[str, Any]:
+    """The record of a wait its run gave up (cancelled)."""
+    if row.get("kind") == "question":
+        return closing_record("", source="cancel")
+    return decision_record("reject", reason="the run was cancelled", source="cancel")
+
+
+def _asked(row: dict[str, Any]) -> QuestionAsked:
+    spec = _object(row.get("input"))
+    return QuestionAsked(
+        row["id"],
+        str(spec.get("question") or ""),
+        options=list(spec.get("options") or []),
+        allow_text=bool(spec.get("allow_text")),
+        call_id=row.get("call_id") or "",
+        message_id=row.get("message_id") or "",
+        expires_at=row.get("expires_at"),
+        task_id=row.get("task_id") or "",
+    )
 
 
 def _minutes(seconds: float) -> str:
@@ -260,3 +357,8 @@ async def _send(emit: Emit, event: Event) -> None:
     res = emit(event)
     if asyncio.iscoroutine(res):
         await res
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A stored JSON object (anything else reads as empty)."""
+    return value if isinstance(value, dict) else {}

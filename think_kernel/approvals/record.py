@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ..store import Store
 
 SOURCES = ("sidebar", "notebook", "api", "timeout", "cancel")
+#: A row's status after each decision (``answer``: a question's, see think_kernel.questions).
+STATUSES = {"approve": "approved", "reject": "rejected", "answer": "answered"}
 
 
 def local_user() -> str:
@@ -53,8 +55,9 @@ def decision_record(
 
 
 async def decide(store: Store, row: dict[str, Any], record: dict[str, Any]) -> bool:
-    """Resolve a pending approval and log who decided; False if it was already decided."""
-    status = "approved" if record["decision"] == "approve" else "rejected"
+    """Resolve a pending approval (or answer a question) and log who decided; False if it
+    was already decided."""
+    status = STATUSES[record["decision"]]
     if not await store.resolve_approval(row["id"], status, record):
         return False
     edited = " with edited input" if record.get("input") else ""
@@ -69,7 +72,7 @@ async def decide(store: Store, row: dict[str, Any], record: dict[str, Any]) -> b
         input_summary=summarize_input(row["tool"], args if isinstance(args, dict) else None, args),
         output_summary=f"approval {row['id']}",
         duration_ms=0,
-        success=status == "approved",
+        success=status != "rejected",
         message_id=row.get("message_id") or None,
     )
     return True

@@ -50,6 +50,7 @@ class SessionApprovals:
             known=self.known_tools,
             destructive=self.destructive_tools,
             timeout=lambda: float(self.config.approval_timeout),
+            question_timeout=lambda: float(self.config.question_timeout),
             on_always=self.always_allow,
         )
 

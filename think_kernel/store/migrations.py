@@ -376,6 +376,17 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+# A question the agent asks a person waits exactly as an approval does (same row, same
+# durable wait, same first-answer-wins update): ``kind`` tells the two apart.
+migration(
+    "m013_questions",
+    """
+    ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'approval';
+    CREATE INDEX approvals_kind ON approvals(session_id, kind, status);
+    """,
+)
+
+
 async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 

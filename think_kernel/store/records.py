@@ -247,17 +247,17 @@ class RecordsMixin(StorePart):
         return await self._one("SELECT * FROM approvals WHERE id = ?", (approval_id,))
 
     async def list_approvals(
-        self, session_id: str, status: str | None = None
+        self, session_id: str, status: str | None = None, kind: str | None = "approval"
     ) -> list[dict[str, Any]]:
-        """Approvals of a session, oldest first."""
-        if status is None:
-            return await self._all(
-                "SELECT * FROM approvals WHERE session_id = ? ORDER BY created_at",
-                (session_id,),
-            )
+        """Approvals of a session, oldest first; ``kind="question"``: the agent's questions,
+        ``kind=None``: both."""
+        where, args = "session_id = ?", [session_id]
+        if status is not None:
+            where, args = f"{where} AND status = ?", [*args, status]
+        if kind is not None:
+            where, args = f"{where} AND kind = ?", [*args, kind]
         return await self._all(
-            "SELECT * FROM approvals WHERE session_id = ? AND status = ? ORDER BY created_at",
-            (session_id, status),
+            f"SELECT * FROM approvals WHERE {where} ORDER BY created_at", tuple(args)
         )
 
     async def create_approval(
@@ -272,16 +272,17 @@ class RecordsMixin(StorePart):
         diff: str = "",
         expires_at: float | None = None,
         task_id: str | None = None,
+        kind: str = "approval",
     ) -> dict[str, Any]:
-        """Record a pending approval for one tool call; the existing row if that call already
-        has one (a resumed run asks once)."""
+        """Record a pending approval (or, ``kind="question"``, a question) for one tool call;
+        the existing row if that call already has one (a resumed run asks once)."""
 
         await self._write(
             "INSERT OR IGNORE INTO approvals (id, session_id, message_id, call_id, tool, input,"
-            " status, created_at, summary, diff, expires_at, task_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
+            " status, created_at, summary, diff, expires_at, task_id, kind)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
             (
-                new_id("ap_"),
+                new_id("q_" if kind == "question" else "ap_"),
                 session_id,
                 message_id,
                 call_id,
@@ -292,6 +293,7 @@ class RecordsMixin(StorePart):
                 diff or None,
                 expires_at,
                 task_id,
+                kind,
             ),
         )
         row = await self.approval_for_call(session_id, call_id)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.events import SubagentError
 from ..approvals.record import decide, decision_record
+from ..questions.spec import closing_record
 from ..tasks.graph import TaskError
 
 if TYPE_CHECKING:
@@ -131,9 +132,11 @@ async def mark_lost(
         pass  # the task already ended (cancelled with its request)
     # Nobody waits for what it asked any more: its pending approvals count as rejected.
     record = decision_record("reject", reason=f"the subagent was {code}", source="cancel")
-    for approval in await board.store.list_approvals(row["session_id"], "pending"):
+    closed = closing_record("", source="cancel")  # and its questions are closed unanswered
+    for approval in await board.store.list_approvals(row["session_id"], "pending", kind=None):
         if approval.get("task_id") == row["id"]:
-            await decide(board.store, approval, record)
+            question = approval.get("kind") == "question"
+            await decide(board.store, approval, closed if question else record)
     await board.send(SubagentError(row["id"], why, code))
     return await board.store.add_message(
         row["session_id"],
