@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from jupyter_core.utils import ensure_async
@@ -24,6 +25,18 @@ from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from tornado.websocket import WebSocketHandler
+
+from think_kernel.wire.base import Frame, FrameError, decode, frame_table
+from think_kernel.wire.session import (
+    CLIENT_FRAMES,
+    ApprovalDecidedFrame,
+    CancelledFrame,
+    SessionApprovalFrame,
+    SessionCancelFrame,
+    SessionErrorFrame,
+    SessionPingFrame,
+    SessionPongFrame,
+)
 
 from .approvals import (
     AlreadyDecided,
@@ -35,6 +48,8 @@ from .approvals import (
 from .base import AUTH_RESOURCE, parse_json
 from .services import Services
 from .sockets import write_text
+
+CLIENT = frame_table(CLIENT_FRAMES)
 
 
 class SessionSocket(  # type: ignore[misc]
@@ -51,6 +66,12 @@ class SessionSocket(  # type: ignore[misc]
         self.session_id = ""
         self._held: list[str] | None = []  # frames published before the handshake is sent
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: What a tab may send (``CLIENT_FRAMES``), by frame class.
+        self._handlers: dict[type[Frame], Callable[[Any], None]] = {
+            SessionPingFrame: self._on_ping,
+            SessionCancelFrame: self._on_cancel,
+            SessionApprovalFrame: self._on_approval,
+        }
 
     def set_default_headers(self) -> None:
         """No HTML security headers on a WebSocket."""
@@ -120,43 +141,45 @@ class SessionSocket(  # type: ignore[misc]
         else:
             self._send(text)
 
-    def _write(self, frame: dict[str, Any]) -> None:
-        self._send(json.dumps(frame, default=str))
+    def _write(self, frame: Frame | dict[str, Any]) -> None:
+        data = frame.to_dict() if isinstance(frame, Frame) else frame
+        self._send(json.dumps(data, default=str))
 
     def _send(self, text: str) -> None:
         if not write_text(self, text):
             self.svc.hub.unsubscribe(self.session_id, self)
 
     def on_message(self, message: str | bytes) -> None:
-        """``ping`` and ``cancel``; anything else is answered with an error frame."""
+        """Decode a tab's frame (``CLIENT_FRAMES``) and dispatch it by its class; anything
+        else is answered with an error frame."""
         if len(message) > self.svc.limits.max_ws_frame:
-            self._write({"type": "error", "code": "too_large", "message": "frame too large"})
+            self._write(SessionErrorFrame("frame too large", "too_large"))
             return
         try:
-            frame = parse_json(message)
+            data = parse_json(message)
         except ValueError as e:
-            self._write({"type": "error", "code": "bad_frame", "message": f"frames are JSON: {e}"})
+            self._write(SessionErrorFrame(f"frames are JSON: {e}"))
             return
-        kind = frame.get("type") if isinstance(frame, dict) else None
-        if kind == "ping":
-            self._write({"type": "pong"})
-        elif kind == "cancel":
-            task = asyncio.create_task(self._cancel())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        elif kind == "approval":
-            task = asyncio.create_task(self._approval(frame))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        else:
-            self._write(
-                {
-                    "type": "error",
-                    "code": "bad_frame",
-                    "message": "expected {'type': 'ping'}, {'type': 'cancel'} or "
-                    "{'type': 'approval', 'id': ..., 'decision': ...}",
-                }
-            )
+        try:
+            frame = decode(data, CLIENT)
+        except FrameError as e:
+            self._write(SessionErrorFrame(f"{e}; expected one of {sorted(CLIENT)}"))
+            return
+        self._handlers[type(frame)](frame)
+
+    def _on_ping(self, frame: SessionPingFrame) -> None:
+        self._write(SessionPongFrame())
+
+    def _on_cancel(self, frame: SessionCancelFrame) -> None:
+        self._spawn(self._cancel())
+
+    def _on_approval(self, frame: SessionApprovalFrame) -> None:
+        self._spawn(self._approval(frame))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _cancel(self) -> None:
         allowed = await ensure_async(
@@ -166,9 +189,9 @@ class SessionSocket(  # type: ignore[misc]
             self._write({"type": "error", "code": "forbidden", "message": "not authorised"})
             return
         run = await self.svc.chats.cancel(self.session_id)
-        self._write({"type": "cancelled", "run": run})
+        self._write(CancelledFrame(run))
 
-    async def _approval(self, frame: dict[str, Any]) -> None:
+    async def _approval(self, frame: SessionApprovalFrame) -> None:
         """Decide an approval (the sidebar's buttons): answered ``approval_decided`` or an
         error frame; every tab hears ``approval_resolved`` through the session's events."""
         allowed = await ensure_async(
@@ -177,11 +200,9 @@ class SessionSocket(  # type: ignore[misc]
         if not allowed:
             self._write({"type": "error", "code": "forbidden", "message": "not authorised"})
             return
-        aid = frame.get("id")
+        aid = frame.id
         try:
-            if not isinstance(aid, str):
-                raise BadDecision("'id' must be the approval's id")
-            record = parse_decision(frame, self.current_user, "sidebar")
+            record = parse_decision(frame.to_dict(), self.current_user, "sidebar")
             row, _ = await decide_approval(self.svc, self.session_id, aid, record)
         except BadDecision as e:
             self._write({"type": "error", "code": "bad_frame", "message": str(e)})
@@ -194,7 +215,7 @@ class SessionSocket(  # type: ignore[misc]
             self._write({"type": "error", "code": "already_decided", "approval": current,
                          "message": "this approval was already decided"})  # fmt: skip
             return
-        self._write({"type": "approval_decided", "approval": row})
+        self._write(ApprovalDecidedFrame(row))
 
     def on_close(self) -> None:
         """Unsubscribe."""
