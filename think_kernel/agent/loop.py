@@ -42,7 +42,6 @@ from .events import (
     TextDone,
 )
 from .model import Chunk, ModelClient, ModelError
-from .stores import AgentStore
 from .summarizer import budget, compact_if_needed
 from .tokens import Calibration, estimate_tools
 from .toolcalls import ContextFactory, run_tool_calls
@@ -50,6 +49,7 @@ from .toolspecs import fit_specs
 
 if TYPE_CHECKING:
     from ..approvals import ApprovalGate
+    from .stores import AgentStore
 
 
 HEARTBEAT_SECONDS = 1.0
