@@ -78,6 +78,10 @@ def test_sources_precedence_and_invalid(places: dict[str, Path]) -> None:
     assert "invalid YAML" in reasons["broken"]
     assert reasons["empty"] == "the folder has no SKILL.md"
     assert "is a link" in reasons["evil"]
+    rows = dict(session(places).status_rows())  # %think_status
+    assert rows["instructions"] == "no AGENTS.md"
+    assert "`csv-tips` (workspace)" in rows["skills"] and "`sql` (package:demo)" in rows["skills"]
+    assert "`broken` **invalid** (workspace: invalid YAML" in rows["skills"]
 
 
 def test_changes_seen_at_next_scan(places: dict[str, Path]) -> None:

@@ -79,16 +79,23 @@ class SessionSkills:
             "skills": self.last_scan.report.as_json(),
         }
 
-    def status_lines(self) -> list[str]:
-        """``%think_status`` lines: the AGENTS.md files, then the skills, with refusals."""
-        self.status()  # read once if no request has yet
-        out = ["instructions: " + (", ".join(self._paths(self.last_instructions)) or "none")]
-        out += [f"  {line}" for line in self.last_instructions.lines() if "invalid" in line]
-        skills = self.last_scan.report
-        out.append("skills: " + (", ".join(f.name for f in skills.loaded) or "none"))
-        out += [f"  {line}" for line in skills.lines()]
-        return out
+    def status_rows(self) -> list[tuple[str, str]]:
+        """``%think_status`` rows (Markdown), read now: what the next request loads."""
+        self.prompt()
 
-    @staticmethod
-    def _paths(report: Report) -> list[str]:
-        return [f"{f.path}{' (' + f.note + ')' if f.note else ''}" for f in report.loaded]
+        def code(text: str) -> str:
+            return "`" + text.replace("`", "'") + "`"
+
+        files = [
+            code(f.path) + (f" ({f.note})" if f.note else "") for f in self.last_instructions.loaded
+        ]
+        files += [f"{code(p.path)}: {p.reason}" for p in self.last_instructions.invalid]
+        skills = [f"{code(f.name)} ({f.source})" for f in self.last_scan.report.loaded]
+        skills += [
+            f"{code(p.name)} **invalid** ({p.source}: {p.reason})"
+            for p in self.last_scan.report.invalid
+        ]
+        return [
+            ("instructions", ", ".join(files) or "no AGENTS.md"),
+            ("skills", ", ".join(skills) or "none (add them in `.think/skills/<name>/SKILL.md`)"),
+        ]

@@ -80,6 +80,7 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
         ("approvals", await _approvals(rt)),
         ("MCP servers", _mcp_summary(rt)),
+        *rt.skills.status_rows(),  # AGENTS.md files and skills, as the next request reads them
     ]
     web = rt.services.web
     if web is not None:  # search provider, browser, network allowlist, cache
