@@ -1,8 +1,8 @@
 """The OpenAPI 3.0 document of the REST routes (served at ``/api/think/openapi.json``).
 
-The routes are described in :mod:`.server` and :mod:`.sessions`, the REST answers in
-:mod:`.schemas`; the schemas of the agent events and of the socket and kernel-link frames come
-from their one declaration, :mod:`think_kernel.wire` (never copied here).
+The routes are described in :mod:`.server`, :mod:`.sessions` and :mod:`.questions`, the REST
+answers in :mod:`.schemas`; the schemas of the agent events and of the socket and kernel-link
+frames come from their one declaration, :mod:`think_kernel.wire` (never copied here).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from think_kernel.wire.schema import components
 
 from .parts import ERR
+from .questions import QUESTION_PATHS
 from .schemas import REST_SCHEMAS
 from .server import SERVER_PATHS
 from .sessions import SESSION_PATHS
@@ -21,7 +22,7 @@ OPENAPI: dict[str, Any] = {
     "info": {"title": "Think for Jupyter", "version": "1"},
     "servers": [{"url": "/api/think"}],
     "components": {"schemas": {**REST_SCHEMAS, **components()}},
-    "paths": {**SERVER_PATHS, **SESSION_PATHS},
+    "paths": {**SERVER_PATHS, **SESSION_PATHS, **QUESTION_PATHS},
 }
 for _path in OPENAPI["paths"].values():
     for _method, _operation in _path.items():

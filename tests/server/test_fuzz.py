@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from jupyter_ext.handlers import routes
 from jupyter_ext.modelsetup import model_routes
 from jupyter_ext.openapi import OPENAPI
+from jupyter_ext.questions import question_routes
 from tests.waiting import until
 from think_kernel.kernel.link import link_mac
 
@@ -134,14 +135,24 @@ def _template(pattern: str) -> str:
 
 def test_the_fuzz_covers_every_route():
     """Every REST route the extension serves is in the OpenAPI document the fuzz reads."""
-    served = {_template(pattern) for pattern, _ in routes() + model_routes()}
+    served = {_template(pattern) for pattern, _ in routes() + model_routes() + question_routes()}
     assert served <= set(OPENAPI["paths"]), served - set(OPENAPI["paths"])
 
 
 async def test_no_input_causes_a_5xx(api, think, jp_http_port, jp_base_url):
     _, s = await api("POST", "sessions", {"title": "fuzz"})
     msg = await think.services.store.add_message(s["id"], "user", "hello")
-    ids = {"session_id": [s["id"]], "message_id": [msg["id"]], "approval_id": ["ap1"]}
+    # A pending question that takes only its options: answers of every shape hit it.
+    spec = {"question": "Which?", "options": ["a", "b"], "allow_text": False}
+    asked = await think.services.store.create_approval(
+        s["id"], msg["id"], "call_q", "ask_user", spec, kind="question"
+    )
+    ids = {
+        "session_id": [s["id"]],
+        "message_id": [msg["id"]],
+        "approval_id": ["ap1", asked["id"]],
+        "question_id": [asked["id"], "q_none"],
+    }
     base = f"http://127.0.0.1:{jp_http_port}{jp_base_url}api/think"
     seen: list[int] = []
 

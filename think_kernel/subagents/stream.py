@@ -27,6 +27,8 @@ from ..agent.events import (
     ApprovalResolved,
     Event,
     FileChanged,
+    QuestionAnswered,
+    QuestionAsked,
     SubagentTextDelta,
     SubagentToolCall,
     SubagentToolResult,
@@ -36,7 +38,8 @@ from ..agent.events import (
 )
 
 OUTPUT_CHARS = 300
-PASS_THROUGH = (ApprovalRequested, ApprovalResolved, FileChanged)
+# A subagent's approvals and questions go through its parent (they carry the task's id).
+PASS_THROUGH = (ApprovalRequested, ApprovalResolved, QuestionAsked, QuestionAnswered, FileChanged)
 
 
 def summary_of(result: ToolResult) -> str:
