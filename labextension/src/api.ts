@@ -33,7 +33,7 @@ export interface ISendOptions {
   context?: IMessageContext;
   model?: string;
   endpoint?: string;
-  /** Uploaded files and notebook cells (issue 14). */
+  /** Uploaded files and notebook cells. */
   attachments?: IAttachment[];
   /** "Stop and send": cancel the run in flight (and queued ones) first. */
   interrupt?: boolean;
@@ -104,7 +104,7 @@ export class ThinkApi {
     return this.request(`sessions/${enc(id)}/messages${query(q)}`);
   }
 
-  /** The session's task tree (issue 12): roots with their `children`, and the progress. */
+  /** The session's task tree: roots with their `children`, and the progress. */
   listTasks(id: string): Promise<ITaskTree> {
     return this.request<ITaskTree>(`sessions/${enc(id)}/tasks`);
   }

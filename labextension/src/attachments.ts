@@ -1,5 +1,5 @@
 /**
- * Attachments of the composer (issue 14): pasted or dropped files and images, dragged
+ * Attachments of the composer: pasted or dropped files and images, dragged
  * notebook cells. Pure helpers (unit tested); uploading is the panel's job.
  */
 

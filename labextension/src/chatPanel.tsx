@@ -154,7 +154,7 @@ function ChatApp(
   const settings = props.settings();
   const currentId = state.session?.id ?? null;
 
-  // With no model configured the sidebar opens on the setup card (issue 16).
+  // With no model configured the sidebar opens on the setup card.
   useEffect(() => {
     api
       .getModel()

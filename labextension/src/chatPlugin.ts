@@ -129,7 +129,7 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
       execute: () => app.shell.activateById(panel.id)
     });
 
-    // A reminder's notification opens its session here (issue 15, reminders.ts).
+    // A reminder's notification opens its session here (reminders.ts).
     app.commands.addCommand(CommandIDs.openSession, {
       label: 'Open a Think session',
       caption: 'Open a session (args: id) in the Think sidebar',

@@ -2,7 +2,7 @@
  * The input box: Enter sends, Shift+Enter adds a line; stop and retry; attach context.
  *
  * Files and images can be pasted or dropped on it, or picked with the paper-clip button;
- * notebook cells can be dragged onto it from a notebook (issue 14).
+ * notebook cells can be dragged onto it from a notebook.
  * While a run is in flight a message can still be sent: it is queued behind the run
  * ("Queue", or Enter), or sent at once after stopping the run ("Stop & send").
  */

@@ -1,6 +1,6 @@
 /**
  * An error in the chat: rendered Markdown, placed after the message it belongs to, wrapping
- * inside the panel, with the action that fixes it in this sidebar (issue 16).
+ * inside the panel, with the action that fixes it in this sidebar.
  */
 
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';

@@ -1,7 +1,7 @@
 /**
  * Launcher and command-palette entries: "Open Think chat" in the launcher (a Think notebook
  * already has its card there, from the kernel spec), both in the palette: one launcher item
- * per action (issue 16).
+ * per action.
  */
 
 import {
@@ -15,7 +15,7 @@ import { ILauncher } from '@jupyterlab/launcher';
 import { CommandIDs } from './chatPlugin';
 import { thinkIcon } from './icons';
 
-/** The kernel name of the agent kernel (DESIGN.md). */
+/** The kernel name of the agent kernel. */
 export const THINK_KERNEL = 'think';
 
 /** The launcher / palette plugin. */

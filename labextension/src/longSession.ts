@@ -1,5 +1,5 @@
 /**
- * Long sessions in the chat state (issue 14): usage per message and per session, compaction
+ * Long sessions in the chat state: usage per message and per session, compaction
  * markers, and the pure helpers the views use. No JupyterLab imports (unit tested).
  */
 

@@ -3,7 +3,7 @@
  *
  * Pure and immutable: a frame that changes nothing returns the same state object, and
  * only the messages and tool calls a frame touches get new identities, so React can
- * memoise every finished message and re-render only the one that streams (issue 6:
+ * memoise every finished message and re-render only the one that streams (
  * "streaming that jitters because the whole chat re-renders" must not happen).
  */
 

@@ -1,5 +1,5 @@
 /**
- * Reminders (issue 15): a JupyterLab notification when one fires, whatever session the
+ * Reminders: a JupyterLab notification when one fires, whatever session the
  * sidebar shows, with an action that opens its session in the Think sidebar.
  *
  * One user-level socket per tab (`/api/think/notifications`, authenticated like every

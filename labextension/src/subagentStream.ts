@@ -1,5 +1,5 @@
 /**
- * What each subagent said and did, for its drill-in view (issue 12): pure and immutable.
+ * What each subagent said and did, for its drill-in view: pure and immutable.
  *
  * Live `subagent_*` frames build a small chat per task: text goes into the step in flight,
  * a tool call joins it, and text after a tool call starts the next step (a model call

@@ -1,5 +1,5 @@
 /**
- * A subagent's drill-in (issue 12): its text and tool cards (the chat's own message and
+ * A subagent's drill-in: its text and tool cards (the chat's own message and
  * tool card views), its status and model, and a way back to the chat. Live while it runs,
  * from the store's copy of its messages after a reload.
  */

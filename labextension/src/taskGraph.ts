@@ -1,5 +1,5 @@
 /**
- * The task graph of a session as the sidebar shows it (issue 12): pure and immutable.
+ * The task graph of a session as the sidebar shows it: pure and immutable.
  *
  * `GET .../tasks` loads it, `task_created` / `task_updated` frames (the whole task each
  * time) keep it live. The two race after every (re)connect, so a task is replaced only by

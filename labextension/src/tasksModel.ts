@@ -1,5 +1,5 @@
 /**
- * The open session's task tree and subagent streams (issue 12), following the chat store.
+ * The open session's task tree and subagent streams, following the chat store.
  *
  * The tree loads from `GET .../tasks` on every (re)connect (the socket replays no events)
  * and follows `task_*` frames; subagent frames feed the drill-in streams. The chat store

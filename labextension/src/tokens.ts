@@ -79,7 +79,7 @@ export interface IWireMessage {
   error?: string | null;
   /** In a `partial` frame: the event seq the snapshot includes. Elsewhere: message order. */
   seq?: number;
-  /** The model that wrote an assistant message, and the role it served (issue 14). */
+  /** The model that wrote an assistant message, and the role it served. */
   model?: string | null;
   model_role?: string | null;
   tokens_in?: number | null;
@@ -141,7 +141,7 @@ export interface IUsageReport {
 export type AgentStatus =
   'idle' | 'thinking' | 'executing' | 'waiting' | 'running';
 
-/** Kinds of task the model may create (issue 12). */
+/** Kinds of task the model may create. */
 export type TaskType = 'explore' | 'code' | 'test' | 'review' | 'plan' | 'fix';
 
 /** Statuses of a task of the task graph (not of a run: see `ITaskFrame` in wire.ts). */

@@ -1,5 +1,5 @@
 /**
- * Usage and compaction views (issue 14): the session's token and cost badge, the footer of
+ * Usage and compaction views: the session's token and cost badge, the footer of
  * an assistant message, and the marker of compacted messages.
  */
 

@@ -1,5 +1,5 @@
 /**
- * One run at a time (issue 10): messages sent during a run are shown as queued and move
+ * One run at a time: messages sent during a run are shown as queued and move
  * after the run's replies when they start; "stop and send"; failed runs stay in the chat.
  */
 import { describe, expect, it, vi } from 'vitest';

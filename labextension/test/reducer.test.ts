@@ -639,7 +639,7 @@ describe('runs as durable tasks (the server ends a run with task_*)', () => {
     expect(isRunning(s)).toBe(false);
   });
 
-  it('task_failed keeps the code of the error frame before it (issue 16)', () => {
+  it('task_failed keeps the code of the error frame before it', () => {
     const s = run([
       ...started,
       { type: 'error', message: 'key refused', code: 'auth' },

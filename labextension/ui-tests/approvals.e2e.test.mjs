@@ -1,5 +1,5 @@
 /**
- * Browser tests of the approval cards (issue 11) against a real JupyterLab, real think
+ * Browser tests of the approval cards against a real JupyterLab, real think
  * kernels and the real store; only the model is scripted (see harness.mjs).
  *
  * Run: `npm run test:e2e` (needs `npm run build` first and Chromium at /usr/bin/chromium).

@@ -99,7 +99,7 @@ describe('Think chat in JupyterLab', () => {
 
   test('the sidebar, launcher and palette entries exist', async () => {
     assert.equal(await chat(page).isVisible(), true);
-    // A Think notebook: the kernel spec's card (one launcher item per action, issue 16).
+    // A Think notebook: the kernel spec's card (one launcher item per action).
     await page.waitForSelector(
       '.jp-LauncherCard[data-category="Notebook"][title="Think"]'
     );

@@ -1,5 +1,5 @@
 /**
- * Long sessions in a real JupyterLab (issue 14): the compaction marker, an image dropped on
+ * Long sessions in a real JupyterLab: the compaction marker, an image dropped on
  * the composer reaching the model, usage per message and per session.
  *
  * The lab runs with THINK_CONTEXT_WINDOW=2600, so a few messages fill the window and the

@@ -1,5 +1,5 @@
 /**
- * Browser test of reminders (issue 15) against a real JupyterLab, real think kernels and the
+ * Browser test of reminders against a real JupyterLab, real think kernels and the
  * real store; only the model is scripted (see harness.mjs). A reminder set in one session
  * fires while the sidebar shows another: a JupyterLab notification appears, and its action
  * opens the reminder's session, where the reminder's message is marked as one.

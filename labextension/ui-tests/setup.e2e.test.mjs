@@ -1,5 +1,5 @@
 /**
- * First contact (issue 16), in a real JupyterLab and headless Chromium: a fresh server with
+ * First contact, in a real JupyterLab and headless Chromium: a fresh server with
  * no model → the setup card → the scripted endpoint → a first answer; then errors,
  * sessions grouped by kind, and the sidebar's polish (badge, buttons, keys, code blocks).
  *

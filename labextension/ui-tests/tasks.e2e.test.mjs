@@ -1,5 +1,5 @@
 /**
- * Browser tests of the tasks area and the subagent drill-in (issue 12) against a real
+ * Browser tests of the tasks area and the subagent drill-in against a real
  * JupyterLab, real think kernels and the real store; only the model is scripted (see
  * harness.mjs). The main conversation plans three tasks and delegates two of them to
  * subagents, whose conversations have their own scripts (picked by a word of their
