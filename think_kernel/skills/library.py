@@ -71,7 +71,9 @@ class SkillLibrary:
         self._packages = packages or (lambda: package_dirs(ENTRY_POINT_GROUP))
         self._package_list: list[tuple[str, Path]] | None = None
         self._cache: dict[str, _Entry] = {}
-        self._readers: dict[str, SafeReader] = {}
+        # Each skill folder's reader, and whether it is inside the workspace (checked once:
+        # the reader keeps the real path it was made with).
+        self._readers: dict[str, tuple[SafeReader, bool]] = {}
 
     def folders(self) -> list[tuple[str, Path, str]]:
         """The places searched, in precedence order, as (source, folder, shown prefix)."""
@@ -131,12 +133,13 @@ class SkillLibrary:
             out.append((name, self._load(name, source, folder / name, where)))
         return out
 
-    def _reader(self, path: Path) -> SafeReader:
+    def _reader(self, path: Path) -> tuple[SafeReader, bool]:
         key = str(path)
-        reader = self._readers.get(key)
-        if reader is None:
-            reader = self._readers[key] = SafeReader(path)
-        return reader
+        found = self._readers.get(key)
+        if found is None:
+            reader = SafeReader(path)
+            found = self._readers[key] = (reader, self.workspace.root in reader.root.parents)
+        return found
 
     def _load(self, name: str, source: str, path: Path, where: str) -> LoadedSkill | Problem:
         """The skill of one folder, from the cache when its SKILL.md did not change."""
@@ -144,8 +147,8 @@ class SkillLibrary:
         def problem(reason: str) -> Problem:
             return Problem(name, source, f"{where}/SKILL.md", reason)
 
-        reader = self._reader(path)
-        if source == "workspace" and self.workspace.root not in reader.root.parents:
+        reader, inside = self._reader(path)
+        if source == "workspace" and not inside:
             return problem("the skill folder leads out of the workspace")
         try:
             st = reader.stat("SKILL.md")
