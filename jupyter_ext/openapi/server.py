@@ -127,6 +127,34 @@ SERVER_PATHS: dict[str, Any] = {
             params=[query("kind", {"type": "string"}), query("status", RUN_STATUS)],
         ),
     },
+    "/skills": {
+        "get": op(
+            "The instructions and skills a session (or, without one, the workspace root) "
+            "loads, and the files refused with the reason",
+            ok_json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "instructions": {
+                            "type": "object",
+                            "properties": {
+                                "loaded": {"type": "array", "items": OBJ},
+                                "invalid": {"type": "array", "items": OBJ},
+                            },
+                        },
+                        "skills": {
+                            "type": "object",
+                            "properties": {
+                                "loaded": {"type": "array", "items": OBJ},
+                                "invalid": {"type": "array", "items": OBJ},
+                            },
+                        },
+                    },
+                }
+            ),
+            params=[query("session", {"type": "string"})],
+        ),
+    },
     # Think's tools for other agents, the MCP streamable-HTTP transport (the server's token
     # as "Authorization: token|Bearer ..."; tools/list, tools/call).
     "/mcp": {
