@@ -15,8 +15,13 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..agent.events import ApprovalRequested, ApprovalResolved, Event
-from .widget import ApprovalCard, waiting_text
+from ..agent.events import (
+    ApprovalRequested,
+    ApprovalResolved,
+    Event,
+    QuestionAnswered,
+    QuestionAsked,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,22 +51,27 @@ class ApprovalCards:
 
     def feed_subagent(self, event: Event) -> None:
         """A subagent's approval events (they reach the runtime's sinks, not the run)."""
-        if isinstance(event, ApprovalRequested) and event.task_id:
+        if isinstance(event, (ApprovalRequested, QuestionAsked)) and event.task_id:
             self._subagent_asks.add(event.id)
             self.feed(event)
-        elif isinstance(event, ApprovalResolved) and event.id in self._subagent_asks:
+        elif isinstance(event, (ApprovalResolved, QuestionAnswered)) and (
+            event.id in self._subagent_asks
+        ):
             self.feed(event)
 
     def feed(self, event: Event) -> None:
-        """Show a card for ``approval_requested``; settle it on ``approval_resolved``."""
-        if isinstance(event, ApprovalRequested):
+        """Show a card for ``approval_requested`` (or ``question_asked``); settle it on
+        ``approval_resolved`` (``question_answered``)."""
+        if isinstance(event, (ApprovalRequested, QuestionAsked)):
             self._ask(event)
-        elif isinstance(event, ApprovalResolved) and event.id in self.cards:
+        elif isinstance(event, (ApprovalResolved, QuestionAnswered)) and event.id in self.cards:
             card = self.cards[event.id]
             card.resolved(event.to_dict())
             self._show("update_display_data", event.id, card.bundle())
 
-    def _ask(self, event: ApprovalRequested) -> None:
+    def _ask(self, event: ApprovalRequested | QuestionAsked) -> None:
+        from ..questions.widget import card_for, pending_text
+
         aid = event.id
 
         def decide(frame: dict[str, Any]) -> None:
@@ -71,10 +81,10 @@ class ApprovalCards:
 
         session_id = self.runtime.session_id
         try:
-            card = ApprovalCard(event.to_dict(), decide, session_id)
+            card = card_for(event.to_dict(), decide, session_id)
         except Exception:  # no widgets here: the text says how to decide elsewhere
             log.exception("approval card")
-            data = {"text/plain": waiting_text(event.to_dict(), session_id)}
+            data = {"text/plain": pending_text(event.to_dict(), session_id)}
             self._show("display_data", aid, data)
             return
         self.cards[aid] = card

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..questions.spec import BadAnswer, answer_record
 from .gate import ApprovalGate
 from .policy import Policy
 from .record import decision_record, local_user
@@ -92,6 +93,8 @@ class SessionApprovals:
         if not frame.get("local"):
             gate.wake(approval_id)
             return True
+        if "answer" in frame:  # the cell's question card (see think_kernel.questions)
+            return await self._answer(gate, approval_id, frame)
         record = decision_record(
             str(frame.get("decision")),
             input=frame.get("input") if isinstance(frame.get("input"), dict) else None,
@@ -101,3 +104,14 @@ class SessionApprovals:
             user=str(frame.get("user") or local_user()),
         )
         return await gate.resolve(approval_id, record)
+
+    async def _answer(self, gate: ApprovalGate, question_id: str, frame: dict[str, Any]) -> bool:
+        row = await gate.store.get_approval(question_id)
+        if row is None or row.get("kind") != "question" or row["status"] != "pending":
+            return False
+        source = str(frame.get("source") or "notebook")
+        try:
+            record = answer_record(row, frame.get("answer"), source=source, user=local_user())
+        except BadAnswer:
+            return False
+        return await gate.resolve(question_id, record)

@@ -52,9 +52,16 @@ Stopped.__name__ = Stopped.__qualname__ = "KeyboardInterrupt"
 
 def _urgent(item: Any) -> bool:
     """Items the cell's thread must handle now, not at the next display."""
-    from ..agent.events import ApprovalRequested, ApprovalResolved, ToolResult
+    from ..agent.events import (
+        ApprovalRequested,
+        ApprovalResolved,
+        QuestionAnswered,
+        QuestionAsked,
+        ToolResult,
+    )
 
-    if item is DONE or isinstance(item, (KernelExec, ApprovalRequested, ApprovalResolved)):
+    waits = (ApprovalRequested, ApprovalResolved, QuestionAsked, QuestionAnswered)
+    if item is DONE or isinstance(item, (KernelExec, *waits)):
         return True
     return isinstance(item, ToolResult) and bool(item.display)
 
@@ -172,7 +179,15 @@ class CellRun:
 
     def feed(self, event: Any) -> bool:
         """Handle one item from the run; True when the transcript changed."""
-        from ..agent.events import ApprovalRequested, ApprovalResolved, Chat, ErrorEvent, ToolResult
+        from ..agent.events import (
+            ApprovalRequested,
+            ApprovalResolved,
+            Chat,
+            ErrorEvent,
+            QuestionAnswered,
+            QuestionAsked,
+            ToolResult,
+        )
 
         if isinstance(event, KernelExec):
             self._show_first()
@@ -186,9 +201,9 @@ class CellRun:
                 data = {k: v for k, v in bundle.items() if "/" in k}
                 if data:
                     display(safe_bundle(data), raw=True)
-        if isinstance(event, ApprovalRequested):
+        if isinstance(event, (ApprovalRequested, QuestionAsked)):
             self._card(event.to_dict())
-        elif isinstance(event, ApprovalResolved):
+        elif isinstance(event, (ApprovalResolved, QuestionAnswered)):
             self._decided(event.to_dict())
         changed = self.view.feed(event, time.monotonic())
         if isinstance(event, Chat):
@@ -206,14 +221,14 @@ class CellRun:
                 raise
 
     def _card(self, event: dict[str, Any]) -> None:
-        from ..approvals.widget import ApprovalCard, waiting_text
+        from ..questions.widget import card_for, pending_text
 
         self._show_first()
         display_id = uuid.uuid4().hex
         self.card_ids[event["id"]] = (display_id, event)
         if not self.widgets:
             # A blocked cell cannot receive clicks: the text says how to decide elsewhere.
-            text = waiting_text(event, self.runtime.session_id, buttons=False)
+            text = pending_text(event, self.runtime.session_id, buttons=False)
             display({"text/plain": text}, raw=True, display_id=display_id)
             return
         loop = self.magics.loop
@@ -222,14 +237,15 @@ class CellRun:
         def decide(frame: dict[str, Any]) -> None:
             asyncio.run_coroutine_threadsafe(runtime.resolve_approval(event["id"], frame), loop)
 
-        card = ApprovalCard(event, decide, runtime.session_id)
+        card = card_for(event, decide, runtime.session_id)
         self.cards[event["id"]] = card
         # The widget, and the text that a run with no page (papermill) records of it.
         display(card.bundle(), raw=True, display_id=display_id)
 
     def _decided(self, decision: dict[str, Any]) -> None:
-        """A card's approval was decided (from any surface): its output says so."""
-        from ..approvals.widget import decided_text
+        """A card's approval was decided, or its question answered (from any surface): its
+        output says so."""
+        from ..questions.widget import settled_text
 
         shown = self.card_ids.pop(decision.get("id", ""), None)
         if shown is None:
@@ -240,7 +256,7 @@ class CellRun:
             card.resolved(decision)
             data = card.bundle()
         else:
-            data = {"text/plain": decided_text(request, decision)}
+            data = {"text/plain": settled_text(request, decision)}
         update_display(data, raw=True, display_id=display_id)
 
     def finish(self) -> None:
