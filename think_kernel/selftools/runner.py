@@ -85,6 +85,7 @@ def result_output(name: str, src: ApprovedSource, res: Any) -> ToolOutput:
     printed = "\n".join(p for p in (res.stdout, res.stderr and "[stderr]\n" + res.stderr) if p)
     if res.ok and value is not None:
         text = value if not printed else f"{value}\n[printed]\n{for_model(printed)}"
+        text = "\n".join([text, *res.warnings])  # the tier-3 notice among them
         return ToolOutput(for_model(text), summary=f"{name} ({src.path}): {len(value)} chars")
     category = res.error_category or "runtime"
     if category == "timeout":
