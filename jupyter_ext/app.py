@@ -42,7 +42,7 @@ from .runs.earlykernel import (
     start_early_spare,
 )
 from .scheduler import Scheduler
-from .services import Limits, Services
+from .services import Limits, Services, Startup
 from .subagents import KIND as SUBAGENT_CHECK
 from .subagents import SubagentChecks
 from .websocket import SessionSocket
@@ -197,15 +197,16 @@ class ThinkExtension(ExtensionApp):
     def initialize_settings(self) -> None:
         """Build the collaborators (the store opens when the server's loop runs)."""
         self.owner = new_id("srv_")
-        self.services = Services(Limits(self.max_body_size, self.max_ws_frame, self.history_limit))
-        svc = self.services
-        svc.hub = Hub()
-        svc.notifier = Notifier()
-        svc.pipeline = EventPipeline(None, svc.hub)  # type: ignore[arg-type]
+        self.startup = Startup(self.ensure_started)
+        # What kernels and tabs may reach before the store opens: a kernel of the pool
+        # connects while the server loads (its frames wait in the pipeline's queue).
+        self.hub = Hub()
+        self.notifier = Notifier()
+        self.pipeline = EventPipeline(self.hub)
         km = self.serverapp.kernel_manager  # type: ignore[union-attr]
-        svc.links = KernelLinks(
+        self.links = KernelLinks(
             km,
-            svc.pipeline,
+            self.pipeline,
             self.resolved_store_path(),
             self._session_of,
             root_dir=os.path.abspath(os.path.expanduser(self.serverapp.root_dir))
@@ -216,14 +217,15 @@ class ThinkExtension(ExtensionApp):
         )
         self._tasks: list[asyncio.Task[Any]] = []
         self._starting: asyncio.Future[None] | None = None
-        self.services.starter = self.ensure_started
+        # Set as soon as the services exist, to close them even if the start fails later.
+        self._stoppable: Services | None = None
         unknown = [t for t in self.mcp_tools if t not in SERVABLE]
         if unknown:
             self.log.warning("Think: mcp_tools names tools it cannot serve: %s", unknown)
         self.mcp: McpEndpoint | None = None
         if self.mcp_endpoint:
             self.mcp = McpEndpoint(
-                self.services,
+                self.startup,
                 list(self.mcp_tools),
                 max_body=self.max_body_size,
                 idle_timeout=self.mcp_session_idle_timeout,
@@ -232,7 +234,8 @@ class ThinkExtension(ExtensionApp):
         self._check_contents_manager()
         # A kernel stored a schedule (a reminder) in the shared store: look now, not at the
         # next poll.
-        self.register_rpc("schedules.wake", lambda info, params: wake_rpc(svc, info, params))
+        startup = self.startup
+        self.register_rpc("schedules.wake", lambda info, params: wake_rpc(startup, info, params))
         self._early_spare = self._start_early_spare()
 
     def _register_documents(self) -> None:
@@ -247,7 +250,7 @@ class ThinkExtension(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         """Register the REST, WebSocket and link routes."""
-        kw = {"name": self.name, "services": self.services}
+        kw = {"name": self.name, "startup": self.startup}
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in question_routes())
@@ -255,7 +258,7 @@ class ThinkExtension(ExtensionApp):
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
         self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
-        self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.services.links}))
+        self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.links}))
         if self.mcp is not None:
             self.handlers.append((r"/api/think/mcp", McpHandler, {**kw, "endpoint": self.mcp}))
 
@@ -285,7 +288,7 @@ class ThinkExtension(ExtensionApp):
 
     def register_rpc(self, name: str, handler: RpcHandler) -> None:
         """Serve ``await link.request(name, params)`` from kernels: ``handler(info, params)``."""
-        self.services.links.register_rpc(name, handler)
+        self.links.register_rpc(name, handler)
 
     def server_url(self) -> str:
         """The URL kernels use to reach this server (no token in it)."""
@@ -298,9 +301,16 @@ class ThinkExtension(ExtensionApp):
         scheme = "https" if app.certfile else "http"
         return f"{scheme}://{host}:{app.port}{app.base_url}"
 
+    @property
+    def services(self) -> Services:
+        """The collaborators of the started extension (``StartFailed`` before)."""
+        return self.startup.services
+
     def _session_of(self, kernel_id: str) -> str | None:
-        chats = self.services.chats
-        return chats.session_of(kernel_id) if chats is not None else None
+        startup = self.startup
+        if not startup.ready.is_set() or startup.error is not None:
+            return None  # not started: no kernel has a session yet
+        return startup.services.chats.session_of(kernel_id)
 
     def _start_early_spare(self) -> tuple[str, dict[str, str]] | None:
         """Start the pool's first spare kernel while the server still loads
@@ -331,22 +341,17 @@ class ThinkExtension(ExtensionApp):
         await asyncio.shield(self._starting)
 
     async def _start(self) -> None:
-        svc = self.services
         serverapp = self.serverapp
         assert serverapp is not None
         try:
-            svc.store = await Store.open(
-                self.resolved_store_path(), blob_threshold=self.blob_threshold
-            )
+            store = await Store.open(self.resolved_store_path(), blob_threshold=self.blob_threshold)
         except Exception as e:
             self.log.error("Think store %s failed to open: %s", self.resolved_store_path(), e)
-            svc.error = e
-            svc.ready.set()
+            self.startup.fail(e)
             return
-        svc.pipeline.store = svc.store
         base, cap = (list(self.schedule_backoff) + [2.0, 300.0])[:2]
-        svc.scheduler = Scheduler(
-            svc.store,
+        scheduler = Scheduler(
+            store,
             poll=self.scheduler_poll,
             owner=self.owner,
             lease=self.schedule_lease,
@@ -354,12 +359,12 @@ class ThinkExtension(ExtensionApp):
             backoff_base=base,
             backoff_cap=cap,
         )
-        svc.chats = ChatSessions(
-            svc.store,
+        chats = ChatSessions(
+            store,
             serverapp.kernel_manager,
-            svc.links,
-            svc.pipeline,
-            svc.hub,
+            self.links,
+            self.pipeline,
+            self.hub,
             owner=self.owner,
             policy=RetryPolicy(list(self.retry_delays)),
             kernel_name=self.kernel_name,
@@ -370,38 +375,49 @@ class ThinkExtension(ExtensionApp):
             idle_timeout=self.kernel_idle_timeout,
             session_manager=getattr(serverapp, "session_manager", None),
         )
+        chats.wake_scheduler = scheduler.wake
+        svc = Services(
+            limits=Limits(self.max_body_size, self.max_ws_frame, self.history_limit),
+            store=store,
+            hub=self.hub,
+            pipeline=self.pipeline,
+            links=self.links,
+            chats=chats,
+            scheduler=scheduler,
+            notifier=self.notifier,
+            mcp_calls=KernelCalls(
+                store, chats, self.links, start_timeout=self.kernel_start_timeout
+            ),
+        )
+        self._stoppable = svc
         early, self._early_spare = self._early_spare, None
         if early is not None:
             if early[1] == self._kernel_env():
-                svc.chats.pool.adopt(early[0])
+                chats.pool.adopt(early[0])
             else:  # the server's URL changed (port taken): that kernel cannot find us
                 self.log.info("Think: the early spare kernel had another URL; replacing it")
                 with contextlib.suppress(Exception):
                     await serverapp.kernel_manager.shutdown_kernel(early[0], now=True)
-        svc.chats.wake_scheduler = svc.scheduler.wake
-        svc.extra["mcp_calls"] = KernelCalls(
-            svc.store, svc.chats, svc.links, start_timeout=self.kernel_start_timeout
-        )
         if self.mcp is not None:
             self.mcp.start()
-        svc.scheduler.register("run_retry", self._retry)
-        checks = SubagentChecks(svc.store, svc.pipeline, wake=svc.scheduler.wake)
-        svc.scheduler.register(SUBAGENT_CHECK, checks)
+        scheduler.register("run_retry", self._retry)
+        checks = SubagentChecks(store, self.pipeline, wake=scheduler.wake)
+        scheduler.register(SUBAGENT_CHECK, checks)
         reminder_gate = ScheduleConfig(parent=self)  # c.ScheduleConfig, as kernels read it
-        svc.scheduler.register("reminder", ReminderFiring(svc, reminder_gate).fire)
+        scheduler.register("reminder", ReminderFiring(svc, reminder_gate).fire)
         recovery = Recovery(
-            svc.store,
-            svc.chats,
-            svc.links,
-            svc.hub,
+            store,
+            chats,
+            self.links,
+            self.hub,
             interval=self.heartbeat_interval,
             stale_timeout=self.stale_timeout,
             retention=self.retention_days * 86400,
         )
-        for coro in (svc.pipeline.run(), svc.scheduler.run(), recovery.run()):
+        for coro in (self.pipeline.run(store), scheduler.run(), recovery.run()):
             self._tasks.append(asyncio.create_task(coro))
-        svc.chats.pool.start()
-        svc.ready.set()
+        chats.pool.start()
+        self.startup.finish(svc)
         self.log.info("Think store: %s", self.resolved_store_path())
 
     async def _retry(self, payload: dict[str, Any]) -> None:
@@ -411,21 +427,20 @@ class ThinkExtension(ExtensionApp):
 
     async def stop_extension(self) -> None:
         """Stop the loops, close links and the store."""
-        svc = self.services
         if self.mcp is not None:
             await self.mcp.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if svc.chats is not None:
+        svc = self._stoppable
+        if svc is not None:
             await svc.chats.close()
-        if svc.scheduler is not None:
             await svc.scheduler.close()
-        await svc.links.close()
+        await self.links.close()
         documents = self.settings.get("think_documents")
         if documents is not None and documents.files is not None:
             documents.files.close()
-        if svc.store is not None:
+        if svc is not None:
             await svc.store.close()
 
 

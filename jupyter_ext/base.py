@@ -10,7 +10,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from .services import Services
+from .services import Services, StartFailed, Startup
 
 AUTH_RESOURCE = "think"
 #: JSON from clients may nest this deep, no deeper (a 5,000-deep body once answered 500).
@@ -53,26 +53,32 @@ def _check_unicode(text: str) -> None:
         raise ValueError("invalid unicode (a lone surrogate)") from None
 
 
+async def services_or_503(startup: Startup) -> Services:
+    """The extension's services, or a 503 if the store is not open yet or failed to open."""
+    try:
+        return await startup.wait()
+    except TimeoutError:
+        raise web.HTTPError(503, "the think store is not ready") from None
+    except StartFailed:
+        raise web.HTTPError(503, f"the think store failed to open: {startup.error}") from None
+
+
 class ThinkHandler(ExtensionHandlerMixin, APIHandler):
     """Authenticated by jupyter_server (403 without a valid token), authorised on ``think``."""
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, services: Services) -> None:  # type: ignore[override]
-        """Receive the extension's collaborators."""
+    svc: Services
+
+    def initialize(self, name: str, startup: Startup) -> None:  # type: ignore[override]
+        """Receive the extension's start handle (the services come in ``prepare``)."""
         super().initialize(name)
-        self.svc = services
+        self.startup = startup
 
     async def prepare(self) -> None:  # type: ignore[override]
-        """Wait (briefly) for the store to open on server start."""
+        """Wait (briefly) for the store to open on server start, then take the services."""
         await super().prepare()
-        if not self.svc.ready.is_set():
-            try:
-                await self.svc.wait_ready()
-            except TimeoutError:
-                raise web.HTTPError(503, "the think store is not ready") from None
-        if self.svc.error is not None:
-            raise web.HTTPError(503, f"the think store failed to open: {self.svc.error}")
+        self.svc = await services_or_503(self.startup)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """JSON ``{"message", "reason"}`` for every error (APIHandler's shape)."""

@@ -1,7 +1,7 @@
 """The event pipeline: persist live frames in batches, then fan them out, in order.
 
-    pipeline = EventPipeline(store, hub)
-    task = asyncio.create_task(pipeline.run())
+    pipeline = EventPipeline(hub)
+    task = asyncio.create_task(pipeline.run(store))
     pipeline.submit(session_id, frame, event_id="epoch:17", done=ack)   # from the kernel link
     seq = await pipeline.emit(session_id, frame)                        # server's own events
 
@@ -9,7 +9,8 @@ Every frame is written to the ``events`` table before any client sees it, so a c
 reconnects can replay from ``GET .../events?after=seq`` without gaps. Frames queued while a
 write is in flight go in the next batch: one SQLite round trip for a burst (group commit).
 Duplicates (an ``event_id`` already stored: the kernel resent after a dropped link) are
-acknowledged but neither stored nor published again.
+acknowledged but neither stored nor published again. Frames submitted before ``run`` (a
+kernel that connected while the store was still opening) wait in the queue.
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ class _Item:
 class EventPipeline:
     """Ordered, batched persistence and fan-out of session frames."""
 
-    def __init__(self, store: Store, hub: Hub, max_batch: int = 2_000) -> None:
-        self.store = store
+    def __init__(self, hub: Hub, max_batch: int = 2_000) -> None:
         self.hub = hub
         self.max_batch = max_batch
         self._queue: list[_Item] = []
@@ -78,8 +78,8 @@ class EventPipeline:
         self.submit(session_id, frame, None, done)
         return await fut
 
-    async def run(self) -> None:
-        """Drain the queue forever (cancel the task to stop)."""
+    async def run(self, store: Store) -> None:
+        """Drain the queue into ``store`` forever (cancel the task to stop)."""
         while True:
             await self._wake.wait()
             if self._after_requests:
@@ -89,9 +89,9 @@ class EventPipeline:
             while self._queue:
                 batch = self._queue[: self.max_batch]
                 del self._queue[: len(batch)]
-                await self._write(batch)
+                await self._write(store, batch)
 
-    async def _write(self, batch: list[_Item]) -> None:
+    async def _write(self, store: Store, batch: list[_Item]) -> None:
         rows = []
         index = []
         for i, item in enumerate(batch):
@@ -102,7 +102,7 @@ class EventPipeline:
         seqs: dict[int, int] = {}
         if rows:
             try:
-                stored = await self.store.append_events(rows)
+                stored = await store.append_events(rows)
             except Exception:
                 # The batch is lost to the database but not to the clients; say so loudly.
                 log.exception("could not store %d events", len(rows))

@@ -35,8 +35,8 @@ from think_kernel.schedules import ScheduleConfig, reminders
 from think_kernel.schedules.gate import Held, hold_back, post_note
 from think_kernel.schedules.scheduler import Firing
 
-from .base import AUTH_RESOURCE, ThinkHandler, parse_json
-from .services import Services
+from .base import AUTH_RESOURCE, ThinkHandler, parse_json, services_or_503
+from .services import Services, Startup
 from .sockets import write_text
 
 #: How far back a connecting tab may ask for reminder frames (seconds), and how many.
@@ -120,9 +120,7 @@ class ReminderFiring:
             "late": firing.late,
             "schedule_id": firing.schedule_id,
         }
-        notifier = svc.notifier
-        if notifier is not None:
-            notifier.publish(reminder_frame(firing.key, session, payload, row, outcome))
+        svc.notifier.publish(reminder_frame(firing.key, session, payload, row, outcome))
         return outcome
 
     async def _tell(
@@ -134,18 +132,17 @@ class ReminderFiring:
         if note is None:
             return  # told already (an earlier attempt, or this chain's first skip)
         await svc.pipeline.emit(session["id"], {"type": "message", "message": note})
-        if svc.notifier is not None:
-            row = {
-                "session_id": session["id"],
-                "occurrence_at": firing.occurrence_at,
-                "fired_at": time.time(),
-                "late": False,
-                "schedule_id": firing.schedule_id,
-            }
-            shown = {**payload, "message": held.note}
-            frame = reminder_frame(held.note_id, session, shown, row, {})
-            frame["held"] = "skipped" if held.until is None else "deferred"
-            svc.notifier.publish(frame)
+        row = {
+            "session_id": session["id"],
+            "occurrence_at": firing.occurrence_at,
+            "fired_at": time.time(),
+            "late": False,
+            "schedule_id": firing.schedule_id,
+        }
+        shown = {**payload, "message": held.note}
+        frame = reminder_frame(held.note_id, session, shown, row, {})
+        frame["held"] = "skipped" if held.until is None else "deferred"
+        svc.notifier.publish(frame)
 
 
 async def recent_reminder_frames(svc: Services, since: float) -> list[dict[str, Any]]:
@@ -171,10 +168,12 @@ class NotificationsSocket(  # type: ignore[misc]
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, services: Services) -> None:  # type: ignore[override]
-        """Receive the extension's collaborators."""
+    svc: Services
+
+    def initialize(self, name: str, startup: Startup) -> None:  # type: ignore[override]
+        """Receive the extension's start handle (the services come before the upgrade)."""
         super().initialize(name)
-        self.svc = services
+        self.startup = startup
         self._held: list[str] | None = []
 
     def set_default_headers(self) -> None:
@@ -192,7 +191,7 @@ class NotificationsSocket(  # type: ignore[misc]
         )
         if not allowed:
             raise web.HTTPError(403, "not authorised to read think sessions")
-        await self.svc.wait_ready()
+        self.svc = await services_or_503(self.startup)
         raw = self.get_query_argument("since", "") or "0"
         try:
             self.since = float(raw)
@@ -205,9 +204,7 @@ class NotificationsSocket(  # type: ignore[misc]
     async def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Subscribe, send what fired since ``since``, then what was held back meanwhile."""
         super().open()
-        notifier = self.svc.notifier
-        if notifier is not None:
-            notifier.clients.add(self)
+        self.svc.notifier.clients.add(self)
         self._send(json.dumps({"type": "hello", "now": time.time()}))
         if self.since > 0:
             for frame in await recent_reminder_frames(self.svc, self.since):
@@ -243,9 +240,7 @@ class NotificationsSocket(  # type: ignore[misc]
         self._forget()
 
     def _forget(self) -> None:
-        notifier = self.svc.notifier
-        if notifier is not None:
-            notifier.clients.discard(self)
+        self.svc.notifier.clients.discard(self)
 
 
 def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -305,8 +300,8 @@ class ScheduleHandler(ThinkHandler):
         self.send(_schedule_view(updated or row))
 
 
-async def wake_rpc(svc: Services, info: Any, params: dict[str, Any]) -> dict[str, Any]:
+async def wake_rpc(startup: Startup, info: Any, params: dict[str, Any]) -> dict[str, Any]:
     """``schedules.wake`` from a kernel: it stored a schedule, look again now."""
-    if svc.scheduler is not None:
-        svc.scheduler.wake()
+    if startup.ready.is_set() and startup.error is None:
+        startup.services.scheduler.wake()
     return {"ok": True}

@@ -45,8 +45,8 @@ from .approvals import (
     decide_approval,
     parse_decision,
 )
-from .base import AUTH_RESOURCE, parse_json
-from .services import Services
+from .base import AUTH_RESOURCE, parse_json, services_or_503
+from .services import Services, Startup
 from .sockets import write_text
 
 CLIENT = frame_table(CLIENT_FRAMES)
@@ -59,10 +59,12 @@ class SessionSocket(  # type: ignore[misc]
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, services: Services) -> None:  # type: ignore[override]
-        """Receive the extension's collaborators."""
+    svc: Services
+
+    def initialize(self, name: str, startup: Startup) -> None:  # type: ignore[override]
+        """Receive the extension's start handle (the services come before the upgrade)."""
         super().initialize(name)
-        self.svc = services
+        self.startup = startup
         self.session_id = ""
         self._held: list[str] | None = []  # frames published before the handshake is sent
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -89,7 +91,7 @@ class SessionSocket(  # type: ignore[misc]
         )
         if not allowed:
             raise web.HTTPError(403, "not authorised to read think sessions")
-        await self.svc.wait_ready()
+        self.svc = await services_or_503(self.startup)
         if await self.svc.store.get_session(session_id) is None:
             raise web.HTTPError(404, f"no session {session_id!r}")
         self.session_id = session_id

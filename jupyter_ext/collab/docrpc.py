@@ -166,7 +166,7 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
         if isinstance(lease, str) and 0 < len(lease) <= MAX_LEASE and seconds > 0:
             room_files.hold(folder, seconds, lease)
 
-    links = getattr(getattr(ext, "services", None), "links", None)
+    links = getattr(ext, "links", None)
     if links is not None:
         links.item_listeners.append(release)
         links.arrival_listeners.append(hold)

@@ -26,7 +26,7 @@ from tornado import web
 from think_kernel.waits import wait_for
 
 from ..base import ThinkHandler
-from ..services import Services
+from ..services import StartFailed, Startup
 from .asgi import serve_asgi
 from .calls import CallFailed, client_title
 from .tools import served_tools
@@ -81,9 +81,9 @@ class McpEndpoint:
     """The SDK server and its session manager, running while the extension runs."""
 
     def __init__(
-        self, services: Services, tools: list[str], *, max_body: int, idle_timeout: float
+        self, startup: Startup, tools: list[str], *, max_body: int, idle_timeout: float
     ) -> None:
-        self.svc = services
+        self.startup = startup
         self.tool_names = list(tools)
         self.max_body = max_body
         self.idle_timeout = idle_timeout
@@ -190,8 +190,9 @@ class McpEndpoint:
         if params.name not in self.tools:
             known = ", ".join(self.tools)
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; tools: {known}")
-        calls = self.svc.extra.get("mcp_calls")
-        if calls is None:
+        try:
+            calls = (await self.startup.wait()).mcp_calls
+        except (TimeoutError, StartFailed):
             return CallToolResult(
                 content=[TextContent(text="Think is not ready yet; try again.")], is_error=True
             )
@@ -210,9 +211,9 @@ class McpEndpoint:
 class McpHandler(ThinkHandler):
     """``GET``/``POST``/``DELETE /api/think/mcp``: the MCP endpoint behind Jupyter's auth."""
 
-    def initialize(self, name: str, services: Services, endpoint: McpEndpoint) -> None:  # type: ignore[override]
-        """Receive the extension's collaborators and the endpoint."""
-        super().initialize(name, services)
+    def initialize(self, name: str, startup: Startup, endpoint: McpEndpoint) -> None:  # type: ignore[override]
+        """Receive the extension's start handle and the endpoint."""
+        super().initialize(name, startup)
         self.endpoint = endpoint
         self._gone = asyncio.Event()
 

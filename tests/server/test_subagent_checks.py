@@ -40,8 +40,8 @@ class Tab:
 async def setup(tmp_path: Path) -> AsyncIterator[tuple[Store, EventPipeline, Tab, str]]:
     store = await Store.open(tmp_path / "think.db")
     hub = Hub()
-    pipeline = EventPipeline(store, hub)
-    runner = asyncio.ensure_future(pipeline.run())
+    pipeline = EventPipeline(hub)
+    runner = asyncio.ensure_future(pipeline.run(store))
     session = await store.create_session(title="checks")
     tab = Tab()
     hub.subscribe(session["id"], tab)
