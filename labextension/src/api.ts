@@ -39,6 +39,29 @@ export interface ISendOptions {
   interrupt?: boolean;
 }
 
+/** A file that was read (an AGENTS.md or a skill's SKILL.md) and where it came from. */
+export interface ISkillFound {
+  name: string;
+  /** `workspace`, `user` or `package:<distribution>`. */
+  source: string;
+  path: string;
+  note: string;
+}
+
+/** A file that was refused, and why. */
+export interface ISkillProblem {
+  name: string;
+  source: string;
+  path: string;
+  reason: string;
+}
+
+/** `GET /api/think/skills?session=ID`: what the session's next request loads. */
+export interface ISkillsReport {
+  instructions: { loaded: ISkillFound[]; invalid: ISkillProblem[] };
+  skills: { loaded: ISkillFound[]; invalid: ISkillProblem[] };
+}
+
 /** An HTTP error with the server's message. */
 export class ThinkApiError extends Error {
   constructor(
@@ -270,6 +293,13 @@ export class ThinkApi {
     }
     const data = (await response.json()) as { identity: IIdentity };
     return data.identity;
+  }
+
+  /** The AGENTS.md files and skills a session's next request loads. */
+  async listSkills(sessionId: string): Promise<ISkillsReport> {
+    return this.request<ISkillsReport>(
+      `skills${query({ session: sessionId })}`
+    );
   }
 
   private async request<T = unknown>(

@@ -4,3 +4,4 @@ import './tasks.css';
 import './reminders.css';
 import './untrusted.css';
 import './cells.css';
+import './skills.css';
