@@ -203,7 +203,7 @@ def rest_page() -> str:
     out = [
         "# REST reference",
         "",
-        f"Generated at build time from `jupyter_ext/openapi.py` (OpenAPI {OPENAPI['openapi']}),",
+        f"Generated at build time from `jupyter_ext/openapi/` (OpenAPI {OPENAPI['openapi']}),",
         f"which a running server also serves at `{base}/openapi.json`. Every route is",
         "authenticated by jupyter_server (a browser session, or `Authorization: token TOKEN`)",
         "and authorised on the resource `think` (`read` for GET, `write` otherwise): see",
