@@ -50,7 +50,7 @@ from .sandbox.lifecycle import SessionSandbox
 from .schedules.config import ScheduleConfig
 from .schedules.tools import SCHEDULE_TOOLS
 from .selftools import open_selftools, step_hook
-from .skills.tools import SKILL_TOOLS
+from .skills.tools import SKILL_TOOLS, offer_skill_tools
 from .skills.wiring import open_skills
 from .store import Store, location, new_id
 from .subagents import Subagents
@@ -393,7 +393,9 @@ class Runtime:
     def system_prompt(self, props: dict[str, Any]) -> str:
         """Core prompt + class + extensions + config + session instructions + skills + the
         state of the agent's own tools."""
-        return self.layers.system_prompt(props, self.skills.prompt(), self.selftools.prompt())
+        skills = self.skills.prompt()
+        offer_skill_tools(self.tools, bool(self.skills.last_scan.skills))
+        return self.layers.system_prompt(props, skills, self.selftools.prompt())
 
     # -- sessions ----------------------------------------------------------------------------
 

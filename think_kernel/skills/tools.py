@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 
 from ..safefs import UnsafePathError
-from ..tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, read_only
+from ..tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, ToolRegistry, read_only
 from .library import LoadedSkill
 from .session import skill_block
 
@@ -92,3 +92,10 @@ async def read_skill_file(ctx: ToolContext, name: str, path: str) -> ToolOutput:
 
 
 SKILL_TOOLS: list[ToolFunc] = [load_skill, read_skill_file]
+
+
+def offer_skill_tools(tools: ToolRegistry, any_skills: bool) -> None:
+    """Offer the skill tools only while the workspace has a skill: without one they would
+    only take room in every request, which a small context window feels."""
+    for func in SKILL_TOOLS:
+        tools.offer(func.__name__, any_skills)

@@ -350,6 +350,7 @@ class ToolRegistry:
         self.tools: dict[str, Tool] = {}
         self.core: set[str] = set()
         self.optional: set[str] = set()  # left out of requests on small windows
+        self.hidden: set[str] = set()  # left out of requests for now (see offer)
         #: Counts changes of the set of tools (a loop takes the specs again when it moved).
         self.version = 0
         for f in funcs:
@@ -378,9 +379,20 @@ class ToolRegistry:
         self.version += 1
         self.optional.discard(name)
 
+    def offer(self, name: str, offered: bool) -> None:
+        """Offer a registered tool to the model, or leave it out of requests while it has
+        nothing to act on (it stays registered, core and callable)."""
+        if (name not in self.hidden) != offered:
+            self.version += 1
+            if offered:
+                self.hidden.discard(name)
+            else:
+                self.hidden.add(name)
+
     def specs(self) -> list[dict[str, Any]]:
-        """OpenAI tool specs, in registration order."""
-        return [t.spec() for t in self.tools.values()]
+        """OpenAI tool specs of the offered tools, in registration order."""
+        hidden = self.hidden
+        return [t.spec() for n, t in self.tools.items() if n not in hidden]
 
     def __contains__(self, name: str) -> bool:
         return name in self.tools
