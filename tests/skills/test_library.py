@@ -220,3 +220,27 @@ def test_store_move_leaves_skills(tmp_path: Path) -> None:
     assert (root / ".think" / "skills" / "csv-tips" / "SKILL.md").is_file()
     assert (root / ".think" / "tools").is_dir() and not (root / ".think" / "think.db").exists()
     assert (folder / "think.db").read_bytes() == b"old store"
+
+
+def test_package_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed package publishes a folder of skills in the ``think_kernel.skills``
+    group (a real distribution on ``sys.path``, found by importlib.metadata)."""
+    from think_kernel.skills.library import ENTRY_POINT_GROUP
+    from think_kernel.skills.places import package_dirs
+
+    site = tmp_path / "site"
+    write_skill(site / "demo_think_skills", "sql-tips", "Query well.")
+    (site / "demo_think_skills" / "__init__.py").write_text("")
+    info = site / "demo_think_skills-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-think-skills\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\ndemo = demo_think_skills\nbroken = no_such_module_here\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    found = package_dirs(ENTRY_POINT_GROUP)  # the broken one is logged and skipped
+    assert found == [("package:demo-think-skills", site / "demo_think_skills")]
+    places = {"ws": tmp_path / "ws", "user": tmp_path / "u"}
+    (places["ws"]).mkdir()
+    library = SkillLibrary(places["ws"], SkillsConfig(), user_dir=places["user"])
+    assert library.scan().skills["sql-tips"].skill.source == "package:demo-think-skills"
