@@ -1,0 +1,116 @@
+/**
+ * Browser test of the tools the agent writes for itself, against a real JupyterLab, real
+ * think kernels, sandboxes and store; only the model is scripted (see harness.mjs): the agent
+ * writes .think/tools/csvtools.py, the sidebar shows an approval card with the file, and once
+ * approved the next request calls the tool, whose body runs in the sandbox.
+ *
+ * Run: `npm run test:e2e` (needs `npm run build` first and Chromium at /usr/bin/chromium).
+ */
+
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+
+import { SCRIPTS, launchLab, shot } from './harness.mjs';
+
+const TIMEOUT = 90000;
+const TOOL_PATH = '.think/tools/csvtools.py';
+const TOOL = [
+  'import csv',
+  '',
+  'READ_ONLY = ["summarize_csv"]',
+  '',
+  '',
+  'def summarize_csv(path: str) -> dict:',
+  '    """Summarize a CSV file: its columns and number of rows.',
+  '',
+  '    Args:',
+  '        path: the CSV file, relative to the workspace',
+  '    """',
+  '    with open(path, newline="") as f:',
+  '        rows = list(csv.reader(f))',
+  '    return {"columns": rows[0], "rows": len(rows) - 1}',
+  ''
+].join('\n');
+
+Object.assign(SCRIPTS, {
+  writeTool: [
+    {
+      text: 'I will write a tool for this.',
+      tool_calls: [['write_file', { path: TOOL_PATH, content: TOOL }]]
+    },
+    { text: 'Wrote summarize_csv; it loads once you approve the file.' }
+  ],
+  callTool: [
+    { tool_calls: [['summarize_csv', { path: 'data.csv' }]] },
+    { text: 'data.csv has 2 rows.' }
+  ]
+});
+
+let ui;
+let lab;
+let page;
+
+describe('Tools the agent writes', () => {
+  before(async () => {
+    ui = await launchLab({
+      files: { 'data.csv': 'name,score\nada,3\nbob,5\n' },
+      sidebar: true
+    });
+    ({ lab, page } = ui);
+  });
+
+  afterEach(t => lab?.reportFailure(t));
+
+  after(() => ui?.close());
+
+  test('a new tool file shows an approval card; approved, the tool runs', async () => {
+    await page.getByRole('button', { name: 'New session' }).click();
+    await page.waitForSelector('.jp-ThinkStatus[data-status="idle"]');
+    await lab.script('writeTool');
+    await page.fill(
+      '.jp-ThinkComposer-input',
+      'write a tool that summarizes CSVs'
+    );
+    await page.keyboard.press('Enter');
+    // The step after the write sees the new file: a card with the file as a diff.
+    const card = page.locator('.jp-ThinkApproval[data-status="pending"]', {
+      hasText: 'load self-written tools'
+    });
+    await card.waitFor({ timeout: TIMEOUT });
+    assert.match(
+      await card.locator('.jp-ThinkApproval-title').textContent(),
+      /load self-written tools from \.think\/tools\/csvtools\.py: summarize_csv/
+    );
+    const added = (
+      await card.locator('.jp-ThinkDiff-add').allTextContents()
+    ).join('\n');
+    assert.match(added, /\+def summarize_csv\(path: str\) -> dict:/);
+    await page.waitForSelector('.jp-ThinkChat-body[data-running="false"]', {
+      timeout: TIMEOUT
+    });
+    await shot(page, 'selftool-approval', card);
+    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.waitForFunction(
+      () => !document.querySelector('.jp-ThinkApproval[data-status="pending"]'),
+      null,
+      { timeout: TIMEOUT }
+    );
+
+    await lab.script('callTool');
+    await page.fill('.jp-ThinkComposer-input', 'summarize data.csv');
+    await page.keyboard.press('Enter');
+    const tool = page.locator('.jp-ThinkToolCard', {
+      hasText: 'summarize_csv'
+    });
+    await tool.waitFor({ timeout: TIMEOUT });
+    await page.waitForSelector(
+      '.jp-ThinkToolCard[data-status="complete"]:has-text("summarize_csv")',
+      { timeout: TIMEOUT }
+    );
+    await tool.locator('.jp-ThinkToolCard-header').click();
+    await page.waitForSelector(
+      '.jp-ThinkToolCard-output:has-text("\\"rows\\": 2")',
+      { timeout: TIMEOUT }
+    );
+  });
+});
