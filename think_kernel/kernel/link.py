@@ -5,20 +5,16 @@ as ``kernel.ensure_runtime``; it is only awaited when the server sends a request
 
     link = start_link(kernel.ensure_runtime)   # None when no server started this kernel
 
-The server is found through ``THINK_SERVER_URL`` (set for kernels the extension starts) or the
-running server's runtime file ``jpserver-<JPY_PARENT_PID>.json``; only its URL is used, never
-its token. The kernel authenticates with an HMAC over its own connection key (the server knows
-the key of every kernel it started), and checks the server's proof in return.
+The server is found, and both ends authenticated, with :mod:`.linkpeer` (an HMAC over the
+kernel's own connection key; the server's token is never read).
 
 Every runtime event goes into an outbox with an increasing number; the server acknowledges
 what it stored, the rest is resent after a reconnect (the server drops duplicates). Server
 frames (declared in :mod:`think_kernel.wire.link`, decoded and dispatched through a table by
 class; an unknown or malformed one is logged and answered with an ``error`` frame):
-``chat`` (run one attempt of a request: a resend of the same attempt is dropped, a
-higher attempt replaces it), ``cancel``, ``approval``, ``ping`` (answered by a ``pong`` listing
-the attempts this process owns), ``tool`` (one call of an MCP client of Think's endpoint, run
-as a model's call would be; answered by a ``tool_result`` item, a resend is dropped) and
-``tool_cancel``. The generic RPC:
+``chat``, ``cancel``, ``approval``, ``tool`` and ``tool_cancel`` (the work, run by
+:class:`~.linkruns.LinkRuns`), ``ping`` (answered by a ``pong`` listing the attempts this
+process owns), ``ack``, ``rooms`` and RPC answers. The generic RPC:
 
     result = await link.request("doc.read", {"path": "a.py"})
 """
@@ -27,20 +23,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import inspect
 import itertools
 import json
 import logging
-import os
 import secrets
 import socket
 import time
 import uuid
-from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..wire.base import Frame, FrameError, decode, frame_table
@@ -64,6 +57,18 @@ from ..wire.link import (
     WelcomeFrame,
 )
 from .coalesce import DeltaCoalescer
+from .linkpeer import find_server, kernel_identity, link_mac
+from .linkruns import LinkRuns
+
+__all__ = [
+    "KernelLink",
+    "LinkError",
+    "LinkRuns",
+    "find_server",
+    "kernel_identity",
+    "link_mac",
+    "start_link",
+]
 
 log = logging.getLogger(__name__)
 MAX_ITEMS_PER_FRAME = 500
@@ -97,54 +102,6 @@ class LinkError(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def link_mac(key: bytes, *parts: str) -> str:
-    """HMAC-SHA256 over ``think-link|part|part...`` (same as the server)."""
-    return hmac.new(key, "|".join(("think-link", *parts)).encode(), hashlib.sha256).hexdigest()
-
-
-def find_server(env: dict[str, str] | None = None) -> str | None:
-    """The base URL of the Jupyter server that started this kernel, or None."""
-    env = dict(os.environ if env is None else env)
-    if env.get("THINK_SERVER_URL"):
-        return env["THINK_SERVER_URL"]
-    ppid = env.get("JPY_PARENT_PID")
-    if not ppid or not ppid.isdigit():
-        return None
-    from jupyter_core.paths import jupyter_runtime_dir
-
-    info_file = Path(jupyter_runtime_dir()) / f"jpserver-{ppid}.json"
-    try:
-        info = json.loads(info_file.read_text())
-    except (OSError, ValueError):
-        return None
-    url = info.get("url")
-    return url if isinstance(url, str) and url else None
-
-
-def kernel_identity(connection_file: str | None = None) -> tuple[str, bytes] | None:
-    """``(kernel_id, key)`` from the connection file jupyter_server wrote for this kernel."""
-    if connection_file is None:
-        try:
-            from ipykernel.kernelapp import IPKernelApp
-
-            if IPKernelApp.initialized():
-                connection_file = IPKernelApp.instance().abs_connection_file
-        except Exception:  # not in a kernel
-            return None
-    if not connection_file:
-        return None
-    name = Path(connection_file).name
-    if not (name.startswith("kernel-") and name.endswith(".json")):
-        return None
-    try:
-        key = json.loads(Path(connection_file).read_text()).get("key", "")
-    except (OSError, ValueError):
-        return None
-    if not key:
-        return None
-    return name[len("kernel-") : -len(".json")], key.encode()
 
 
 def start_link(
@@ -212,35 +169,24 @@ class KernelLink:
         self._ws: Any = None
         self._ids = itertools.count(1)
         self._rpc: dict[int, tuple[RpcFrame, asyncio.Future[dict[str, Any]]]] = {}
-        self._runs: dict[str, asyncio.Task[None]] = {}
-        # run id -> the attempt this process runs (or ran): a resend of it is dropped, a
-        # higher attempt (the server retried the run) supersedes it.
-        self._attempts: dict[str, int] = {}
-        self._run_lock = asyncio.Lock()
-        self._current_run: str | None = None
-        # MCP calls (call id -> task), and the ids already taken (a resend is dropped).
-        self._tools: dict[str, asyncio.Task[None]] = {}
-        self._tool_ids: OrderedDict[str, None] = OrderedDict()
-        self._busy = 0
+        #: The chat runs, MCP calls and approvals the server hands this kernel.
+        self.runs = LinkRuns(self.push, self.runtime, self.learn_session)
         self._sunk: set[int] = set()
         self._runtime: Any = None
         self._task: asyncio.Task[None] | None = None
         self.refused = False
         self._coalescer = DeltaCoalescer(self._enqueue, interval=coalesce_interval)
-        #: Called with True when a chat run starts and False when it ends (the kernel
-        #: publishes busy / idle, so jupyter_server reports the kernel's real state).
-        self.on_run: Callable[[bool], None] | None = None
         #: What the server may send (``TO_KERNEL``), by frame class.
         self._handlers: dict[type[Frame], Callable[[Any], None]] = {
             AckFrame: self._on_ack,
             RpcResultFrame: self._on_rpc_result,
             RpcErrorFrame: self._on_rpc_error,
             RoomsFrame: self._on_rooms,
-            ChatFrame: self._on_chat,
-            CancelFrame: self._on_cancel,
-            ApprovalFrame: self._on_approval,
-            ToolFrame: self._on_tool,
-            ToolCancelFrame: self._on_tool_cancel,
+            ChatFrame: self.runs.on_chat,
+            CancelFrame: self.runs.on_cancel,
+            ApprovalFrame: self.runs.on_approval,
+            ToolFrame: self.runs.on_tool,
+            ToolCancelFrame: self.runs.on_tool_cancel,
             PingFrame: self._on_ping,
             PongFrame: self._on_pong,
             ErrorFrame: self._on_error,
@@ -267,7 +213,7 @@ class KernelLink:
         if self._ws is not None:
             self._ws.close()
             self._ws = None
-        runs = [task for task in self._runs.values() if not task.done()]
+        runs = self.runs.tasks()
         for task in runs:
             task.cancel()
         if runs:
@@ -277,6 +223,29 @@ class KernelLink:
     def pending(self) -> int:
         """Items not yet acknowledged by the server."""
         return len(self._outbox)
+
+    @property
+    def on_run(self) -> Callable[[bool], None] | None:
+        """Called with True when a chat run starts and False when it ends (the kernel
+        publishes busy / idle, so jupyter_server reports the kernel's real state)."""
+        return self.runs.on_run
+
+    @on_run.setter
+    def on_run(self, callback: Callable[[bool], None] | None) -> None:
+        self.runs.on_run = callback
+
+    def owned_runs(self) -> list[list[Any]]:
+        """``[run_id, attempt]`` of every chat run this process is running."""
+        return self.runs.owned_runs()
+
+    def cancel_runs(self) -> int:
+        """Cancel every chat run (a kernel interrupt); returns how many were running."""
+        return self.runs.cancel_runs()
+
+    def learn_session(self, session_id: str) -> None:
+        """A kernel of the server's pool serves the session of the first work it is given."""
+        if not self.session_id:
+            self.session_id = session_id
 
     # -- outbound ----------------------------------------------------------------------------
 
@@ -302,7 +271,7 @@ class KernelLink:
             {
                 "kind": "event",
                 "session_id": getattr(runtime, "session_id", None) or self.session_id,
-                "run_id": self._current_run,
+                "run_id": self.runs.current,
                 "event": data,
             }
         )
@@ -511,19 +480,6 @@ class KernelLink:
     def _on_rooms(self, frame: RoomsFrame) -> None:
         self.rooms_open = frame.open
 
-    def _on_cancel(self, frame: CancelFrame) -> None:
-        task = self._runs.get(frame.run_id)
-        if task is not None:
-            task.cancel()
-
-    def _on_approval(self, frame: ApprovalFrame) -> None:
-        self._spawn(self._approval(frame))
-
-    def _on_tool_cancel(self, frame: ToolCancelFrame) -> None:
-        call = self._tools.get(frame.call_id)
-        if call is not None:
-            call.cancel()
-
     def _on_ping(self, frame: PingFrame) -> None:
         # Items first (a run_end must not arrive after a pong that no longer lists it).
         self._write_unsent()
@@ -534,130 +490,3 @@ class KernelLink:
 
     def _on_error(self, frame: ErrorFrame) -> None:
         log.warning("think link: server says %s", frame.message)
-
-    def _spawn(self, coro: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._runs[f"_{id(task)}"] = task
-        task.add_done_callback(lambda t: self._runs.pop(f"_{id(t)}", None))
-
-    def owned_runs(self) -> list[list[Any]]:
-        """``[run_id, attempt]`` of every chat run this process is running."""
-        return [[rid, self._attempts.get(rid, 0)] for rid in self._runs if not rid.startswith("_")]
-
-    def cancel_runs(self) -> int:
-        """Cancel every chat run (a kernel interrupt); returns how many were running."""
-        tasks = [t for rid, t in self._runs.items() if not rid.startswith("_") and not t.done()]
-        for task in tasks:
-            task.cancel()
-        return len(tasks)
-
-    def _on_chat(self, frame: ChatFrame) -> None:
-        run_id, attempt = frame.run_id, frame.attempt
-        if not run_id or self._attempts.get(run_id, -1) >= attempt:
-            return  # a resend of an attempt this process already has (or an older one)
-        self._attempts[run_id] = attempt
-        if not self.session_id and frame.session_id:
-            # A kernel of the server's pool learns the session it serves from its first chat.
-            self.session_id = frame.session_id
-        old = self._runs.get(run_id)
-        if old is not None:
-            old.cancel()  # superseded: the server gave up on that attempt
-        task = asyncio.ensure_future(self._run(frame, attempt, old))
-        self._runs[run_id] = task
-
-        def forget(t: asyncio.Task[None]) -> None:
-            if self._runs.get(run_id) is t:
-                del self._runs[run_id]
-
-        task.add_done_callback(forget)
-
-    async def _run(
-        self, frame: ChatFrame, attempt: int, previous: asyncio.Task[None] | None
-    ) -> None:
-        run_id, session_id = frame.run_id, frame.session_id
-        status, error, retryable = "complete", "", False
-        if previous is not None:
-            await asyncio.gather(previous, return_exceptions=True)
-        ids = {"run_id": run_id, "session_id": session_id, "attempt": attempt}
-        async with self._run_lock:
-            self.push({"kind": "run_started", **ids})
-            self._current_run = run_id
-            self._run_state(True)
-            try:
-                rt = await self.runtime()
-                if session_id and rt.session_id != session_id:
-                    await rt.switch_session(session_id)
-                async for event in rt.run(
-                    frame.content, context=frame.context, user_message_id=frame.message_id
-                ):
-                    if getattr(event, "type", "") == "error":
-                        status, error = "error", str(getattr(event, "message", ""))
-                        retryable = bool(getattr(event, "retryable", False))
-            except asyncio.CancelledError:
-                status, error = "cancelled", "cancelled"
-                raise
-            except Exception as e:
-                log.exception("chat run %s failed", run_id)
-                status, error = "error", f"{type(e).__name__}: {e}"
-            finally:
-                self._current_run = None
-                self._run_state(False)
-                end = {"status": status, "error": error, "retryable": retryable}
-                self.push({"kind": "run_end", **ids, **end})
-
-    def _run_state(self, busy: bool) -> None:
-        # Counted: chat runs and MCP calls overlap; the kernel is idle when the last ends.
-        self._busy += 1 if busy else -1
-        if self.on_run is not None and self._busy == (1 if busy else 0):
-            try:
-                self.on_run(busy)
-            except Exception:
-                log.debug("run state callback failed", exc_info=True)
-
-    def _on_tool(self, frame: ToolFrame) -> None:
-        call_id = frame.call_id
-        if not call_id or call_id in self._tool_ids:
-            return  # a resend: the call runs, or its result waits in the outbox
-        self._tool_ids[call_id] = None
-        while len(self._tool_ids) > 4096:
-            self._tool_ids.popitem(last=False)
-        if not self.session_id and frame.session_id:
-            self.session_id = frame.session_id  # a pool kernel learns its session
-        task = asyncio.ensure_future(self._run_tool(frame, call_id))
-        self._tools[call_id] = task
-        task.add_done_callback(lambda t: self._tools.pop(call_id, None))
-
-    async def _run_tool(self, frame: ToolFrame, call_id: str) -> None:
-        from ..mcp.served import serve_call
-
-        session_id = frame.session_id
-        output: dict[str, Any] = {}
-        self._run_state(True)
-        try:
-            rt = await self.runtime()
-            if session_id and rt.session_id != session_id:
-                await rt.switch_session(session_id)
-            output = await serve_call(rt, frame.name, frame.arguments, call_id, frame.client)
-        except asyncio.CancelledError:
-            output = {"text": "Error: the call was cancelled", "ok": False, "error": "cancelled"}
-            raise
-        except Exception as e:
-            log.exception("MCP call %s failed", call_id)
-            msg = f"{type(e).__name__}: {e}"
-            output = {"text": f"Error: {msg}", "ok": False, "error": msg}
-        finally:
-            self._run_state(False)
-            self.push(
-                {"kind": "tool_result", "call_id": call_id, "session_id": session_id,
-                 "output": output}
-            )  # fmt: skip
-
-    async def _approval(self, frame: ApprovalFrame) -> None:
-        rt = await self.runtime()
-        resolve: Callable[..., Any] | None = getattr(rt, "resolve_approval", None)
-        if resolve is None:
-            log.warning("think link: this runtime cannot take approval decisions")
-            return
-        res = resolve(frame.approval_id, frame.to_dict())
-        if inspect.isawaitable(res):
-            await res
