@@ -72,10 +72,15 @@ describe('Tools the agent writes', () => {
       'write a tool that summarizes CSVs'
     );
     await page.keyboard.press('Enter');
-    // The step after the write sees the new file: a card with the file as a diff.
-    const card = page.locator('.jp-ThinkApproval[data-status="pending"]', {
-      hasText: 'load self-written tools'
-    });
+    // Writing into .think/ may ask first (as the file tools' policy says); then the step
+    // after the write sees the new file: a card with the file as a diff.
+    const pending = '.jp-ThinkApproval[data-status="pending"]';
+    const card = page.locator(pending, { hasText: 'load_tool_file' });
+    const write = page.locator(pending, { hasText: 'write_file' });
+    await card.or(write).first().waitFor({ timeout: TIMEOUT });
+    if (await write.count()) {
+      await write.getByRole('button', { name: 'Approve', exact: true }).click();
+    }
     await card.waitFor({ timeout: TIMEOUT });
     assert.match(
       await card.locator('.jp-ThinkApproval-title').textContent(),
