@@ -31,6 +31,8 @@ import {
 import { DebugEvents } from './debugEvents';
 import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
+import { QuestionCards } from './questionCards';
+import { QuestionsModel } from './questions';
 import { SetupCard } from './setupCard';
 import { SkillsList } from './skillsList';
 import { SubagentView } from './subagentView';
@@ -131,6 +133,7 @@ function ChatApp(
   const api = store.api;
   const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
   const [approvals] = useState(() => new ApprovalsModel(store));
+  const [questions] = useState(() => new QuestionsModel(store));
   const [tasks] = useState(() => new TasksModel(store));
   // Only the drilled-in task id: subagent frames re-render the tasks area, not the chat.
   const drill = useSyncExternalStore(tasks.subscribe, tasks.getDrill);
@@ -492,6 +495,7 @@ function ChatApp(
           />
         )}
         {showSetup ? null : <ApprovalCards model={approvals} />}
+        {showSetup ? null : <QuestionCards model={questions} />}
         {showSetup ? null : chatKind !== 'chat' && state.session ? (
           <div className="jp-ThinkForeign" role="note">
             {chatKind === 'mcp' ? (
