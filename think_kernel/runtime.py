@@ -54,8 +54,9 @@ from .skills.tools import SKILL_TOOLS, offer_skill_tools
 from .skills.wiring import open_skills
 from .store import Store, location, new_id
 from .subagents import Subagents
+from .subagents.session import SessionSubagents
 from .subagents.tools import SUBAGENT_TOOLS
-from .tasks import TaskBoard, TasksConfig
+from .tasks import TasksConfig
 from .tasks.tools import TASK_TOOLS
 from .tools.base import ToolContext, ToolFunc
 from .tools.code import CODE_TOOLS
@@ -184,10 +185,13 @@ class Runtime:
         self.gate: ApprovalGate | None = None  # made with the store (start)
         # Tasks and subagents (issue 12), made with the store; ``linked``: a server watches
         # this kernel's subagents through durable schedules (the kernel sets it).
-        self.tasks_config = TasksConfig(config=self.config.config)
-        self.subagents: Subagents | None = None
         self.linked = False
-        self._recovered: set[str] = set()
+        self.delegation = SessionSubagents(
+            self,
+            TasksConfig(config=self.config.config),
+            emit=self.emit,
+            durable=lambda: self.linked,
+        )
         # One run at a time: a reminder fired by a standalone kernel waits for the cell's run.
         self.run_lock = asyncio.Lock()
 
@@ -224,7 +228,7 @@ class Runtime:
         await self._ensure_session()
         await self.refresh_endpoint()
         self._make_gate()
-        await self._start_tasks()
+        self._start_tasks()
 
     async def _ensure_session(self) -> dict[str, Any]:
         assert self.store is not None
@@ -233,7 +237,7 @@ class Runtime:
             self.session_id, path=self.session_path or str(self.workspace.root), kind=self.kind
         )
         if float(session.get("created_at") or 0) >= before:
-            self._recovered.add(self.session_id)  # made just now: no dead kernel left anything
+            self.delegation.fresh(self.session_id)
         return session
 
     async def refresh_endpoint(self) -> Endpoint:
@@ -258,30 +262,19 @@ class Runtime:
         assert self.store is not None
         self.gate = self.approvals.make_gate(self.store)
 
-    async def _start_tasks(self) -> None:
-        """The task board and subagents (made with the store)."""
+    @property
+    def subagents(self) -> Subagents | None:
+        """The task board's subagents (made with the store)."""
+        return self.delegation.manager
+
+    def _start_tasks(self) -> None:
         assert self.store is not None
-        if self.subagents is None:
-            board = TaskBoard(self.store, self.emit, self.tasks_config.limits)
-            self.subagents = Subagents(
-                self, board, self.tasks_config, emit=self.emit, durable=lambda: self.linked
-            )
-            self.services.subagents = self.subagents
+        self.services.subagents = self.delegation.start(self.store)
 
     async def recover_subagents(self) -> None:
-        """Once per session: end what a dead kernel left running in it (reported to the
-        model and to the watchers; done at the first request, not at start, when the
-        watchers (the server link's sink) are listening)."""
-        if self.subagents is None:
-            await self._start_tasks()
-        assert self.subagents is not None
-        if self.session_id in self._recovered:
-            return
-        self._recovered.add(self.session_id)
-        try:
-            await self.subagents.recover(self.session_id)
-        except Exception:  # best effort: the server's durable checks find them too
-            log.exception("recovering subagents failed")
+        """Once per session, at its first request: end what a dead kernel left running."""
+        self._start_tasks()
+        await self.delegation.recover(self.session_id)
 
     # -- approvals -------------------------------------------------------------------------
 
@@ -296,8 +289,7 @@ class Runtime:
     async def close(self) -> None:
         """Close what this runtime opened."""
         self.warmer.cancel()
-        if self.subagents is not None:
-            await self.subagents.close()  # before the sandbox: their workers close first
+        await self.delegation.close()  # before the sandbox: their workers close first
         await self.titler.close()
         await self.box.close()
         await self.web.aclose()  # browser, its driver and the egress proxy
