@@ -8,6 +8,8 @@ from think_kernel.kernel.commands import CommandError, run_command
 from think_kernel.runtime import Runtime
 
 
+# %think_status probes this machine's sandbox tiers (bwrap, a confined child): processes.
+@pytest.mark.slow
 async def test_think_approve_changes_the_session_policy(runtime: Runtime) -> None:
     status = (await run_command(runtime, "think_status", "")).markdown
     assert "**approvals**: mode `default`" in status
