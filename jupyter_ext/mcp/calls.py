@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from think_kernel.store import new_id
 from think_kernel.waits import wait_for
+from think_kernel.wire.link import ToolCancelFrame, ToolFrame
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -43,7 +44,7 @@ class _Pending:
     future: asyncio.Future[dict[str, Any]]
     kernel_id: str
     epoch: str | None
-    frame: dict[str, Any]
+    frame: ToolFrame
 
 
 def client_title(name: str) -> str:
@@ -92,14 +93,13 @@ class KernelCalls:
             except Exception as e:
                 raise CallFailed(f"could not start a think kernel: {e}") from None
             cid = new_id("mcp_")
-            frame = {
-                "type": "tool",
-                "call_id": cid,
-                "session_id": sid,
-                "name": tool,
-                "arguments": arguments,
-                "client": client_title(client),
-            }
+            frame = ToolFrame(
+                call_id=cid,
+                name=tool,
+                arguments=arguments,
+                session_id=sid,
+                client=client_title(client),
+            )
             fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             self.pending[cid] = _Pending(fut, kid, self.links.epochs.get(kid), frame)
             try:
@@ -112,7 +112,7 @@ class KernelCalls:
                         raise CallFailed("the think kernel stopped during the call")
             except asyncio.CancelledError:
                 # The client cancelled (or went away): stop the call in the kernel too.
-                self.links.send(kid, {"type": "tool_cancel", "call_id": cid})
+                self.links.send(kid, ToolCancelFrame(cid))
                 raise
             finally:
                 self.pending.pop(cid, None)
