@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from think_kernel.collab.history import VersionLog
+from think_kernel.wire.link import RoomsFrame
 
 from .documents import DocumentError, DocumentService, check_path
 from .roomfiles import RoomFiles
@@ -171,13 +172,9 @@ def register_document_rpcs(ext: Any, service: DocumentService | None = None) -> 
         links.item_listeners.append(release)
         links.arrival_listeners.append(hold)
         if room_files is not None:
-            room_files.open_listeners.append(
-                lambda now: links.broadcast({"type": "rooms", "open": now})
-            )
+            room_files.open_listeners.append(lambda now: links.broadcast(RoomsFrame(now)))
             links.connect_listeners.append(
-                lambda info, _new: links.send(
-                    info.kernel_id, {"type": "rooms", "open": room_files.any_open}
-                )
+                lambda info, _new: links.send(info.kernel_id, RoomsFrame(room_files.any_open))
             )
 
     def wrap(fn: RpcHandler) -> RpcHandler:

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from think_kernel.wire.base import Frame
+from think_kernel.wire.link import PingFrame
+
 from .run import ChatRun
 
 if TYPE_CHECKING:
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
 class Owners:
     """The last pong of each kernel, and the pings sent to get them."""
 
-    def __init__(self, send: Callable[[str, dict[str, Any]], bool]) -> None:
+    def __init__(self, send: Callable[[str, Frame], bool]) -> None:
         self.send = send
         self.next_ping = 1
         self._pongs: dict[str, tuple[int, set[tuple[str, int]]]] = {}
@@ -32,7 +35,7 @@ class Owners:
         """Ask a kernel which runs it owns (answered by a ``pong`` listing them)."""
         ping_id = self.next_ping
         self.next_ping += 1
-        self.send(kernel_id, {"type": "ping", "id": ping_id})
+        self.send(kernel_id, PingFrame(ping_id))
 
     def on_pong(self, info: KernelInfo, frame: dict[str, Any]) -> None:
         """Record the attempts a kernel listed in its answer to one of our pings."""
