@@ -29,13 +29,17 @@ from tornado.websocket import WebSocketHandler
 from think_kernel.wire.base import Frame, FrameError, decode, frame_table
 from think_kernel.wire.session import (
     CLIENT_FRAMES,
+    AgentStatus,
     ApprovalDecidedFrame,
     CancelledFrame,
+    HistoryFrame,
+    PartialFrame,
     SessionApprovalFrame,
     SessionCancelFrame,
     SessionErrorFrame,
     SessionPingFrame,
     SessionPongFrame,
+    SyncFrame,
 )
 
 from .approvals import (
@@ -112,26 +116,11 @@ class SessionSocket(  # type: ignore[misc]
         rows, cursor = await svc.store.page_messages(session_id, None, svc.limits.history_limit)
         status, detail = _status(run, live)
         last_seq = await svc.store.last_event_seq(session_id)
-        self._write(
-            {
-                "type": "sync",
-                "session": session,
-                "status": status,
-                "detail": detail,
-                "run": run,
-                "last_seq": last_seq,
-            }
-        )
-        self._write({"type": "history", "messages": rows, "next_cursor": cursor})
+        self._write(SyncFrame(session, status, run, last_seq, detail=detail))
+        self._write(HistoryFrame(rows, cursor))
         if live is not None and (live["message"] or live["tools"]):
-            self._write(
-                {
-                    "type": "partial",
-                    "message": live["message"],
-                    "tools": live["tools"],
-                    "upto": live["upto"],
-                }
-            )
+            # The tools stay the hub's plain dicts (LiveTool's fields): to_dict is shallow.
+            self._write(PartialFrame(live["message"], live["tools"], live["upto"]))
         held, self._held = self._held or [], None
         for text in held:
             self._send(text)
@@ -224,7 +213,7 @@ class SessionSocket(  # type: ignore[misc]
         self.svc.hub.unsubscribe(self.session_id, self)
 
 
-def _status(run: dict[str, Any] | None, live: dict[str, Any] | None) -> tuple[str, str]:
+def _status(run: dict[str, Any] | None, live: dict[str, Any] | None) -> tuple[AgentStatus, str]:
     """The agent's status for ``sync``: what its last status frame said while a run is on
     (``running`` when none came yet), ``idle`` otherwise."""
     if run is None:

@@ -16,6 +16,7 @@ from .base import Frame, Ref
 SessionObject = Annotated[dict[str, Any], Ref("Session", "ISession")]
 MessageObject = Annotated[dict[str, Any], Ref("Message", "IWireMessage")]
 RunObject = Annotated[dict[str, Any], Ref("Run", "IRunInfo")]
+AgentStatus = Literal["idle", "thinking", "executing", "waiting", "running"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class SyncFrame(Frame):
 
     type: ClassVar[str] = "sync"
     session: SessionObject | None
-    status: Literal["idle", "thinking", "executing", "waiting", "running"]
+    status: AgentStatus
     run: RunObject | None
     last_seq: int
     detail: str = ""
