@@ -17,6 +17,7 @@ from tornado import web
 
 from think_kernel.approvals import Policy, PolicyError, decide, decision_record
 from think_kernel.questions.spec import closing_record
+from think_kernel.wire.link import ApprovalFrame
 
 if TYPE_CHECKING:
     from think_kernel.store import Store
@@ -85,7 +86,15 @@ async def decide_approval(
         raise ApprovalNotFound(approval_id)  # a question takes an answer (questions.py)
     if not await decide(svc.store, row, record):
         raise AlreadyDecided(approval_id)
-    frame = {"type": "approval", "approval_id": approval_id, **record}
+    frame = ApprovalFrame(
+        approval_id,
+        decision=record["decision"],
+        input=record["input"],
+        reason=record["reason"],
+        always=record["always"],
+        source=record["source"],
+        user=record["user"],
+    )  # the kernel needs no user_id: a tab tells its own decisions by it
     delivered = await svc.chats.deliver_approval(session_id, frame)
     await svc.pipeline.emit(
         session_id, {"type": "approval_resolved", "id": approval_id, "tool": row["tool"], **record}

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from think_kernel.agent.events import TaskEvent
 from think_kernel.store import new_id
 from think_kernel.waits import wait_for
+from think_kernel.wire.base import Frame
+from think_kernel.wire.link import CancelFrame, ChatFrame
 
 from ..approvals import reject_pending
 from ..subagents import end_request_tasks
@@ -225,7 +227,7 @@ class ChatSessions:
             await self._finish(run, "cancelled", "cancelled")
         else:
             if run.kernel_id is not None:
-                self.links.send(run.kernel_id, {"type": "cancel", "run_id": run.id})
+                self.links.send(run.kernel_id, CancelFrame(run.id))
             try:
                 await wait_for(run.done.wait(), self.cancel_timeout)
             except TimeoutError:
@@ -234,7 +236,7 @@ class ChatSessions:
                 await self._finish(run, "cancelled", "cancelled (kernel did not confirm)")
         return await self.store.get_run(run.id)
 
-    async def deliver_approval(self, session_id: str, frame: dict[str, Any]) -> bool:
+    async def deliver_approval(self, session_id: str, frame: Frame | dict[str, Any]) -> bool:
         """Send an approval decision to the session's kernel (if it has one)."""
         kid = self.kernels.get(session_id)
         return kid is not None and self.links.send(kid, frame)
@@ -412,16 +414,15 @@ class ChatSessions:
         await self._task_event(run, "failed", "cancelled", run.attempt)
         run.done.set()
 
-    def _chat_frame(self, run: ChatRun) -> dict[str, Any]:
-        return {
-            "type": "chat",
-            "run_id": run.id,
-            "attempt": run.attempt,
-            "session_id": run.session_id,
-            "message_id": run.message_id,
-            "content": run.content,
-            "context": run.context,
-        }
+    def _chat_frame(self, run: ChatRun) -> ChatFrame:
+        return ChatFrame(
+            run_id=run.id,
+            attempt=run.attempt,
+            session_id=run.session_id,
+            message_id=run.message_id,
+            content=run.content,
+            context=run.context,
+        )
 
     def _send_chat(self, kernel_id: str, run: ChatRun) -> None:
         if self.links.send(kernel_id, self._chat_frame(run)):
