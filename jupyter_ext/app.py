@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float, Int, List, Unicode
+from traitlets import Bool, Float, Int, List, Unicode, observe
 
 from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
@@ -120,13 +120,25 @@ class ThinkExtension(ExtensionApp):
         "costs the memory of an idle kernel (about 100 MB) and holds no session, sandbox or "
         "uid until a chat takes it. 0 starts a kernel per new chat on demand. Default: 1.",
     )
-    kernel_idle_timeout = Float(
-        1800.0,
+    hibernate_after = Float(
+        300.0,
         config=True,
-        help="Seconds a chat session's kernel may stay idle (no run) before it is shut down; "
-        "the session's next message starts it again. Spares of the pool are not counted. "
-        "0 never culls. Default: 1800 (30 minutes).",
+        help="Seconds a chat may stay idle (no run, so no pending approval) before it "
+        "hibernates: it gives back its kernel and sandbox, keeps everything in the store, "
+        "and wakes on a spare kernel at its next message (its Python worker restarted, "
+        "which the chat and the model are told). Spares of the pool are not counted. "
+        "0 never hibernates. Default: 300 (5 minutes).",
     )
+    kernel_idle_timeout = Float(
+        300.0,
+        config=True,
+        help="The former name of hibernate_after (setting it sets that). Default: 300.",
+    )
+
+    @observe("kernel_idle_timeout")
+    def _idle_timeout_is_hibernate_after(self, change: Any) -> None:
+        self.hibernate_after = change["new"]
+
     cancel_timeout = Float(
         1.0,
         config=True,
@@ -372,7 +384,7 @@ class ThinkExtension(ExtensionApp):
             start_timeout=self.kernel_start_timeout,
             cancel_timeout=self.cancel_timeout,
             pool_size=self.kernel_pool_size,
-            idle_timeout=self.kernel_idle_timeout,
+            idle_timeout=self.hibernate_after,
             session_manager=getattr(serverapp, "session_manager", None),
         )
         chats.wake_scheduler = scheduler.wake

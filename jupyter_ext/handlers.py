@@ -47,7 +47,11 @@ class SessionsHandler(ThinkHandler):
         kind = self.get_query_argument("kind", None) or None
         if kind is not None and kind not in KINDS:
             raise web.HTTPError(400, f"kind must be one of {', '.join(KINDS)}")
-        self.send({"sessions": await self.svc.store.list_sessions(limit, offset, kind)})
+        sessions = await self.svc.store.list_sessions(limit, offset, kind)
+        for session in sessions:
+            # Idle, not gone: it holds no kernel now and wakes on a spare at its next message.
+            session["hibernating"] = self.svc.chats.pool.hibernating(session["id"])
+        self.send({"sessions": sessions})
 
     @authorized
     async def post(self) -> None:
@@ -67,6 +71,7 @@ class SessionHandler(ThinkHandler):
         """The session, with its active run."""
         session = await self.session_or_404(session_id)
         session["run"] = await self.svc.store.active_run(session_id)
+        session["hibernating"] = self.svc.chats.pool.hibernating(session_id)
         session["queued"] = [
             r for r in await self.svc.store.queued_runs(session_id) if r != session["run"]
         ]

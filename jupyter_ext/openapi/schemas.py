@@ -22,6 +22,10 @@ REST_SCHEMAS: dict[str, Any] = {
             "kind": {"type": "string", "enum": ["chat", "notebook", "magic", "mcp"]},
             "created_at": {"type": "number"},
             "updated_at": {"type": "number"},
+            "hibernating": {
+                "type": "boolean",
+                "description": "Idle without a kernel; the next message wakes it on a spare.",
+            },
         },
     },
     "Message": {

@@ -70,6 +70,9 @@ class ChatKernels:
         self.kernels: dict[str, str] = {}  # session id -> kernel id
         self.last_used: dict[str, float] = {}  # session id -> time.monotonic()
         self.culled = 0  # kernels shut down for idleness (shown in the API)
+        #: Sessions whose kernel (and warm Python worker) was given back or died since their
+        #: last run: their next run is told so (see ``take_restart``).
+        self.restarted: set[str] = set()
         #: Kernels that said their runtime, store, sandbox and model client are ready.
         self.prepared: set[str] = set()
         self._jupyter_sessions: dict[str, str] = {}  # session id -> jupyter_server session id
@@ -145,6 +148,7 @@ class ChatKernels:
                 self._spawn(self._name(session_id, kid))
                 return kid
             if kid is not None:
+                self.restarted.add(session_id)  # died: its worker's state went with it
                 await self._shutdown(session_id)
             kid = await self._claim()
             self.kernels[session_id] = kid
@@ -155,6 +159,17 @@ class ChatKernels:
             # Off the run's path: the name is a nicety (jupyter_server's session store).
             self._spawn(self._name(session_id, kid))
             return kid
+
+    def hibernating(self, session_id: str) -> bool:
+        """Whether the session holds no kernel now (it wakes on a spare at its next run)."""
+        return session_id not in self.kernels
+
+    def take_restart(self, session_id: str) -> bool:
+        """Whether the session's kernel was given back or lost since its last run (once)."""
+        if session_id in self.restarted:
+            self.restarted.discard(session_id)
+            return True
+        return False
 
     async def alive(self, kernel_id: str) -> bool:
         """Whether the kernel process is still running."""
@@ -171,6 +186,7 @@ class ChatKernels:
         """Shut the session's kernel down (the session is being deleted)."""
         await self._shutdown(session_id)
         self._locks.pop(session_id, None)
+        self.restarted.discard(session_id)
 
     async def cull(self) -> list[str]:
         """Shut down the kernels of sessions idle for ``idle_timeout`` s; returns those ids."""
@@ -186,6 +202,7 @@ class ChatKernels:
                 log.info("Think: culling the idle kernel of chat session %s", sid)
                 self.culled += 1
                 culled.append(sid)
+                self.restarted.add(sid)
                 await self._shutdown(sid)
         return culled
 

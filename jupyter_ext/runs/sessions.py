@@ -54,6 +54,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Told to the model (in the request's context) and shown in the chat after a hibernated or
+#: lost kernel came back: what the warm Python worker held is not restored.
+WORKER_RESTARTED = (
+    "Note: this chat's kernel was restarted since the last message (it hibernated while "
+    "idle, or stopped). The Python worker restarted: variables, imports and objects from "
+    "earlier code runs are gone; files in the workspace are kept."
+)
+
 
 class ChatSessions:
     """Kernel-per-session routing, the per-session run queue, attempts and retries."""
@@ -414,6 +422,21 @@ class ChatSessions:
         await self._task_event(run, "failed", "cancelled", run.attempt)
         run.done.set()
 
+    async def _ran(self, run: ChatRun) -> bool:
+        """Whether the session answered before this run (a server restart forgets which
+        sessions hibernated: any earlier answer means a kernel served it before)."""
+        earlier = await self.store.get_messages(run.session_id, limit=2)
+        return any(m["id"] != run.message_id for m in earlier)
+
+    async def _note_restart(self, session_id: str) -> None:
+        """Tell the people in the chat that its Python worker restarted."""
+        try:
+            # A status line the sidebar shows as it shows a retry's (and the events keep).
+            frame = {"type": "status", "status": "thinking", "detail": WORKER_RESTARTED}
+            await self.pipeline.emit(session_id, frame)
+        except Exception:  # a notice is a courtesy: never fail the run for it
+            log.debug("restart notice not sent", exc_info=True)
+
     def _chat_frame(self, run: ChatRun) -> ChatFrame:
         return ChatFrame(
             run_id=run.id,
@@ -431,7 +454,11 @@ class ChatSessions:
 
     async def _deliver(self, run: ChatRun) -> None:
         try:
+            woke = self.pool.hibernating(run.session_id)
             kid = await self.ensure_kernel(run.session_id)
+            if self.pool.take_restart(run.session_id) or (woke and await self._ran(run)):
+                run.context = f"{WORKER_RESTARTED}\n{run.context}".strip()
+                await self._note_restart(run.session_id)
             run.kernel_id = kid
             await self.store.update_run(run.id, kernel_id=kid, status="running")
             await wait_for(self.links.wait(kid), self.start_timeout)
