@@ -403,7 +403,9 @@ async def test_a_step_row_is_stored_before_anything_names_it(tmp_path) -> None:
         last = (await rt.store.get_messages(rt.session_id))[-1]
         assert (last["role"], last["status"], last["content"]) == ("assistant", "complete", "hi")
 
-        rt.clients.client = _AtOnce(ModelError("refused at once", transient=False, code="bad_request"))
+        rt.clients.client = _AtOnce(
+            ModelError("refused at once", transient=False, code="bad_request")
+        )
         events = await collect(rt, "fail at once")
         assert events[-2]["type"] == "error" and "refused at once" in events[-2]["message"]
         last = (await rt.store.get_messages(rt.session_id, statuses=("error",)))[-1]
