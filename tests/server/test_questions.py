@@ -203,3 +203,18 @@ def test_a_pending_question_outlives_the_server_and_its_answer_continues_the_run
         assert _tool_text(fake_model.requests[1]) == "The user answered: red"
     finally:
         second.kill()
+
+
+async def test_a_cancelled_run_closes_its_question(api, ws, think, model_env):
+    model_env.reply(tool_calls=[ASK])
+    sid = await _session(api)
+    tab = await ws(sid)
+    await api("POST", f"sessions/{sid}/messages", {"content": "paint it"})
+    asked = (await until(lambda: tab.of("question_asked"), 60, "the question"))[0]
+    await api("POST", f"sessions/{sid}/cancel")
+    closed = await until(lambda: tab.of("question_answered"), 30, "closed by the cancel")
+    assert closed[0]["source"] == "cancel" and not closed[0].get("answer")
+    _, row = await api("GET", f"sessions/{sid}/questions/{asked['id']}")
+    assert row["status"] == "closed"
+    code, err = await api("POST", f"sessions/{sid}/questions/{asked['id']}", {"answer": "red"})
+    assert code == 409 and "closed (cancel)" in err["message"], err
