@@ -32,11 +32,18 @@ const TOOL = [
   ''
 ].join('\n');
 
+// Its own code writes the file (the sandbox's uid, as any code the agent runs).
+const WRITE_TOOL = [
+  'import os',
+  "os.makedirs('.think/tools', exist_ok=True)",
+  `open(${JSON.stringify(TOOL_PATH)}, 'w').write(${JSON.stringify(TOOL)})`
+].join('\n');
+
 Object.assign(SCRIPTS, {
   writeTool: [
     {
       text: 'I will write a tool for this.',
-      tool_calls: [['write_file', { path: TOOL_PATH, content: TOOL }]]
+      tool_calls: [['execute_code', { code: WRITE_TOOL }]]
     },
     { text: 'Wrote summarize_csv; it loads once you approve the file.' }
   ],
