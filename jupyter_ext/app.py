@@ -25,6 +25,7 @@ from traitlets import Bool, Float, Int, List, Unicode, observe
 from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
 
+from . import kernelidentity
 from .collab import wiring
 from .handlers import routes
 from .hub import Hub
@@ -249,6 +250,9 @@ class ThinkExtension(ExtensionApp):
         startup = self.startup
         self.register_rpc("schedules.wake", lambda info, params: wake_rpc(startup, info, params))
         self._early_spare = self._start_early_spare()
+        # A click on a cell's approval card names the person the server authenticated.
+        if not kernelidentity.install(self.settings):
+            self.log.warning("Think: a custom kernel WebSocket class; cell cards name no one")
 
     def _register_documents(self) -> None:
         # The agent's file and notebook edits go through the collaboration rooms, served to

@@ -159,6 +159,27 @@ def test_approve_button_works_while_the_cell_runs(py_kernel: Kernel, model: Fake
     assert any(u.get("disabled") for u in updates)
 
 
+def test_card_names_the_person_the_server_stamped(py_kernel: Kernel, model: FakeModel) -> None:
+    """A click that came through a Jupyter server carries the authenticated person in its
+    header (jupyter_ext/kernelidentity.py): the decision names them, not the OS user."""
+    model.reply(tool_calls=[("run_in_kernel", {"code": "print(df.price.max())"})])
+    model.reply(text="The highest price is 4.0.")
+    msg_id = py_kernel.kc.execute("%%think\nwhat is the highest price?")
+    _, ids = _card(py_kernel, msg_id)
+    click = {"comm_id": ids["Approve"], "data": {"method": "custom", "content": {"event": "click"}}}
+    msg = py_kernel.kc.session.msg("comm_msg", click)
+    msg["header"].update(username="a1b2c3", display_name="Ada Lovelace")
+    py_kernel.kc.shell_channel.send(msg)
+    outputs, reply = _drain(py_kernel, msg_id)
+    assert reply["status"] == "ok"
+    shown = [
+        str(m["content"]["data"].get("state", {}).get("value", ""))
+        for m in outputs
+        if m["msg_type"] == "comm_msg"
+    ]
+    assert any("Approved by Ada Lovelace via notebook" in v for v in shown), shown
+
+
 def test_reject_button_sends_the_reason_to_the_model(py_kernel: Kernel, model: FakeModel) -> None:
     model.reply(tool_calls=[("run_in_kernel", {"code": "df.drop(columns='price', inplace=True)"})])
     model.reply(text="Understood, I left df alone.")

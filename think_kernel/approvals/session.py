@@ -103,6 +103,8 @@ class SessionApprovals:
             source=str(frame.get("source") or "notebook"),
             user=str(frame.get("user") or local_user()),
         )
+        if frame.get("user_id"):  # the tab that clicked tells its own decisions by it
+            record["user_id"] = str(frame["user_id"])[:200]
         return await gate.resolve(approval_id, record)
 
     async def _answer(self, gate: ApprovalGate, question_id: str, frame: dict[str, Any]) -> bool:

@@ -84,6 +84,7 @@ class ApprovalCard:
             "always": always,
             "reason": self.reason.value,
         }
+        frame.update(clicker())
         if decision == "approve" and self.editor.layout.display != "none":
             try:
                 edited = json.loads(self.editor.value)
@@ -107,6 +108,22 @@ class ApprovalCard:
         """Show the decision (from any surface) and retire the buttons."""
         self._disable(_decision(event))
         self.text = decided_text(self.event, event)
+
+
+def clicker() -> dict[str, str]:
+    """Who sent the click being handled: ``{"user", "user_id"}`` when a Jupyter server
+    stamped the message with the person it authenticated (``header.display_name``, see
+    jupyter_ext/kernelidentity.py), else nothing (the kernel then names its local user)."""
+    try:
+        from IPython import get_ipython
+
+        header = get_ipython().kernel.get_parent("shell").get("header") or {}
+    except Exception:  # no IPython kernel here (a test driving the card directly)
+        return {}
+    name = header.get("display_name")
+    if not isinstance(name, str) or not name:
+        return {}
+    return {"user": name[:200], "user_id": str(header.get("username") or "")[:200]}
 
 
 def decided_text(request: dict[str, Any], decision: dict[str, Any]) -> str:
