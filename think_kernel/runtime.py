@@ -114,7 +114,7 @@ class Runtime:
         self.kind = kind
         self.session_path = session_path
         root = Path(workspace_root or os.getcwd()).resolve()
-        # Outside the workspace: sandboxed code can write anywhere in it (issue 9).
+        # Outside the workspace: sandboxed code can write anywhere in it.
         self.store_dir = location.store_dir(root, self.config.store_path)
         self._notebooks: Any = None
         if workspace is None:
@@ -127,7 +127,7 @@ class Runtime:
         self._own_store = store is None
         self.clients = ModelClients(self.config, model)
         # The endpoint in force: config/env until the store says otherwise (refreshed before
-        # every request, so the setup card's choice reaches running kernels; issue 16).
+        # every request, so the setup card's choice reaches running kernels).
         self.endpoint: Endpoint = resolve(self.config)
         self.layers = Layers(
             self.config,
@@ -174,7 +174,7 @@ class Runtime:
         self.tools = self.layers.tools(CORE_TOOLS)
         self.warmer = ToolWarmer(self.tools)
         self.approvals = SessionApprovals(self.config, self.tools, self)
-        # MCP servers' tools (issue 15): from the cache now; servers start on first use.
+        # MCP servers' tools: from the cache now; servers start on first use.
         self.mcp = McpServers.from_config(self.config, self.store_dir, root)
         self.mcp.attach(self.tools)
         # Tools the agent wrote in .think/tools: loaded before each step once approved.
@@ -183,7 +183,7 @@ class Runtime:
         self.pending_attachments: list[dict[str, Any]] = []
         self.titler = Titler()
         self.gate: ApprovalGate | None = None  # made with the store (start)
-        # Tasks and subagents (issue 12), made with the store; ``linked``: a server watches
+        # Tasks and subagents, made with the store; ``linked``: a server watches
         # this kernel's subagents through durable schedules (the kernel sets it).
         self.linked = False
         self.delegation = SessionSubagents(
