@@ -502,7 +502,6 @@ class Runtime:
                 answered = answered or isinstance(event, Chat)
                 await self.emit(event)
                 yield event
-        self.box.preload_soon()  # a sandbox started for this chat imports numpy & co now
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
 

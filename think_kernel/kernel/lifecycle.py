@@ -50,10 +50,11 @@ class KernelRuntime:
 
     async def prepare_chat(self) -> None:
         """A chat kernel (maybe a spare of the server's pool): build the runtime, open the
-        store and the model client before any chat arrives, so the first message does not
-        wait for them. No session row is written and nothing runs for a session until the
-        first chat frame binds one (``ensure_runtime``). A spare holds no sandbox: many
-        spares and idle chats would each keep one; the session starts its own when bound."""
+        store, start the sandbox and the model client before any chat arrives, so the first
+        message and the first tool call do not wait for them. No session row is written and
+        nothing runs for a session until the first chat frame binds one (``ensure_runtime``).
+        The sandbox takes a uid lease of its own here: no other session ever held it, and it
+        goes with this kernel to the one session that claims it."""
         try:
             async with self._lock:
                 if self.runtime is not None or self._prepared is not None:
@@ -67,8 +68,10 @@ class KernelRuntime:
                     runtime.services.notebooks = linked["notebooks"]
                 await runtime.open_store()
                 await runtime.refresh_endpoint()  # the setup card's endpoint, if one is saved
+                runtime.prewarm_sandbox()
                 runtime.prewarm_model()
                 self._prepared = runtime
+            await runtime.wait_sandbox()
             # Not under the lock: a chat that came meanwhile must not wait for them.
             runtime.prewarm_tools()
             self.link.push({"kind": "prepared"})
@@ -85,9 +88,6 @@ class KernelRuntime:
                 runtime.session_id = (link.session_id if link else None) or runtime.session_id
                 runtime.kind = "chat"  # only chat kernels prepare ahead
                 await runtime.start()
-                # Its first request is under way: the sandbox (without its heavy preload, a
-                # fraction of a second) is ready before the model's first tool call.
-                runtime.prewarm_sandbox()
                 self.runtime = runtime
                 await self._start_reminders(runtime)
             if self.runtime is None:

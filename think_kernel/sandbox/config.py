@@ -180,14 +180,6 @@ class SandboxConfig(Configurable):
         help="Modules the zygote imports once so every run starts with them loaded; missing "
         "ones are skipped. Default: numpy, pandas, matplotlib, matplotlib.pyplot.",
     )
-    defer_preload = Bool(
-        True,
-        config=True,
-        help="Start the zygote without importing preload_modules; it imports them when the "
-        "kernel asks (after the session's first request) or before the first Python run, "
-        "whichever comes first. A bash command never waits for them. False: import them "
-        "before the sandbox is ready. Default: True.",
-    )
     prefork = Int(
         1,
         min=0,

@@ -273,7 +273,6 @@ def zygote_config(
         "prefork": config.prefork,
         "preload": list(config.preload_modules),
         "preload_code": config.preload_code if config.preload_modules else "",
-        "preload_deferred": config.defer_preload,
         "seccomp": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
         # No socket() at all, only socketpairs and the inherited channels:
         # tier 2 has no network namespace, and even tier 1's read-only view of the host

@@ -2,7 +2,6 @@
 
 box = SessionSandbox(root, config, loopback=handler, before_ready=files.start)
 box.prewarm("s_1")                      # the kernel starts it in the background
-box.preload_soon()                      # the first request ended: import numpy & co now
 sandbox = await box.ensure("s_1")       # first use: ToolError says why it cannot run
 await box.close()
 """
@@ -39,7 +38,6 @@ class SessionSandbox:
         self.sandbox: Sandbox | None = None
         self.requested = False
         self._task: asyncio.Task[Sandbox] | None = None
-        self._preload: asyncio.Task[None] | None = None
 
     def prewarm(self, session_id: str) -> None:
         """Start the sandbox in the background (the kernel does this at start)."""
@@ -54,18 +52,6 @@ class SessionSandbox:
             await self.before_ready()
         self.sandbox = sandbox
         return sandbox
-
-    def preload_soon(self) -> None:
-        """Once the session's first request has ended: have the started sandbox import its
-        heavy modules now, while nothing waits on it (a Python run would otherwise pay it)."""
-        if self._preload is None and self._task is not None:
-            self._preload = asyncio.ensure_future(self._preload_after(self._task))
-
-    @staticmethod
-    async def _preload_after(task: asyncio.Task[Sandbox]) -> None:
-        results = await asyncio.gather(asyncio.shield(task), return_exceptions=True)
-        if isinstance(results[0], Sandbox):
-            await results[0].preload()
 
     async def wait(self) -> None:
         """Wait until the prewarmed sandbox has started (or failed: first use says why)."""
@@ -94,9 +80,6 @@ class SessionSandbox:
 
     async def close(self) -> None:
         """Stop a start under way and close the sandbox."""
-        if self._preload is not None and not self._preload.done():
-            self._preload.cancel()
-            await asyncio.gather(self._preload, return_exceptions=True)
         if self._task is not None and not self._task.done():
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

@@ -197,9 +197,6 @@ class Sandbox(StartRuns, CollectRuns):
                 self._on_ctl(launcher, {"ev": "exit", "id": lost.id, "code": None,
                                         "signal": None, "lost": True})  # fmt: skip
             return
-        if ev == "preloaded":
-            self.preloaded = list(msg.get("preloaded") or [])
-            return
         run = self._runs.get(msg.get("id", -1))
         if run is None or run.launcher is not launcher:
             return
@@ -216,17 +213,6 @@ class Sandbox(StartRuns, CollectRuns):
                 del self._warms[run.worker]
 
     # ------------------------------------------------------------------ public API
-
-    async def preload(self) -> None:
-        """Have the zygote import ``preload_modules`` now if it deferred them (a no-op
-        otherwise; the zygote's loop is busy while it imports)."""
-        launcher = self._launcher
-        if launcher is None or not launcher.alive or not self.config.defer_preload:
-            return
-        try:
-            await launcher.send({"op": "preload"})
-        except OSError:  # gone: the next run starts another, which imports at its first need
-            pass
 
     async def serve_loopback(self, handler: LoopbackHandler | None) -> None:
         """Route ``think.*`` calls from sandboxed code to ``handler(tool, args)``."""

@@ -116,28 +116,6 @@ class Zygote:
         # it reports the spawn).
         self.light = light
         self.lent: dict[int, int] = {}
-        # Modules still to import (a deferred preload): at the kernel's "preload" op, or
-        # before the first Python run, whichever comes first. Bash runs never wait for it.
-        self.pending_preload = bool(cfg.get("preload_deferred"))
-
-    def preload_now(self) -> None:
-        """Run the deferred preload once; pre-forked spares forked without it are replaced."""
-        if not self.pending_preload:
-            return
-        self.pending_preload = False
-        cfg = self.cfg
-        uid, gid = cfg.get("drop_uid"), cfg.get("drop_gid")
-        as_session = uid is not None and os.geteuid() == 0
-        with confine.acting_as(uid if as_session else None, gid if as_session else None):
-            loaded = preload(cfg.get("preload", []), cfg.get("preload_code", ""))
-        spares, self.spares = self.spares, []
-        for pid, sock in spares:
-            sock.close()  # its EOF ends it; reap() collects it
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        send_msg(self.ctl, {"ev": "preloaded", "preloaded": loaded})
 
     def reap(self) -> None:
         """Collect exited children; report runs that ended."""
@@ -282,7 +260,6 @@ class Zygote:
         """Start one run: lend a bash run to the bash fork server, else use a spare, or fork."""
         if self.lend(line, req, mine):
             return
-        self.preload_now()  # a Python run is the first need of the preloaded modules
         pid = 0
         while self.spares and not pid:
             spid, ssock = self.spares.pop(0)
@@ -339,8 +316,6 @@ class Zygote:
                     pass
         elif op == "ping":
             send_msg(self.ctl, {"ev": "pong", "n": req.get("n")})
-        elif op == "preload":
-            self.preload_now()
 
     def serve(self, loaded: list[str]) -> None:
         """The main loop: requests from the kernel, SIGCHLD from the children."""
@@ -458,8 +433,7 @@ def main() -> None:
     with confine.acting_as(uid if as_session else None, gid if as_session else None):
         for d in cfg.get("make_dirs", []):  # tier 1 scratch lives on a fresh tmpfs
             os.makedirs(d, mode=0o700, exist_ok=True)
-        deferred = cfg.get("preload_deferred")
-        loaded = [] if deferred else preload(cfg.get("preload", []), cfg.get("preload_code", ""))
+        loaded = preload(cfg.get("preload", []), cfg.get("preload_code", ""))
     program = confinement(cfg, protected)
     Zygote(cfg, ctl, program, light).serve(loaded)
 
