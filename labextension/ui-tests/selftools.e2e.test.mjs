@@ -111,18 +111,24 @@ describe('Tools the agent writes', () => {
     await lab.script('callTool');
     await page.fill('.jp-ThinkComposer-input', 'summarize data.csv');
     await page.keyboard.press('Enter');
+    // The card of the call itself (the earlier execute_code card mentions the name too).
     const tool = page.locator('.jp-ThinkToolCard', {
-      hasText: 'summarize_csv'
+      has: page.locator('.jp-ThinkToolCard-name', {
+        hasText: /^summarize_csv$/
+      })
     });
     await tool.waitFor({ timeout: TIMEOUT });
     await page.waitForSelector(
       '.jp-ThinkToolCard[data-status="complete"]:has-text("summarize_csv")',
       { timeout: TIMEOUT }
     );
-    await tool.locator('.jp-ThinkToolCard-header').click();
-    await page.waitForSelector(
-      '.jp-ThinkToolCard-output:has-text("\\"rows\\": 2")',
-      { timeout: TIMEOUT }
-    );
+    // A finished card may already show its output; a click on its header would fold it.
+    const output = tool.locator('.jp-ThinkToolCard-output', {
+      hasText: '"rows": 2'
+    });
+    if (!(await output.isVisible())) {
+      await tool.locator('.jp-ThinkToolCard-header').click();
+    }
+    await output.waitFor({ timeout: TIMEOUT });
   });
 });
