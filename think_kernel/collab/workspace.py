@@ -42,6 +42,7 @@ def on_disk(rel: str) -> bool:
     """Whether a workspace-relative path is read and written on disk, never in a room."""
     return rel == ON_DISK or rel.startswith(ON_DISK + "/")
 
+
 PageReader = Callable[[str, int, int], Awaitable[TextPage]]
 
 
