@@ -59,7 +59,7 @@ def _mcp(summary: str, body: bool = False) -> dict[str, Any]:
     return op
 
 
-# Issue 15: Think's tools for other agents, the MCP streamable-HTTP transport (the server's
+# Think's tools for other agents, the MCP streamable-HTTP transport (the server's
 # token as "Authorization: token|Bearer ..."; tools/list, tools/call).
 
 SERVER_PATHS: dict[str, Any] = {

@@ -257,7 +257,7 @@ def _cmdline(proc: psutil.Process) -> str:
 
 
 def test_a_reminder_due_while_the_server_was_down_fires_once_late(tmp_path, fake_model):
-    """Issue 15: the model sets a reminder; the server is killed (SIGKILL) before it is due;
+    """The model sets a reminder; the server is killed (SIGKILL) before it is due;
     its time passes while nothing runs; the next server fires it once at start, marked late,
     and its run is answered; a tab that connects then is shown it."""
     env = _setup(tmp_path, fake_model)

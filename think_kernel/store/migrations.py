@@ -269,7 +269,7 @@ migration(
 )
 
 
-# Issue 15: one scheduler for every kind of deferred work, at least once. A claim holds a
+# One scheduler for every kind of deferred work, at least once. A claim holds a
 # lease (renewed while the handler runs) and names its owner and pid, so a row left
 # ``running`` by a dead process is claimed again; ``occurrence_at`` is the due time of the
 # current firing (``due_at`` moves on for a backoff retry) and ``firing_key`` its
@@ -310,7 +310,7 @@ migration(
 )
 
 
-# Issue 15: agents that call Think's tools over MCP (/api/think/mcp) each get a session named
+# Agents that call Think's tools over MCP (/api/think/mcp) each get a session named
 # after them (their clientInfo.name); this maps the name to that session across connections.
 migration(
     "m011_mcp",
