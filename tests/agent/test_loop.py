@@ -387,7 +387,7 @@ class _AtOnce:
 
 
 async def test_a_step_row_is_stored_before_anything_names_it(tmp_path) -> None:
-    """Issue 17: a step's row is stored while its request is on the way, yet no event names
+    """A step's row is stored while its request is on the way, yet no event names
     it, and no update changes it, before it exists; whatever the model did first."""
     from think_kernel.agent.model import ModelError
 

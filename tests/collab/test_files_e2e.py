@@ -118,7 +118,7 @@ async def test_write_then_run_is_exact(chat, model_env, peers, jp_root_dir):
 async def test_a_read_only_run_ends_its_hold_without_a_round_trip(
     chat, model_env, peers, jp_root_dir
 ):
-    """Issue 17: a sandboxed run that changed no file gives its lease back in an item that
+    """A sandboxed run that changed no file gives its lease back in an item that
     goes with its result (no ``doc.sync`` request, no answer to wait for); a run that
     changed one still merges it into the open room first. Every hold ends either way."""
     (jp_root_dir / "held.txt").write_text("one\n")
@@ -179,7 +179,7 @@ def _counted(chat: Any, method: str) -> list[dict[str, Any]]:
 async def test_with_no_room_open_a_run_asks_for_no_flush_and_still_holds(
     chat, model_env, peers, jp_root_dir
 ):
-    """Issue 17: while no document room is open there is nothing to save before a run, and
+    """While no document room is open there is nothing to save before a run, and
     the run asks for no flush: its hold starts with an unanswered item and a lease made by
     the kernel. A room opened during that run still waits for it before it autosaves, and
     loses nothing; while a room is open runs flush first again, and once it closed, not."""
@@ -221,7 +221,7 @@ async def test_with_no_room_open_a_run_asks_for_no_flush_and_still_holds(
 async def test_an_agent_write_is_on_disk_for_the_next_run_with_no_one_watching(
     chat, model_env, jp_root_dir
 ):
-    """Issue 17 with the first of the issues ("a file written by the agent was still stale on
+    """The first write-then-run promise ("a file written by the agent was still stale on
     disk when the next bash ran"): with no tab open, a run asks for no flush; the agent's
     write then opens a room on the server, which tells the kernel before it answers the
     write, and the next run asks for the flush and reads what was written. (The room stays

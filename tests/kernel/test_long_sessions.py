@@ -1,4 +1,4 @@
-"""Issue 14 in a real think kernel: %think_attach, %think_status usage, %think_output."""
+"""Long-session commands in a real think kernel: %think_attach, %think_status, %think_output."""
 
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ async def test_a_fork_bomb_does_not_starve_another_session(
         assert int(res.stdout.split("AFTER")[1].split()[0]) < 32
         assert echo.ok and echo.stdout == "calm\n", echo
         assert forks.ok and forks.stdout == "10\n", forks  # B's process quota is its own
-        # Issue 9 measured 7 s here with a shared uid; CPU shares keep it near instant (the
+        # With a shared uid this took seconds; CPU shares keep it near instant (the
         # margin is for a machine shared with other test runs).
         assert took < 5, took
 

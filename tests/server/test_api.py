@@ -331,7 +331,7 @@ async def test_ws_auth_and_unknown_session(
 
 
 async def test_session_socket_sends_without_delay(api, ws, think):
-    """Issue 17: a tab's socket has Nagle off on the server end (tornado turns it back on
+    """A tab's socket has Nagle off on the server end (tornado turns it back on
     after the upgrade response), so small live frames never wait for the tab's delayed ACK."""
     import socket
 

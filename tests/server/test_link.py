@@ -215,7 +215,7 @@ async def test_lazy_events_share_a_frame_and_precede_rpcs(think, identity, serve
 
 
 async def test_rooms_news_and_holds_that_need_no_answer(think, identity, server_url, api):
-    """Issue 17: the server tells each kernel whether any document room is open (none
+    """The server tells each kernel whether any document room is open (none
     here: no collaboration), and a run's hold may then start with an unanswered item.
     Holds that are not well formed change nothing, and the link carries on."""
     _, s = await api("POST", "sessions", {})
@@ -260,7 +260,7 @@ async def test_rooms_news_and_holds_that_need_no_answer(think, identity, server_
 async def test_an_rpc_is_answered_before_the_items_ahead_of_it_are_stored(
     think, identity, server_url, api
 ):
-    """Issue 17: a request that comes with items (a run's ``doc.flush`` right after its tool
+    """A request that comes with items (a run's ``doc.flush`` right after its tool
     calls) is answered before those items are stored: the kernel waits on the answer,
     nobody on the storing. The items are still stored, all and in order."""
     _, s = await api("POST", "sessions", {})
@@ -423,7 +423,7 @@ def test_find_server_uses_env_then_runtime_file(tmp_path, monkeypatch):
 
 
 async def test_link_frames_leave_at_once(think, identity, server_url, api):
-    """Issue 17: no Nagle delay on either end of the link (tornado turns it back on after
+    """No Nagle delay on either end of the link (tornado turns it back on after
     the upgrade), and an item after a quiet spell is written when it is pushed, not when a
     writer task next gets the loop (a fast model stream may keep it for a while)."""
     import socket

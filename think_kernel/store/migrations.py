@@ -178,7 +178,7 @@ migration(
 )
 
 
-# Issue 14: usage of every model call, the role of each call, whole tool outputs, attachments
+# Usage of every model call, the role of each call, whole tool outputs, attachments
 # and compaction summaries. Self-contained (no dependency on m004).
 migration(
     "m005_usage",
@@ -211,7 +211,7 @@ migration(
 )
 
 
-# Issue 11: what a person sees before deciding (summary, diff), when an unanswered approval
+# What a person sees before deciding (summary, diff), when an unanswered approval
 # counts as rejected, and which process ran the approved call (so it runs at most once).
 migration(
     "m006_approvals",
@@ -225,7 +225,7 @@ migration(
 )
 
 
-# Issue 16: the model endpoint saved from the sidebar's setup card (server-side, outside the
+# The model endpoint saved from the sidebar's setup card (server-side, outside the
 # workspace: the key never reaches the browser or sandboxed code), and each session's kind
 # (chat, notebook, magic) so the sidebar can group them. Sessions from before: those a
 # kernel made carry the workspace's absolute path, the sidebar's do not.
@@ -243,7 +243,7 @@ migration(
 )
 
 
-# Issue 12: the task graph (each request's root and the model's subtasks), the subagent that
+# The task graph (each request's root and the model's subtasks), the subagent that
 # works on a task (its own row fields: status, model, owning process, heartbeat, deadline),
 # and the task a subagent's tool call and approval belong to.
 migration(
@@ -325,7 +325,7 @@ migration(
 )
 
 
-# Issue 17: a revision per message, so a process that keeps a session's history in memory
+# A revision per message, so a process that keeps a session's history in memory
 # reads only the rows that changed since it last looked (store/history.py). Triggers keep it:
 # every insert and update of a message, by any process and any code path, takes the next
 # value of one clock, committed with the change itself, so revisions follow commit order.

@@ -13,7 +13,7 @@ What it refuses, and why:
   ``rt_[tg]sigqueueinfo``, ``pidfd_open``, ``prlimit64``, ``setpriority``/``ioprio_set``
   (also for a whole user), ``sched_set*``, ``migrate_pages``/``move_pages``; and
   ``pidfd_send_signal``/``process_madvise`` outright (a ``/proc/PID`` fd is a pidfd too).
-  Issue 9: ``kill -STOP $PPID`` from sandboxed code used to wedge the session's launcher;
+  ``kill -STOP $PPID`` from sandboxed code used to wedge the session's launcher;
 - sockets: every family but ``AF_UNIX``; with ``no_sockets`` (tier 2, which has no network
   namespace) ``socket()``, ``connect()`` and ``bind()`` entirely, and ``socketpair()`` except
   ``AF_UNIX`` stream/seqpacket pairs (multiprocessing keeps working; a datagram pair could
