@@ -9,6 +9,8 @@ same store; the model is scripted at HTTP.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import nbformat
 import pytest
@@ -25,36 +27,56 @@ def _texts(outputs: list) -> list[str]:
     return [str(o.get("data", {}).get("text/plain", "")) for o in outputs if "data" in o]
 
 
-def _run_headless(tmp_path, env, nb, kernel: str, cell: int) -> tuple[str, str, list[str]]:
-    """Run ``nb`` with nbclient as papermill does, beside a real server on the same store;
-    once its run waits, check what cell ``cell`` says, approve over the API and let it end.
-    Returns the waiting text, the session id and the cell's texts at the end."""
-    root = tmp_path / "root"
-    client = NotebookClient(
-        nb, kernel_name=kernel, timeout=180, resources={"metadata": {"path": str(root)}}
-    )
+@contextmanager
+def headless_beside_server(tmp_path, env, nb, kernel: str) -> Iterator[tuple[Server, Callable]]:
+    """Run ``nb`` with nbclient in a thread, as papermill does, beside a real server on the
+    same store. Yields the server and ``finished(what)``, which waits for the notebook to end
+    after ``what`` was decided."""
+    where = {"metadata": {"path": str(tmp_path / "root")}}
+    client = NotebookClient(nb, kernel_name=kernel, timeout=180, resources=where)
     failure: list[BaseException] = []
 
     def execute() -> None:
         try:
             client.execute(env=env)
-        except BaseException as e:  # reported by the test's thread below
+        except BaseException as e:  # reported by the test's thread in finished()
             failure.append(e)
+
+    def finished(what: str) -> None:
+        runner.join(120)
+        assert not runner.is_alive(), f"the notebook did not finish after the {what}"
+        assert not failure, failure
 
     server = Server(tmp_path, env)
     runner = threading.Thread(target=execute, daemon=True)
     try:
         server.wait_up()
         runner.start()
+        yield server, finished
+    finally:
+        server.kill()
+        if runner.is_alive():
+            client.km and client.km.shutdown_kernel(now=True)
 
-        def pending():
-            for s in server.call("GET", "sessions")["sessions"]:
-                rows = server.call("GET", f"sessions/{s['id']}/approvals?status=pending")
-                if rows["approvals"]:
-                    return s["id"], rows["approvals"][0]
-            return None
 
-        sid, approval = wait_until(pending, 120, "the notebook's run to ask")
+def first_pending(server: Server, kind: str):
+    """The first session with a pending row of ``kind`` (approvals, questions), and the row."""
+    for s in server.call("GET", "sessions")["sessions"]:
+        rows = server.call("GET", f"sessions/{s['id']}/{kind}?status=pending")
+        if rows[kind]:
+            return s["id"], rows[kind][0]
+    return None
+
+
+def _run_headless(tmp_path, env, nb, kernel: str, cell: int) -> tuple[str, str, list[str]]:
+    """Run ``nb`` with nbclient as papermill does, beside a real server on the same store;
+    once its run waits, check what cell ``cell`` says, approve over the API and let it end.
+    Returns the waiting text, the session id and the cell's texts at the end."""
+    root = tmp_path / "root"
+    with headless_beside_server(tmp_path, env, nb, kernel) as (server, finished):
+        sid, approval = wait_until(
+            lambda: first_pending(server, "approvals"), 120, "the notebook's run to ask"
+        )
         # What nbclient (and papermill's log) has recorded by now says what waits and how.
         outputs = nb.cells[cell].outputs
         text = wait_until(
@@ -66,13 +88,7 @@ def _run_headless(tmp_path, env, nb, kernel: str, cell: int) -> tuple[str, str, 
         assert f"POST /api/think/sessions/{sid}/approvals/{approval['id']}" in text, text
         assert not (root / "count.txt").exists()
         server.call("POST", f"sessions/{sid}/approvals/{approval['id']}", {"decision": "approve"})
-        runner.join(120)
-        assert not runner.is_alive(), "the notebook did not finish after the approval"
-        assert not failure, failure
-    finally:
-        server.kill()
-        if runner.is_alive():
-            client.km and client.km.shutdown_kernel(now=True)
+        finished("approval")
     assert (root / "count.txt").read_text() == "ran\n"
     texts = _texts(nb.cells[cell].outputs)
     # The card's text now says what was decided.

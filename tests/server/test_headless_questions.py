@@ -8,16 +8,13 @@ same store; the model is scripted at HTTP.
 
 from __future__ import annotations
 
-import threading
-
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from tests.waiting import wait_until
 
-from .test_headless_approvals import _texts
-from .test_restart import Server, _setup
+from .test_headless_approvals import _texts, first_pending, headless_beside_server
+from .test_restart import _setup
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -26,32 +23,10 @@ ASK = ("ask_user", {"question": "Which colour?", "options": ["red", "green"]})
 
 def _answer_headless(tmp_path, fake_model, nb, kernel: str, cell: int) -> list[str]:
     env = _setup(tmp_path, fake_model)
-    root = tmp_path / "root"
-    client = NotebookClient(
-        nb, kernel_name=kernel, timeout=180, resources={"metadata": {"path": str(root)}}
-    )
-    failure: list[BaseException] = []
-
-    def execute() -> None:
-        try:
-            client.execute(env=env)
-        except BaseException as e:  # reported by the test's thread below
-            failure.append(e)
-
-    server = Server(tmp_path, env)
-    runner = threading.Thread(target=execute, daemon=True)
-    try:
-        server.wait_up()
-        runner.start()
-
-        def pending():
-            for s in server.call("GET", "sessions")["sessions"]:
-                rows = server.call("GET", f"sessions/{s['id']}/questions?status=pending")
-                if rows["questions"]:
-                    return s["id"], rows["questions"][0]
-            return None
-
-        sid, question = wait_until(pending, 120, "the notebook's run to ask")
+    with headless_beside_server(tmp_path, env, nb, kernel) as (server, finished):
+        sid, question = wait_until(
+            lambda: first_pending(server, "questions"), 120, "the notebook's run to ask"
+        )
         outputs = nb.cells[cell].outputs
         text = wait_until(
             lambda: "\n".join(t for t in _texts(outputs) if "Think asks" in t),
@@ -63,13 +38,7 @@ def _answer_headless(tmp_path, fake_model, nb, kernel: str, cell: int) -> list[s
         assert f'{path}  {{"answer": "red"}}' in text, text
         assert "c.ThinkConfig.question_timeout" in text, text
         server.call("POST", f"sessions/{sid}/questions/{question['id']}", {"answer": "green"})
-        runner.join(120)
-        assert not runner.is_alive(), "the notebook did not finish after the answer"
-        assert not failure, failure
-    finally:
-        server.kill()
-        if runner.is_alive():
-            client.km and client.km.shutdown_kernel(now=True)
+        finished("answer")
     tool = [m for m in fake_model.requests[1]["messages"] if m["role"] == "tool"][-1]
     assert tool["content"] == "The user answered: green"
     texts = _texts(nb.cells[cell].outputs)
