@@ -33,6 +33,31 @@ describe('the server log check', () => {
     assert.match(found[1], /never retrieved[\s\S]*WebSocketClosedError/);
   });
 
+  test("a kernel tab's closed write is upstream's; one through our code is not", () => {
+    const closed = `[I 2026-11-28 18:53:37.131 ServerApp] Starting buffering for k1:s1
+Task exception was never retrieved
+future: <Task finished name='Task-3191' coro=<WebSocketProtocol13.write_message.<locals>.wrapper() done, defined at /v/tornado/websocket.py:1138> exception=WebSocketClosedError()>
+Traceback (most recent call last):
+  File "/v/site-packages/tornado/websocket.py", line 1140, in wrapper
+    await fut
+tornado.iostream.StreamClosedError: Stream is closed
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/v/site-packages/tornado/websocket.py", line 1142, in wrapper
+    raise WebSocketClosedError()
+tornado.websocket.WebSocketClosedError
+[I 2026-11-28 18:53:38.000 ServerApp] Kernel shutdown: k1
+`;
+    assert.deepEqual(serverTracebacks(closed), []);
+    const ours = closed.replace(
+      'in wrapper\n    raise',
+      'in wrapper\n  File "/w/think_kernel/kernel/link.py", line 9, in _write\n    raise'
+    );
+    assert.equal(serverTracebacks(ours).length, 1);
+  });
+
   test('a test may allow the tracebacks it provokes; a clean log has none', () => {
     assert.equal(serverTracebacks(LOG, [/./]).length, 0);
     assert.deepEqual(serverTracebacks('[I 2026 ServerApp] fine\n'), []);

@@ -344,9 +344,13 @@ class KernelLink:
 
     def _write(self, data: dict[str, Any]) -> None:
         try:
-            self._ws.write_message(json.dumps(data, default=str))
+            fut = self._ws.write_message(json.dumps(data, default=str))
         except Exception:  # closed: the reader notices and reconnects
             log.debug("link write failed", exc_info=True)
+            return
+        # A write the server's close cuts short fails later, in this future: read it here so
+        # asyncio does not log "Task exception was never retrieved"; the reader reconnects.
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     # -- connection --------------------------------------------------------------------------
 
