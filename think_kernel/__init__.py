@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 
 def load_ipython_extension(ipython: Any) -> None:
