@@ -76,6 +76,26 @@ def test_an_option_button_answers_the_question(py_kernel: Kernel, model: FakeMod
     assert _disabled(outputs, ids["x"])
 
 
+def test_an_answer_names_the_person_the_server_stamped(py_kernel: Kernel, model: FakeModel) -> None:
+    """A click that came through a Jupyter server carries the authenticated person in its
+    header (jupyter_ext/kernelidentity.py): the answer names them, not the OS user."""
+    model.reply(tool_calls=[("ask_user", {"question": "Which scale?", "options": ["log", "lin"]})])
+    model.reply(text="Log it is.")
+    msg_id = py_kernel.kc.execute("%%think\nplot it")
+    _, ids = _card(py_kernel, msg_id)
+    msg = py_kernel.kc.session.msg("comm_msg", {"comm_id": ids["log"], "data": CLICK})
+    msg["header"].update(username="a1b2c3", display_name="Ada Lovelace")
+    py_kernel.kc.shell_channel.send(msg)
+    outputs, reply = _drain(py_kernel, msg_id)
+    assert reply["status"] == "ok"
+    shown = [
+        str(m["content"]["data"].get("state", {}).get("value", ""))
+        for m in outputs
+        if m["msg_type"] == "comm_msg"
+    ]
+    assert any("Answered by Ada Lovelace via notebook: log" in v for v in shown), shown
+
+
 def test_think_kernel_cell_takes_a_typed_answer(tmp_path, model: FakeModel) -> None:
     """The same card in a think kernel's request cell: a typed answer, sent with Send."""
     kernel = start_kernel(workspace_in(tmp_path), kernel_env(tmp_path, model), name="think")

@@ -113,7 +113,10 @@ class SessionApprovals:
             return False
         source = str(frame.get("source") or "notebook")
         try:
-            record = answer_record(row, frame.get("answer"), source=source, user=local_user())
+            user = str(frame.get("user") or local_user())
+            record = answer_record(row, frame.get("answer"), source=source, user=user)
         except BadAnswer:
             return False
+        if frame.get("user_id"):  # the tab that clicked tells its own answers by it
+            record["user_id"] = str(frame["user_id"])[:200]
         return await gate.resolve(question_id, record)

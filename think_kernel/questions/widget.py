@@ -4,7 +4,8 @@
     display(card.bundle(), raw=True)
     card.resolved(answered_event.to_dict())   # whichever surface answered first
 
-``decide(frame)`` receives ``{"local": True, "answer": "...", "source": "notebook"}`` (what
+``decide(frame)`` receives ``{"local": True, "answer": "...", "source": "notebook"}`` and, in
+a tab of a Jupyter server, ``user`` and ``user_id`` of the person who clicked (what
 ``Runtime.resolve_approval`` takes). The buttons only send; the card changes when the run
 reports ``question_answered``, so an answer given in the sidebar first shows here too.
 
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..approvals.widget import ApprovalCard, decided_text, waiting_text
+from ..approvals.widget import ApprovalCard, clicker, decided_text, waiting_text
 
 Decide = Callable[[dict[str, Any]], Any]
 
@@ -74,7 +75,8 @@ class QuestionCard:
             self.status.value = "<span style='color:#c00'>type an answer first</span>"
             return
         self._disable("sending…")
-        self._decide({"local": True, "answer": answer, "source": "notebook"})
+        # The person the server authenticated for this click, as approvals' cards name theirs.
+        self._decide({"local": True, "answer": answer, "source": "notebook", **clicker()})
 
     def _disable(self, note: str) -> None:
         for b in self.buttons:
