@@ -19,12 +19,14 @@ from think_kernel.store.store import _row
 
 
 def direct(path: Path, session_id: str, facet: str | None = None) -> list[dict[str, Any]]:
-    """The session's rows read straight from the file, as the store decodes them."""
+    """The session's rows on its current branch, read straight from the file, as the store
+    decodes them."""
     db = sqlite3.connect(path)
     db.row_factory = _row  # type: ignore[assignment]
     try:
         return db.execute(
-            "SELECT * FROM messages WHERE session_id = ? AND facet IS ? ORDER BY seq",
+            "SELECT * FROM messages WHERE session_id = ? AND facet IS ? AND off_branch = 0"
+            " ORDER BY seq",
             (session_id, facet),
         ).fetchall()
     finally:

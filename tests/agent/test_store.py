@@ -48,7 +48,9 @@ async def test_pages_and_truncate(tmp_path: Path) -> None:
     assert await s.truncate(sid, ids[4]) == 6
     assert [m["content"] for m in await s.get_messages(sid)] == ["m0", "m1", "m2", "m3"]
     nxt = await s.add_message(sid, "user", "again")
-    assert nxt["seq"] == 5
+    # The edited line is kept on its own branch, so the new message comes after it in seq.
+    assert nxt["seq"] == 11
+    assert [m["content"] for m in await s.get_messages(sid, limit=2)] == ["m3", "again"]
     assert await s.delete_session(sid) and await s.get_messages(sid) == []
     await s.close()
 

@@ -13,7 +13,8 @@ message takes the next value of one clock in the same transaction, so they follo
 and cover every writer (the kernel, the server, another kernel, a migration). Hence, in any
 snapshot that holds a row of revision ``r``, every change with a smaller revision is present:
 asking for ``rev > newest seen`` after a consistent read misses nothing. A delete (``/undo``,
-a truncation, a deleted session) records its revision in ``message_resets``; the value that
+a deleted session) or a switch of branch (rows leave or join the conversation: see
+``store/branches.py``) records its revision in ``message_resets``; the value that
 comes with each read is compared with the one of the last read, and any change means the
 cache reads everything again. The rows and that value come from one statement, hence one
 snapshot.
@@ -38,12 +39,13 @@ _RESET = "(SELECT rev FROM message_resets WHERE session_id = ?)"
 _FULL = (
     f"SELECT COALESCE(r.rev, 0) AS _rev, {_RESET} AS _reset, m.* FROM messages m"
     " LEFT JOIN message_revs r ON r.id = m.id"
-    " WHERE m.session_id = ? AND m.facet IS ? ORDER BY m.seq"
+    " WHERE m.session_id = ? AND m.facet IS ? AND m.off_branch = 0 ORDER BY m.seq"
 )
 _CHANGED = (
     f"SELECT r.rev AS _rev, {_RESET} AS _reset, m.* FROM message_revs r"
     " JOIN messages m ON m.id = r.id"
-    " WHERE r.session_id = ? AND r.rev > ? AND m.facet IS ? ORDER BY m.seq"
+    " WHERE r.session_id = ? AND r.rev > ? AND m.facet IS ? AND m.off_branch = 0"
+    " ORDER BY m.seq"
 )
 
 

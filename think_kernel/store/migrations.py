@@ -387,6 +387,39 @@ migration(
 )
 
 
+# Sessions are trees: "edit a previous message" starts a branch instead of deleting. Each
+# message records the branch it was written on; a branch leaves its parent branch after one
+# message (``fork_id``/``fork_seq``, none: from the start). The rows of the session's current
+# branch (``sessions.branch_id``) have ``off_branch = 0``, so every reader of "the
+# conversation" keeps reading one straight line; the others are kept, hidden. Hiding or
+# showing a row is recorded as a reset (store/history.py), so a process holding the history
+# in memory reads it again.
+migration(
+    "m014_branches",
+    """
+    CREATE TABLE branches (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        parent_id TEXT,
+        fork_id TEXT,
+        fork_seq INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX branches_session ON branches(session_id, created_at);
+    ALTER TABLE sessions ADD COLUMN branch_id TEXT;
+    ALTER TABLE messages ADD COLUMN branch_id TEXT;
+    ALTER TABLE messages ADD COLUMN off_branch INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX messages_branch ON messages(session_id, branch_id, seq);
+    CREATE TRIGGER message_branch_reset AFTER UPDATE OF off_branch ON messages
+    WHEN NEW.off_branch != OLD.off_branch BEGIN
+        UPDATE message_clock SET rev = rev + 1 WHERE id = 1;
+        INSERT OR REPLACE INTO message_resets
+            VALUES (NEW.session_id, (SELECT rev FROM message_clock WHERE id = 1));
+    END;
+    """,
+)
+
+
 async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 

@@ -63,7 +63,7 @@ class SessionsMixin(StorePart):
         where, params = ("WHERE s.kind = ?", [kind]) if kind else ("", [])
         return await self._all(
             "SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id"
-            " AND m.facet IS NULL)"
+            " AND m.facet IS NULL AND m.off_branch = 0)"
             f" AS message_count FROM sessions s {where} ORDER BY updated_at DESC"
             " LIMIT ? OFFSET ?",
             (*params, limit, offset),
@@ -87,6 +87,7 @@ class SessionsMixin(StorePart):
             "approvals",
             "runs",
             "usage",
+            "branches",
         ):
             await self.db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         self.history.forget(session_id)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .actions import ActionsMixin
+from .branches import BranchesMixin
 from .history import HistoryCache
 from .ids import new_id
 from .loopdb import Cursor, LoopConnection
@@ -85,7 +86,7 @@ _MESSAGE_COLUMNS = (
     " result_summary result_preview reasoning reasoning_size status checkpoint heartbeat_at"
     " tokens_in tokens_out model attempt parent_id facet error created_at updated_at"
     " duration_ms ok model_role tokens_cached tokens_reasoning cost output_blob output_size"
-    " attachments compaction"
+    " attachments compaction branch_id off_branch"
 ).split()
 
 
@@ -128,6 +129,7 @@ async def _switch_to_wal(db: LoopConnection, patience: float = 10.0) -> None:
 
 class Store(
     SessionsMixin,
+    BranchesMixin,
     ActionsMixin,
     RecordsMixin,
     SchedulesMixin,
@@ -303,16 +305,19 @@ class Store(
         marks = ", ".join("?" for _ in row)
         # One statement: the next seq is computed inside SQLite, so two processes (kernel and
         # server) appending to the same session cannot take the same number.
+        # The message joins the session's current branch (see store/branches.py).
         sql = (
-            f"INSERT INTO messages ({cols}, seq) SELECT {marks}, COALESCE(MAX(seq), 0) + 1"
-            " FROM messages WHERE session_id = ? RETURNING seq"
+            f"INSERT INTO messages ({cols}, seq, branch_id) SELECT {marks},"
+            " COALESCE(MAX(seq), 0) + 1, (SELECT branch_id FROM sessions WHERE id = ?)"
+            " FROM messages WHERE session_id = ? RETURNING seq, branch_id"
         )
-        params = (*(_encode(k, v) for k, v in row.items()), session_id)
+        params = (*(_encode(k, v) for k, v in row.items()), session_id, session_id)
         delay = 0.001
         while True:
             try:
                 cur = await self.db.execute(sql, params)
-                seq = (cur.fetchone())["seq"]  # type: ignore[index]
+                got = cur.fetchone()
+                seq, branch_id = got["seq"], got["branch_id"]  # type: ignore[index]
                 break
             except sqlite3.OperationalError as e:
                 # WAL: this statement reads MAX(seq) before it writes; if another process
@@ -325,8 +330,8 @@ class Store(
         if role == "user":  # sessions sort by the last request; one round trip less per step
             await self._write("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
         full: dict[str, Any] = {c: None for c in _MESSAGE_COLUMNS}
-        full.update(content_size=0, reasoning_size=0, status="complete", attempt=0)
-        full.update(row, seq=seq)
+        full.update(content_size=0, reasoning_size=0, status="complete", attempt=0, off_branch=0)
+        full.update(row, seq=seq, branch_id=branch_id)
         return full
 
     async def update_message(self, message_id: str, **fields: Any) -> None:
@@ -382,7 +387,7 @@ class Store(
         if before is None and limit is None:  # a whole conversation: see store/history.py
             kept = None if statuses is None else frozenset(statuses)
             return await self.history.rows(session_id, facet, kept)
-        where = ["session_id = ?", "facet IS ?"]
+        where = ["session_id = ?", "facet IS ?", "off_branch = 0"]
         params: list[Any] = [session_id, facet]
         if before is not None:
             where.append("seq < ?")
@@ -400,14 +405,11 @@ class Store(
         return rows
 
     async def truncate(self, session_id: str, message_id: str) -> int:
-        """Delete a message and everything after it in the session; return the count."""
-        msg = await self.get_message(message_id)
-        if msg is None or msg["session_id"] != session_id:
-            raise KeyError(message_id)
-        cur = await self.db.execute(
-            "DELETE FROM messages WHERE session_id = ? AND seq >= ?", (session_id, msg["seq"])
-        )
-        return cur.rowcount
+        """Edit from a message: start a branch that leaves before it (the message and those
+        after it stay stored, on the branch left); return how many messages left the
+        conversation. KeyError for a message not on this session's current branch."""
+        started = await self.start_branch(session_id, message_id)
+        return int(started["hidden"])
 
     async def find_stale_messages(self, older_than: float) -> list[dict[str, Any]]:
         """Streaming or pending messages whose heartbeat is older than ``older_than``."""
