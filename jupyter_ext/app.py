@@ -25,7 +25,7 @@ from traitlets import Bool, Float, Int, List, Unicode, observe
 from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
 
-from . import kernelidentity
+from . import identity, kernelidentity
 from .collab import wiring
 from .handlers import routes
 from .hub import Hub
@@ -291,11 +291,14 @@ class ThinkExtension(ExtensionApp):
         return os.path.abspath(os.path.expanduser(root))
 
     def _link_jupyter_server_extension(self, serverapp: Any) -> None:
-        """Install the link-safe contents manager (unless another one is configured) and
-        keep jupyter-collaboration's files out of the workspace (:mod:`.collab.wiring`)."""
+        """Install the link-safe contents manager and the identity provider (unless others
+        are configured) and keep jupyter-collaboration's files out of the workspace
+        (:mod:`.collab.wiring`, :mod:`.identity`)."""
         super()._link_jupyter_server_extension(serverapp)
         keep_preloaded(serverapp, self.kernel_pool_size)
         wiring.install(serverapp, self.store_dir(), self._root())
+        # A browser keeps its name and initials when the server comes back on another port.
+        identity.install(serverapp)
 
     def _check_contents_manager(self) -> None:
         """Warn when saves may follow links planted by sandboxed code."""
