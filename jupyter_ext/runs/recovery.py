@@ -97,7 +97,7 @@ class Recovery:
                 await self.chats.interrupt(run.id, "the think kernel died mid-run")
                 continue
             if not run.delivered:
-                alive.append(run.id)  # the kernel is starting: _deliver bounds that wait
+                alive.append(run.id)  # the kernel is starting: its delivery bounds that wait
                 continue
             down = self._down_since.setdefault(run.id, now)
             if now - down > self.stale_timeout:

@@ -27,22 +27,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from think_kernel.agent.events import TaskEvent
 from think_kernel.store import new_id
 from think_kernel.waits import wait_for
 from think_kernel.wire.base import Frame
-from think_kernel.wire.link import CancelFrame, ChatFrame
+from think_kernel.wire.link import CancelFrame
 
 from ..approvals import reject_pending
-from ..subagents import end_request_tasks
 from .chatkernels import ChatKernels
+from .delivery import Delivery
 from .owners import Owners
+from .records import record_dropped, record_end, task_event
 from .run import ChatRun, RetryPolicy, SessionNotFound
 
 if TYPE_CHECKING:
@@ -51,16 +50,6 @@ if TYPE_CHECKING:
     from ..hub import Hub
     from ..link import KernelInfo, KernelLinks
     from ..pipeline import EventPipeline
-
-log = logging.getLogger(__name__)
-
-#: Told to the model (in the request's context) and shown in the chat after a hibernated or
-#: lost kernel came back: what the warm Python worker held is not restored.
-WORKER_RESTARTED = (
-    "Note: this chat's kernel was restarted since the last message (it hibernated while "
-    "idle, or stopped). The Python worker restarted: variables, imports and objects from "
-    "earlier code runs are gone; files in the workspace are kept."
-)
 
 
 class ChatSessions:
@@ -109,6 +98,16 @@ class ChatSessions:
         self._send_locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.owners = Owners(links.send)  # which attempts each kernel says it owns
+        self.delivery = Delivery(
+            store,
+            self.pool,
+            links,
+            pipeline,
+            self.owners,
+            start_timeout=start_timeout,
+            current=self._wanted,
+            interrupt=self.interrupt,
+        )
         self._closing = False
         self.wake_scheduler: Callable[[], None] = lambda: None
         links.item_listeners.append(self._on_item)
@@ -207,7 +206,7 @@ class ChatSessions:
             ahead = len(self.queued(session_id)) - 1
             detail = "queued: starts when the current request ends"
             detail += f" ({ahead} more before it)" if ahead > 0 else ""
-        await self._task_event(run, "queued", detail)
+        await task_event(self.pipeline, run, "queued", detail)
         if not waits:
             await self._start(run)
         return message, row
@@ -269,7 +268,7 @@ class ChatSessions:
             run.content = await self.store.message_content(message)
         run.attempt = int(row["attempt"])
         run.state, run.epoch, run.delivered = "running", None, False
-        # Not the dead kernel's id: until _deliver has a live kernel, recovery must see a
+        # Not the dead kernel's id: until the delivery has a live kernel, recovery must see a
         # run that is starting, not one whose kernel died (that would interrupt it again).
         run.kernel_id = None
         self.runs[run_id] = run
@@ -277,7 +276,7 @@ class ChatSessions:
             run_id, status="running", owner=self.owner, heartbeat_at=time.time(), epoch=None
         )
         await self.store.update_session(run.session_id, status="running")
-        self._spawn(self._deliver(run))
+        self._spawn(self.delivery.deliver(run))
 
     async def interrupt(self, run_id: str, reason: str, transient: bool = True) -> None:
         """An attempt lost its owner: mark its stream errored, then retry or fail the run."""
@@ -306,7 +305,7 @@ class ChatSessions:
             "run_retry", time.time() + delay, {"run_id": run_id}, row["session_id"]
         )
         self.wake_scheduler()
-        await self._task_event(run, "retrying", f"{reason}; retry in {delay:g} s", attempt)
+        await task_event(self.pipeline, run, "retrying", f"{reason}; retry in {delay:g} s", attempt)
 
     async def adopt(self, row: dict[str, Any]) -> None:
         """Take over a run a dead server left behind (called by recovery)."""
@@ -398,7 +397,7 @@ class ChatSessions:
             run.id, status="running", owner=self.owner, heartbeat_at=time.time()
         )
         await self.store.update_session(run.session_id, status="running")
-        self._spawn(self._deliver(run))
+        self._spawn(self.delivery.deliver(run))
 
     async def _start_next(self, session_id: str) -> None:
         async with self._queue_lock(session_id):
@@ -413,65 +412,12 @@ class ChatSessions:
     async def _drop_queued(self, run: ChatRun) -> None:
         if self.runs.pop(run.id, None) is None:
             return
-        await self.store.update_run(run.id, status="cancelled", error="cancelled")
-        if run.queued_message:
-            await self.store.update_message(run.message_id, status="cancelled")
-            message = await self.store.get_message(run.message_id)
-            if message is not None:
-                await self.pipeline.emit(run.session_id, {"type": "message", "message": message})
-        await self._task_event(run, "failed", "cancelled", run.attempt)
+        await record_dropped(self.store, self.pipeline, run)
         run.done.set()
 
-    async def _ran(self, run: ChatRun) -> bool:
-        """Whether the session answered before this run (a server restart forgets which
-        sessions hibernated: any earlier answer means a kernel served it before)."""
-        earlier = await self.store.get_messages(run.session_id, limit=2)
-        return any(m["id"] != run.message_id for m in earlier)
-
-    async def _note_restart(self, session_id: str) -> None:
-        """Tell the people in the chat that its Python worker restarted."""
-        try:
-            # A status line the sidebar shows as it shows a retry's (and the events keep).
-            frame = {"type": "status", "status": "thinking", "detail": WORKER_RESTARTED}
-            await self.pipeline.emit(session_id, frame)
-        except Exception:  # a notice is a courtesy: never fail the run for it
-            log.debug("restart notice not sent", exc_info=True)
-
-    def _chat_frame(self, run: ChatRun) -> ChatFrame:
-        return ChatFrame(
-            run_id=run.id,
-            attempt=run.attempt,
-            session_id=run.session_id,
-            message_id=run.message_id,
-            content=run.content,
-            context=run.context,
-        )
-
-    def _send_chat(self, kernel_id: str, run: ChatRun) -> None:
-        if self.links.send(kernel_id, self._chat_frame(run)):
-            run.delivered = True
-            run.ping_floor = self.owners.next_ping  # pings sent from now on follow the frame
-
-    async def _deliver(self, run: ChatRun) -> None:
-        try:
-            woke = self.pool.hibernating(run.session_id)
-            kid = await self.ensure_kernel(run.session_id)
-            if self.pool.take_restart(run.session_id) or (woke and await self._ran(run)):
-                run.context = f"{WORKER_RESTARTED}\n{run.context}".strip()
-                await self._note_restart(run.session_id)
-            run.kernel_id = kid
-            await self.store.update_run(run.id, kernel_id=kid, status="running")
-            await wait_for(self.links.wait(kid), self.start_timeout)
-            if self.runs.get(run.id) is run and run.state == "running" and run.epoch is None:
-                self._send_chat(kid, run)
-        except asyncio.CancelledError:
-            raise
-        except TimeoutError:
-            await self.interrupt(run.id, "the think kernel did not connect in time")
-        except Exception as e:
-            permanent = type(e).__name__ in ("NoSuchKernel", "FileNotFoundError")
-            log.warning("could not start a kernel for %s: %s", run.session_id, e)
-            await self.interrupt(run.id, f"could not start a think kernel: {e}", not permanent)
+    def _wanted(self, run: ChatRun) -> bool:
+        """Whether a delivered attempt is still the one to run (no cancel, no newer one)."""
+        return self.runs.get(run.id) is run and run.state == "running" and run.epoch is None
 
     # -- what kernels say --------------------------------------------------------------------
 
@@ -482,7 +428,7 @@ class ChatSessions:
             if run.epoch is not None and run.epoch != info.epoch:
                 self._spawn(self.interrupt(run.id, "the think kernel restarted mid-run"))
             elif run.epoch is None:
-                self._send_chat(info.kernel_id, run)  # the kernel drops it if it has it
+                self.delivery.send(info.kernel_id, run)  # the kernel drops it if it has it
 
     def _on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
         if self._closing:
@@ -511,33 +457,7 @@ class ChatSessions:
     async def _finish(self, run: ChatRun, status: str, error: str) -> None:
         if self.runs.pop(run.id, None) is None:
             return
-        final = {"complete": "complete", "cancelled": "cancelled"}.get(status, "failed")
-        if final == "failed" and not error:
-            error = "the request failed"
-        await self.store.update_run(run.id, status=final, error=error or None, ended_at=time.time())
-        self.hub.clear(run.session_id)
-        if final == "failed":
-            # The reason stays in the chat (and its history), not only in a transient banner.
-            note = await self.store.add_message(
-                run.session_id,
-                "system",
-                f"The request failed: {error}",
-                status="error",
-                error=error,
-                parent_id=run.message_id,
-            )
-            await self.pipeline.emit(run.session_id, {"type": "message", "message": note})
-        # Its kernel ended its tasks, unless it died first.
-        await end_request_tasks(
-            self.store, self.pipeline, run.session_id, run.message_id, final, error
-        )
-        kind = "complete" if final == "complete" else "failed"
-        detail = final if final != "failed" else error
-        await self._task_event(run, kind, detail, run.attempt)
+        await record_end(self.store, self.pipeline, self.hub, run, status, error)
         run.done.set()
         self.pool.touch(run.session_id)  # idle time counts from the end of the last run
         await self._start_next(run.session_id)
-
-    async def _task_event(self, run: ChatRun, kind: str, detail: str, attempt: int = 0) -> None:
-        event = TaskEvent(kind=kind, task_id=run.id, detail=detail, attempt=attempt)  # type: ignore[arg-type]
-        await self.pipeline.emit(run.session_id, dict(event.to_dict(), run_id=run.id))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_ext.runs.sessions import WORKER_RESTARTED
+from jupyter_ext.runs.delivery import WORKER_RESTARTED
 from tests.waiting import until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
