@@ -136,7 +136,6 @@ export async function startLab({
     'lab',
     '--allow-root',
     '--no-browser',
-    `--port=${port}`,
     '--ServerApp.ip=127.0.0.1',
     `--IdentityProvider.token=${token}`,
     `--ServerApp.root_dir=${root}`,
@@ -196,34 +195,53 @@ export async function startLab({
       })
     );
   }
-  const log = fs.openSync(path.join(tmp, 'lab.log'), 'w');
-  const proc = spawn('jupyter', args, {
-    env,
-    cwd: root,
-    stdio: ['ignore', log, log],
-    detached: true
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60000;
-  for (;;) {
-    if (proc.exitCode !== null) {
-      throw new Error(
-        `jupyter lab exited: ${fs.readFileSync(path.join(tmp, 'lab.log'), 'utf8')}`
-      );
-    }
-    try {
-      const r = await fetch(`${url}/api/status?token=${token}`);
-      if (r.ok) {
-        break;
+  let proc = null;
+  let url = null;
+  // Start the server on `at` and wait until it answers; the log is appended to, so a
+  // restarted server's lines follow the first one's.
+  const launch = async (at, extraArgs = []) => {
+    const log = fs.openSync(path.join(tmp, 'lab.log'), 'a');
+    proc = spawn('jupyter', [...args, `--port=${at}`, ...extraArgs], {
+      env,
+      cwd: root,
+      stdio: ['ignore', log, log],
+      detached: true
+    });
+    fs.closeSync(log); // the server has its own copy
+    url = `http://127.0.0.1:${at}`;
+    const deadline = Date.now() + 60000;
+    for (;;) {
+      if (proc.exitCode !== null) {
+        throw new Error(
+          `jupyter lab exited: ${fs.readFileSync(path.join(tmp, 'lab.log'), 'utf8')}`
+        );
       }
+      try {
+        const r = await fetch(`${url}/api/status?token=${token}`);
+        if (r.ok) {
+          break;
+        }
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        throw new Error('jupyter lab did not start in 60 s');
+      }
+      await new Promise(r => setTimeout(r, 250));
+    }
+  };
+  // SIGTERM to the server's process group, as a person's Ctrl-C or `jupyter server stop`.
+  const halt = async () => {
+    try {
+      process.kill(-proc.pid, 'SIGTERM');
     } catch {
-      // not listening yet
+      // already gone
     }
-    if (Date.now() > deadline) {
-      throw new Error('jupyter lab did not start in 60 s');
-    }
-    await new Promise(r => setTimeout(r, 250));
-  }
+    await new Promise(r =>
+      proc.exitCode !== null ? r() : proc.once('exit', r)
+    );
+  };
+  await launch(port);
   return {
     url,
     token,
@@ -298,19 +316,22 @@ export async function startLab({
       );
     },
     /**
+     * Stop the server and start it again with the same root, token, Jupyter folders and
+     * model, on `port` (by default the one it had; a busy port fails the start rather
+     * than moving elsewhere); `url` then names the new server.
+     */
+    async restart({ port: at = new URL(url).port } = {}) {
+      await halt();
+      await launch(at, ['--ServerApp.port_retries=0']);
+      this.url = url;
+    },
+    /**
      * Stop the server; with `check` (the default), throw if its log has a traceback:
      * normal use must not leave one, so the test file fails.
      */
     async stop({ check = true } = {}) {
       model?.stop();
-      try {
-        process.kill(-proc.pid, 'SIGTERM');
-      } catch {
-        // already gone
-      }
-      await new Promise(r =>
-        proc.exitCode !== null ? r() : proc.once('exit', r)
-      );
+      await halt();
       const text = fs.readFileSync(path.join(tmp, 'lab.log'), 'utf8');
       const allow = [...UPSTREAM_TRACEBACKS, ...allowTracebacks];
       const found = check ? serverTracebacks(text, allow) : [];
