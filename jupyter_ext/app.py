@@ -27,6 +27,7 @@ from think_kernel.store import Store, location, new_id
 
 from . import identity, kernelidentity
 from .collab import wiring
+from .completion import Completer, completion_routes
 from .handlers import routes
 from .hub import Hub
 from .link import KernelLinks, LinkHandler, RpcHandler
@@ -140,6 +141,17 @@ class ThinkExtension(ExtensionApp):
     def _idle_timeout_is_hibernate_after(self, change: Any) -> None:
         self.hibernate_after = change["new"]
 
+    completion_timeout = Float(
+        4.0,
+        config=True,
+        help="Seconds an inline completion may wait on the fast model before the ghost text "
+        "is given up (the person types on meanwhile). Default: 4.",
+    )
+    completion_max_tokens = Int(
+        96,
+        config=True,
+        help="Most tokens the fast model may write for one inline completion. Default: 96.",
+    )
     cancel_timeout = Float(
         1.0,
         config=True,
@@ -270,6 +282,11 @@ class ThinkExtension(ExtensionApp):
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in question_routes())
+        self.completer = Completer(
+            timeout=self.completion_timeout, max_tokens=self.completion_max_tokens
+        )
+        completing = {**kw, "completer": self.completer}
+        self.handlers.extend((pattern, cls, completing) for pattern, cls in completion_routes())
         self.handlers.append(
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
@@ -448,6 +465,7 @@ class ThinkExtension(ExtensionApp):
         """Stop the loops, close links and the store."""
         if self.mcp is not None:
             await self.mcp.close()
+        await self.completer.aclose()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

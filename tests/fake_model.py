@@ -24,6 +24,9 @@ tokens with OpenAI's context-length error. Internal calls of the agent (the
 ``X-Think-Purpose`` header says ``compaction``, ``tool_summary`` or ``title``) do not take
 scripted replies: ``internal(body)`` answers them (default: a short canned text) and they are
 recorded in ``internal_requests``, so scripts of the main loop stay as they were.
+``answer(purpose, **reply)`` gives every internal call of one purpose the same standing
+reply (inline completions: ``answer("complete", text="upby('a')")``); ``closed`` counts the
+requests whose client went away before the answer ended (a cancelled completion).
 
 Concurrent conversations (subagents) arrive in no fixed order: a conversation gets
 its own script with ``reply_for(key, ...)``, served to the requests whose first user message
@@ -119,6 +122,8 @@ class FakeModel:
         self.internal: Callable[[dict[str, Any]], Reply] = lambda body: Reply(
             text=f"(fake {body.get('_purpose', 'internal')} answer)"
         )
+        self.answers: dict[str, Reply] = {}
+        self.closed = 0
         self.context_window: int | None = None
         self.reject_stream_options = False
         self.headers: list[dict[str, str]] = []
@@ -152,6 +157,8 @@ class FakeModel:
             self.conversations.clear()
             self.spans.clear()
             self._barriers.clear()
+            self.answers.clear()
+            self.closed = 0
         self.context_window = None
         self.reject_stream_options = False
         self.internal = lambda body: Reply(text=f"(fake {body.get('_purpose')} answer)")
@@ -161,6 +168,18 @@ class FakeModel:
         with self._cond:
             self.script.append(Reply(**kwargs))
         return self
+
+    def answer(self, purpose: str, **kwargs: Any) -> FakeModel:
+        """Answer every internal call of ``purpose`` (``X-Think-Purpose``) with this reply."""
+        with self._cond:
+            self.answers[purpose] = Reply(**kwargs)
+        return self
+
+    def client_closed(self) -> None:
+        """Count a request whose client went away mid-answer, and wake waiters."""
+        with self._cond:
+            self.closed += 1
+            self._cond.notify_all()
 
     def reply_for(self, key: str, **kwargs: Any) -> FakeModel:
         """Append a reply to the script of the conversation whose first user message
@@ -308,6 +327,9 @@ class _Handler(tornado.web.RequestHandler):
     def initialize(self, fm: FakeModel) -> None:
         self.fm = fm
 
+    def on_connection_close(self) -> None:
+        self.fm.client_closed()
+
     def _error(self, status: int, message: str, code: str) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
@@ -347,7 +369,10 @@ class _Handler(tornado.web.RequestHandler):
                 "messages.",
                 "context_length_exceeded",
             )
-        r = self.fm.internal(body) if internal else self.fm.next_reply(body)
+        if internal:
+            r = self.fm.answers.get(purpose) or self.fm.internal(body)
+        else:
+            r = self.fm.next_reply(body)
         span = {"key": self.fm.conversation_of(body), "start": time.time(), "end": None}
         if not internal:
             self.fm.spans.append(span)

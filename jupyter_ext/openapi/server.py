@@ -1,4 +1,5 @@
-"""Routes of the server as a whole: this document, the model endpoint, kernels, schedules, MCP."""
+"""Routes of the server as a whole: this document, the model endpoint, completion, kernels,
+schedules, MCP."""
 
 from __future__ import annotations
 
@@ -89,6 +90,41 @@ SERVER_PATHS: dict[str, Any] = {
                 }
             ),
             body=_ENDPOINT_BODY,
+        )
+    },
+    "/complete": {
+        "post": op(
+            "Inline completion at the cursor by the fast model (empty without a model, when "
+            "superseded by the same tab's newer request, or past the deadline)",
+            ok_json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "completion": {"type": "string"},
+                        "configured": {"type": "boolean"},
+                        "model": {"type": "string"},
+                        "model_ms": {"type": "number"},
+                        "reason": {
+                            "type": "string",
+                            "enum": ["", "no_model", "timeout", "superseded", "error"],
+                        },
+                        "error": {"type": "string"},
+                    },
+                }
+            ),
+            body={
+                "type": "object",
+                "required": ["prefix"],
+                "properties": {
+                    "prefix": {"type": "string"},
+                    "suffix": {"type": "string"},
+                    "path": {"type": "string", "maxLength": 1000},
+                    "language": {"type": "string", "maxLength": 100},
+                    "cells": {"type": "array", "items": {"type": "string"}},
+                    "variables": {"type": "array", "items": {"type": "string"}},
+                    "client": {"type": "string", "maxLength": 100},
+                },
+            },
         )
     },
     "/kernels": {

@@ -4,8 +4,10 @@ Prints one JSON line ``{"model_url": ..., "control_url": ...}`` and serves until
 closes. ``POST {control_url}/script`` with ``[{reply kwargs}, ...]`` appends replies
 (``tool_calls`` as ``[[name, args], ...]``; ``"conversation": key`` puts a reply in the script
 of the conversation whose first user message contains ``key``, as a subagent's);
-``GET {control_url}/requests`` returns what the model was sent. Used by harness.mjs when
-THINK_E2E_BACKEND=real.
+``POST {control_url}/answer`` with ``{"purpose": ..., reply kwargs}`` gives every internal call
+of that purpose a standing reply (inline completions: ``"purpose": "complete"``);
+``GET {control_url}/requests`` returns what the model was sent (``internal_requests`` too).
+Used by harness.mjs when THINK_E2E_BACKEND=real.
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ class Control(BaseHTTPRequestHandler):
     """The control endpoint."""
 
     def do_POST(self) -> None:  # noqa: N802
-        """Append scripted replies."""
-        body: list[dict[str, Any]] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        """Append scripted replies, or set a purpose's standing answer."""
+        body: Any = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/answer":
+            fm.answer(body.pop("purpose"), **body)
+            self._answer({"answers": sorted(fm.answers)})
+            return
         for kw in body:
             kw["tool_calls"] = [tuple(tc) for tc in kw.get("tool_calls", [])]
             key = kw.pop("conversation", "")
@@ -41,7 +47,13 @@ class Control(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         """Return the requests the model received."""
-        self._answer({"requests": fm.requests, "first_token_at": fm.first_token_at})
+        self._answer(
+            {
+                "requests": fm.requests,
+                "internal_requests": fm.internal_requests,
+                "first_token_at": fm.first_token_at,
+            }
+        )
 
     def _answer(self, data: dict[str, Any]) -> None:
         raw = json.dumps(data).encode()
@@ -57,8 +69,10 @@ class Control(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Control)
 threading.Thread(target=server.serve_forever, daemon=True).start()
-print(json.dumps({"model_url": fm.url, "control_url": f"http://127.0.0.1:{server.server_port}"}),
-      flush=True)
+print(
+    json.dumps({"model_url": fm.url, "control_url": f"http://127.0.0.1:{server.server_port}"}),
+    flush=True,
+)
 sys.stdin.read()
 server.shutdown()
 fm.stop()

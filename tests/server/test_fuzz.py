@@ -15,6 +15,7 @@ import websocket
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from jupyter_ext.completion import completion_routes
 from jupyter_ext.handlers import routes
 from jupyter_ext.modelsetup import model_routes
 from jupyter_ext.openapi import OPENAPI
@@ -135,7 +136,10 @@ def _template(pattern: str) -> str:
 
 def test_the_fuzz_covers_every_route():
     """Every REST route the extension serves is in the OpenAPI document the fuzz reads."""
-    served = {_template(pattern) for pattern, _ in routes() + model_routes() + question_routes()}
+    served = {
+        _template(pattern)
+        for pattern, _ in routes() + model_routes() + question_routes() + completion_routes()
+    }
     assert served <= set(OPENAPI["paths"]), served - set(OPENAPI["paths"])
 
 

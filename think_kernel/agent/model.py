@@ -9,8 +9,8 @@ SDK types; failures are :class:`ModelError` (:mod:`.errors` says which are worth
 
 Every request asks for the usage chunk (``stream_options.include_usage``); an endpoint that
 rejects the option is asked again without it, once per client. ``purpose`` travels in the
-``X-Think-Purpose`` header (``step``, ``compaction``, ``tool_summary``, ``title``), which
-endpoints ignore and proxies can log.
+``X-Think-Purpose`` header (``step``, ``compaction``, ``tool_summary``, ``title``,
+``complete``), which endpoints ignore and proxies can log.
 
 The request is what the ``openai`` SDK's ``chat.completions.create(stream=True)`` sends (same
 URL, headers, body and server-sent events), sent without the SDK: importing it (its pydantic
@@ -28,7 +28,7 @@ import json
 import os
 import ssl
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -173,9 +173,12 @@ class OpenAIModel:
         model: str,
         *,
         purpose: str = "step",
+        options: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Chunk]:
-        """Stream one completion; raise ModelError (never transport exceptions)."""
+        """Stream one completion; raise ModelError (never transport exceptions). ``options``
+        adds body fields of this request only (``max_tokens``, ``temperature``, ``stop``)."""
         body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+        body.update(options or {})
         if tools:
             body["tools"] = tools
         if self.usage_option:
