@@ -31,8 +31,7 @@ COOKIE_PREFIX = "jupyter-person-"
 
 
 class ThinkIdentityProvider(PasswordIdentityProvider):
-    """jupyter_server's default identity provider (token or password), keeping a browser's
-    anonymous person across restarts on another port."""
+    """jupyter_server's token and password login, keeping a browser's person on a new port."""
 
     person_cookie_days = Int(
         365,
