@@ -29,18 +29,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .agent.calls import ModelCaller
-from .agent.clients import ModelClients
 from .agent.events import Chat, ErrorEvent, Event, StatusEvent, ToolCall
 from .agent.loop import Agent
 from .agent.model import ModelClient
-from .agent.roles import ModelRoles
+from .agent.modelaccess import ModelAccess
 from .agent.titles import Titler
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
 from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
-from .endpoint import SETTING, Endpoint, resolve
+from .endpoint import Endpoint
 from .layers import AgentExtension, Layers, load_extensions
 from .mcp import McpServers
 from .questions.tool import QUESTION_TOOLS
@@ -125,10 +124,6 @@ class Runtime:
         self.session_id = session_id or new_id("s_")
         self.store = store
         self._own_store = store is None
-        self.clients = ModelClients(self.config, model)
-        # The endpoint in force: config/env until the store says otherwise (refreshed before
-        # every request, so the setup card's choice reaches running kernels).
-        self.endpoint: Endpoint = resolve(self.config)
         self.layers = Layers(
             self.config,
             instructions=self.instructions,
@@ -136,9 +131,9 @@ class Runtime:
             models=self.models,
             extensions=load_extensions() if extensions is None else extensions,
         )
-        self.roles = ModelRoles(
-            self.config, named=self.layers.named_model, endpoint=lambda: self.endpoint
-        )
+        # The endpoint in force, its client and the roles' models.
+        self.model_access = ModelAccess(self.config, named=self.layers.named_model, injected=model)
+        self.clients, self.roles = self.model_access.clients, self.model_access.roles
         self.sinks: list[Sink] = []
         self.read_paths: set[str] = set()
         self.current_message_id = ""
@@ -206,13 +201,7 @@ class Runtime:
     def prewarm_model(self) -> None:
         """Build the default model client now, and load what its first request needs (call
         it on the event loop)."""
-        try:
-            model = self._model_client({})
-            warm = getattr(model, "warm", None)
-            if warm is not None:
-                warm()
-        except Exception:  # no key yet: the first run says so
-            log.debug("model client not built ahead", exc_info=True)
+        self.model_access.prewarm()
 
     def prewarm_tools(self) -> None:
         """Build every tool's argument validator now (otherwise the first call does)."""
@@ -242,14 +231,12 @@ class Runtime:
 
     async def refresh_endpoint(self) -> Endpoint:
         """Re-read the endpoint saved from the setup card (cheap: one indexed row)."""
-        saved = None
-        if self.store is not None:
-            try:
-                saved = await self.store.get_setting(SETTING)
-            except Exception:  # an old store without the table: config/env apply
-                log.debug("no saved endpoint", exc_info=True)
-        self.endpoint = resolve(self.config, saved)
-        return self.endpoint
+        return await self.model_access.refresh(self.store)
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The endpoint in force (config and environment, or the setup card's)."""
+        return self.model_access.endpoint
 
     def ensure_gate(self) -> ApprovalGate:
         """The approval gate (made with the store; ``start`` first)."""
@@ -300,7 +287,7 @@ class Runtime:
         if self._notebooks is not None:
             await self._notebooks.aclose()
             self._notebooks = None
-        await self.clients.aclose()
+        await self.model_access.aclose()
         if self.store is not None and self._own_store:
             await self.store.close()
             self.store = None
@@ -375,10 +362,9 @@ class Runtime:
 
         async def resolve(session_id: str) -> ModelCaller:
             props = await self.props()
-            await self.refresh_endpoint()
             assert self.store is not None  # tools run only after start()
-            client = self._model_client(props)
-            return self.roles.caller(client, self.store, session_id or self.session_id, props)
+            sid = session_id or self.session_id
+            return await self.model_access.caller(self.store, sid, props)
 
         return ModelVision(resolve)
 
@@ -406,8 +392,8 @@ class Runtime:
     # -- running -----------------------------------------------------------------------------
 
     def _model_client(self, props: dict[str, Any]) -> ModelClient:
-        """The model client of the endpoint in force (see ``ModelClients.get``)."""
-        return self.clients.get(self.endpoint, props)
+        """The model client of the endpoint in force (see ``ModelAccess.client``)."""
+        return self.model_access.client(props)
 
     def make_context(self, message_id: str, call_id: str) -> ToolContext:
         """The ToolContext for one tool call of this session."""
