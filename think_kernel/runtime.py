@@ -456,6 +456,8 @@ class Runtime:
             await self.emit(starting)
             yield starting
             await self.mcp.discover()
+        # Whether a person approved the workspace skills that changed (the catalog's trust).
+        await self.skills.check_trust(self.store)
         agent = self.make_agent(props, model=model)
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text

@@ -15,6 +15,7 @@ from think_kernel.skills.instructions import ProjectInstructions, folders_of
 from think_kernel.skills.library import SkillLibrary
 from think_kernel.skills.session import SessionSkills
 from think_kernel.skills.tools import load_skill, read_skill_file
+from think_kernel.skills.trust import SkillTrust
 from think_kernel.tools.base import ToolContext, ToolError
 from think_kernel.tools.services import ToolServices
 from think_kernel.tools.workspace import LocalWorkspace
@@ -42,13 +43,18 @@ def places(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-def session(places: dict[str, Path], path: str = "", **limits: int) -> SessionSkills:
+def session(
+    places: dict[str, Path], path: str = "", trust: SkillTrust | None = None, **limits: int
+) -> SessionSkills:
+    """A session's skills; workspace skills trusted as they are unless ``trust`` is given
+    (these tests are about finding skills; ``test_trust`` is about who approved them)."""
     config = SkillsConfig(**limits)
     library = SkillLibrary(
         places["ws"],
         config,
         user_dir=places["user"],
         packages=lambda: [("package:demo", places["pkg"])],
+        trust=trust or SkillTrust(trust_all=True),
     )
     instructions = ProjectInstructions(places["ws"], config, user_dir=places["config"])
     return SessionSkills(library, instructions, path)

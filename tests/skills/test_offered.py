@@ -1,4 +1,5 @@
-"""The skill tools are in a session's requests only while the workspace has a skill."""
+"""The skill tools are in a session's requests only while the workspace has a skill a person
+approved."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from think_kernel.config import ThinkConfig
 from think_kernel.runtime import Runtime
 
 from .test_library import write_skill
+from .test_trust import approve
 
 SKILL_TOOLS = {"load_skill", "read_skill_file"}
 
@@ -30,7 +32,11 @@ async def test_skill_tools_are_offered_only_with_a_skill(
             return {s["function"]["name"] for s in rt.tools.specs()} & SKILL_TOOLS
 
         assert offered() == set()
-        write_skill(ws / ".think" / "skills", "csv-tips")
+        folder = write_skill(ws / ".think" / "skills", "csv-tips")
+        assert offered() == set()  # no person approved it yet: nothing to load
+        assert rt.store is not None
+        await approve(rt.store, rt.session_id, folder / "SKILL.md", ws)
+        await rt.skills.check_trust(rt.store)  # what each request does before the prompt
         assert offered() == SKILL_TOOLS
         assert "load_skill" in rt.tools  # callable all along (a stale catalog still works)
     finally:

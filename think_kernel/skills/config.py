@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from traitlets import Int
+from traitlets import Bool, Int
 from traitlets.config import Configurable
 
 
@@ -30,4 +30,12 @@ class SkillsConfig(Configurable):
         256 * 1024,
         config=True,
         help="Bytes read_skill_file returns from one file of a skill. Default: 262144.",
+    )
+    trust_workspace_skills = Bool(
+        False,
+        config=True,
+        help="Offer skills of <workspace>/.think/skills without a person's approval of each "
+        "new or changed SKILL.md. Sandboxed code can write the workspace, so with this set "
+        "a prompt-injected page can leave instructions for every later session. "
+        "Default: False.",
     )

@@ -9,6 +9,9 @@ packages' ``think_kernel.skills`` entry points, re-read at each request when cha
 A workspace skill folder is read through :class:`~think_kernel.safefs.SafeReader` rooted at
 that folder, so nothing in it (SKILL.md, a reference, a script) can lead a read elsewhere,
 and a skill folder that is itself a link is refused: sandboxed code can write the workspace.
+For the same reason a workspace skill is offered only once a person approved its SKILL.md's
+exact content (:mod:`.trust`); until then it is listed in ``found.report.review``. The hash is
+taken when the file is read, so a scan that reads nothing hashes nothing.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from pathlib import Path
 from ..safefs import SafeReader, UnsafePathError
 from .config import SkillsConfig
 from .places import WORKSPACE_DIR, package_dirs, user_think_dir
-from .report import Found, Problem, Report
+from .report import Found, Problem, Report, Review
 from .skill import InvalidSkill, Skill, parse_skill
+from .trust import SkillTrust, content_hash, review_reason
 
 #: The entry point group through which installed packages publish folders of skills.
 ENTRY_POINT_GROUP = "think_kernel.skills"
@@ -37,6 +41,9 @@ class LoadedSkill:
 
     skill: Skill
     files: SafeReader
+    #: The sha256 of its SKILL.md's bytes, and their text (what a person reviews).
+    sha256: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -45,6 +52,8 @@ class Scan:
 
     skills: dict[str, LoadedSkill] = field(default_factory=dict)
     report: Report = field(default_factory=Report)
+    #: Workspace skills waiting for a person's approval of their content, by name.
+    waiting: dict[str, LoadedSkill] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,8 +73,11 @@ class SkillLibrary:
         *,
         user_dir: Path | None = None,
         packages: Callable[[], list[tuple[str, Path]]] | None = None,
+        trust: SkillTrust | None = None,
     ) -> None:
         self.config = config or SkillsConfig()
+        #: Which workspace skill contents a person approved (none, unless told).
+        self.trust = trust if trust is not None else SkillTrust()
         self.workspace = SafeReader(workspace_root)
         self.user_dir = user_dir if user_dir is not None else user_think_dir() / "skills"
         self._packages = packages or (lambda: package_dirs(ENTRY_POINT_GROUP))
@@ -96,12 +108,25 @@ class SkillLibrary:
                     continue
                 if name in seen:
                     continue  # a workspace skill overrides a user or package one
+                if source == "workspace" and not self._trusted(result):
+                    self._wait(scan, name, result)
+                    continue  # a user or package skill of that name is offered instead
                 seen.add(name)
                 scan.skills[name] = result
                 scan.report.loaded.append(
                     Found(name, source, f"{result.skill.where}/SKILL.md", result.skill.description)
                 )
         return scan
+
+    def _trusted(self, loaded: LoadedSkill) -> bool:
+        verdict = self.trust.verdict(f"{loaded.skill.where}/SKILL.md", loaded.sha256)
+        return verdict is not None and verdict.approved
+
+    def _wait(self, scan: Scan, name: str, loaded: LoadedSkill) -> None:
+        path = f"{loaded.skill.where}/SKILL.md"
+        reason = review_reason(self.trust.verdict(path, loaded.sha256))
+        scan.waiting[name] = loaded
+        scan.report.review.append(Review(name, "workspace", path, reason, loaded.sha256))
 
     def _list(self, source: str, folder: Path) -> list[tuple[str, bool]]:
         """(name, is a link) of the entries of a skills folder; [] if there is none."""
@@ -163,8 +188,9 @@ class SkillLibrary:
         result: LoadedSkill | Problem
         try:
             data = reader.read_bytes("SKILL.md", limit=self.config.skill_max_bytes)
-            skill = parse_skill(name, data.decode("utf-8"), source=source, where=where)
-            result = LoadedSkill(skill, reader)
+            text = data.decode("utf-8")
+            skill = parse_skill(name, text, source=source, where=where)
+            result = LoadedSkill(skill, reader, content_hash(data), text)
         except UnsafePathError as e:
             result = problem("SKILL.md is too long" if e.errno == errno.EFBIG else str(e))
         except UnicodeDecodeError:

@@ -34,22 +34,37 @@ class Problem:
     reason: str
 
 
+@dataclass(frozen=True)
+class Review:
+    """A valid workspace skill not offered until a person approves this content of it."""
+
+    name: str
+    source: str
+    path: str
+    reason: str
+    sha256: str
+
+
 @dataclass
 class Report:
     """The files of one kind a request used, and the ones refused."""
 
     loaded: list[Found] = field(default_factory=list)
     invalid: list[Problem] = field(default_factory=list)
+    #: Skills waiting for a person's review (skills only).
+    review: list[Review] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        """The wire form: ``{"loaded": [...], "invalid": [...]}``."""
+        """The wire form: ``{"loaded": [...], "invalid": [...], "review": [...]}``."""
         return {
             "loaded": [asdict(f) for f in self.loaded],
             "invalid": [asdict(p) for p in self.invalid],
+            "review": [asdict(r) for r in self.review],
         }
 
     def lines(self) -> list[str]:
         """Plain text lines, one per file, for ``%think_status``."""
         out = [f"{f.name} ({f.source}: {f.path})" for f in self.loaded]
         out += [f"{p.name} ({p.source}: {p.path}): invalid: {p.reason}" for p in self.invalid]
+        out += [f"{r.name} ({r.source}: {r.path}): {r.reason}" for r in self.review]
         return out

@@ -1,6 +1,7 @@
 """The instructions and skills of one session, read again at each request.
 
 skills = SessionSkills(SkillLibrary(root), ProjectInstructions(root), "nb/a.ipynb")
+await skills.check_trust(store)        # each request: verdicts on new skill contents
 system = build_system_prompt(..., skills.prompt())   # AGENTS.md + the skill catalog
 request, attached = skills.expand("/csv-tips read data.csv")
 skills.status()   # {"instructions": {...}, "skills": {...}} for %think_status
@@ -9,13 +10,21 @@ skills.status()   # {"instructions": {...}, "skills": {...}} for %think_status
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .catalog import catalog_text
 from .instructions import ProjectInstructions
 from .library import LoadedSkill, Scan, SkillLibrary
 from .report import Report
 
+if TYPE_CHECKING:
+    from ..store import Store
+
+#: The catalog's line on workspace skills no person approved yet.
+WAITING = (
+    "\n{} new or changed workspace skills wait for a person's review (the Skills area of the "
+    "sidebar); they cannot be loaded until then.\n"
+)
 #: ``/name`` at the very start of a message names a skill to load with it.
 _SLASH = re.compile(r"^/([a-z0-9]+(?:-[a-z0-9]+)*)(?=\s|$)")
 
@@ -43,6 +52,14 @@ class SessionSkills:
         self.last_scan = Scan()
         self.last_instructions = Report()
 
+    async def check_trust(self, store: Store) -> None:
+        """Learn from the store whether a person decided on the workspace skills waiting for
+        review (before a request: the catalog then offers the approved ones)."""
+        waiting = self.library.scan().waiting.values()
+        contents = [(f"{w.skill.where}/SKILL.md", w.sha256) for w in waiting]
+        if contents:
+            await self.library.trust.refresh(store, contents)
+
     def scan(self) -> Scan:
         """The skills now (a stat per skill; a SKILL.md is re-read only when it changed)."""
         self.last_scan = self.library.scan()
@@ -51,7 +68,11 @@ class SessionSkills:
     def prompt(self) -> str:
         """The system prompt's sections: project instructions, then the skill catalog."""
         text, self.last_instructions = self.instructions.read(self.session_path)
-        catalog = catalog_text(self.scan().skills.values(), self.library.config.catalog_max_chars)
+        scan = self.scan()
+        catalog = catalog_text(scan.skills.values(), self.library.config.catalog_max_chars)
+        if scan.waiting:
+            # A count only: nothing of an unreviewed file, not even its name, reaches the model.
+            catalog += WAITING.format(len(scan.waiting))
         return "\n".join(p for p in (text, catalog) if p)
 
     def find(self, name: str) -> LoadedSkill | None:
@@ -72,7 +93,8 @@ class SessionSkills:
 
     def status(self) -> dict[str, Any]:
         """What the last request loaded: ``{"instructions": ..., "skills": ...}``."""
-        if not self.last_scan.report.loaded and not self.last_scan.report.invalid:
+        report = self.last_scan.report
+        if not report.loaded and not report.invalid and not report.review:
             self.prompt()
         return {
             "instructions": self.last_instructions.as_json(),
@@ -94,6 +116,10 @@ class SessionSkills:
         skills += [
             f"{code(p.name)} **invalid** ({p.source}: {p.reason})"
             for p in self.last_scan.report.invalid
+        ]
+        skills += [
+            f"{code(r.name)} **{r.reason.split(':')[0].split(';')[0]}** ({r.path})"
+            for r in self.last_scan.report.review
         ]
         return [
             ("instructions", ", ".join(files) or "no AGENTS.md"),

@@ -19,6 +19,12 @@ MAX_LISTED = 100
 def _skill(ctx: ToolContext, name: str) -> LoadedSkill:
     skills = ctx.services.skills
     loaded = skills.find(name) if skills is not None else None
+    if loaded is None and skills is not None and name in skills.last_scan.waiting:
+        raise ToolError(
+            f"skill {name!r} is new or changed and waits for a person's review (the Skills "
+            "area of the sidebar); it cannot be loaded until they approve it",
+            "NOT_REVIEWED",
+        )
     if loaded is None:
         known = sorted(skills.last_scan.skills) if skills is not None else []
         raise ToolError(

@@ -14,6 +14,7 @@ from .config import SkillsConfig
 from .instructions import ProjectInstructions
 from .library import SkillLibrary
 from .session import SessionSkills
+from .trust import SkillTrust
 
 
 def relative_session_path(root: Path, session_path: str) -> str:
@@ -30,7 +31,7 @@ def open_skills(root: Path, config: Config | None, session_path: str = "") -> Se
     """The AGENTS.md files and skills one session of the workspace at ``root`` uses."""
     settings = SkillsConfig(config=config)
     return SessionSkills(
-        SkillLibrary(root, settings),
+        SkillLibrary(root, settings, trust=SkillTrust(settings.trust_workspace_skills)),
         ProjectInstructions(root, settings),
         relative_session_path(root, session_path),
     )

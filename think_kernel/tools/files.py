@@ -9,6 +9,7 @@ is asked: :func:`~.workspace.check_access`).
 
 from __future__ import annotations
 
+from ..skills.trust import replaced_text, trust_written_skill
 from .base import ToolContext, ToolError, ToolFunc, ToolOutput
 from .textpage import MAX_LINE, TextPage
 from .workspace import PathError, check_access, check_relative
@@ -99,10 +100,12 @@ async def write_file(ctx: ToolContext, path: str, content: str) -> ToolOutput:
     existed = ctx.workspace.resolve(rel).exists()
     if existed:
         _must_have_read(ctx, rel, "overwrite")
+    before = await replaced_text(ctx, rel) if existed else None  # a skill's, for its trust
     await ctx.workspace.write_text(rel, content)
     ctx.read_paths.add(rel)
     n = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     await ctx.file_changed(rel, "modified" if existed else "created")
+    await trust_written_skill(ctx, rel, before, content)
     return ToolOutput(f"Wrote {rel} ({_lines(n)}).", summary=f"wrote {rel}: {_lines(n)}")
 
 
@@ -151,6 +154,7 @@ async def edit_file(
     )
     await ctx.workspace.write_text(rel, new_text)
     await ctx.file_changed(rel, "modified")
+    await trust_written_skill(ctx, rel, text, new_text)
     n = count if replace_all else 1
     return ToolOutput(
         f"Edited {rel}: replaced {n} occurrence{'s' if n > 1 else ''}.",
