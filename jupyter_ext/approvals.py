@@ -17,6 +17,8 @@ from tornado import web
 
 from think_kernel.approvals import Policy, PolicyError, decide, decision_record
 from think_kernel.questions.spec import closing_record
+from think_kernel.selftools.approval import APPROVAL_TOOL
+from think_kernel.skills.trust import TRUST_TOOL
 from think_kernel.wire.link import ApprovalFrame
 
 if TYPE_CHECKING:
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
 
     from .pipeline import EventPipeline
     from .services import Services
+
+
+#: Approvals of a file's content (a self-written tool, a workspace skill): a cancelled run
+#: does not close them, since none of its calls waits on them.
+STANDING = frozenset({APPROVAL_TOOL, TRUST_TOOL})
 
 
 class ApprovalNotFound(KeyError):
@@ -110,6 +117,8 @@ async def reject_pending(
     was cancelled); returns how many."""
     count = 0
     for row in await store.list_approvals(session_id, "pending", kind=None):
+        if row["tool"] in STANDING:
+            continue  # no run waits on it: it stays for a person to decide
         if row.get("kind") == "question":
             record = closing_record("", source="cancel")
             frame = {"type": "question_answered", "id": row["id"], "source": "cancel"}

@@ -1,9 +1,18 @@
 """``GET /api/think/skills?session=ID``: the AGENTS.md files and skills a session's next
-request uses, with the invalid ones and why (the sidebar's Skills list).
+request uses, the invalid ones and why, and the workspace skills waiting for a person's review
+(the sidebar's Skills list).
 
 The server reads the same places the session's kernel reads (the workspace at the server's
-root, the user-level folders, installed packages) with the same code, so what it lists is what
-the kernel will load; the files are read again at each call, as the kernel does per request.
+root, the user-level folders, installed packages) with the same code and the same store, so
+what it lists is what the kernel will load; the files are read again at each call, as the
+kernel does per request.
+
+A workspace skill whose content no person approved yet is listed under ``skills.review``
+with its SKILL.md. With a session, each gets a pending approval in that session (made once
+per content, and announced to its tabs as an ``approval_requested`` frame), which a person
+decides through the ordinary approvals route,
+``POST /api/think/sessions/{id}/approvals/{aid}``: approved, the skill joins the catalog at
+the next request of every session.
 """
 
 from __future__ import annotations
@@ -15,34 +24,76 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from think_kernel.agent.events import ApprovalRequested
+from think_kernel.skills.trust import ask_review
 from think_kernel.skills.wiring import open_skills
 
 from .base import ThinkHandler
+from .services import Services
+
+#: Why the card asks (the sidebar shows it under the title).
+REVIEW_REASON = (
+    "a workspace skill no person approved yet (sandboxed code, an editor or git may have "
+    "written it); approved, this content joins the catalog of every session"
+)
 
 
-def skills_status(root: str, session_path: str) -> dict[str, Any]:
-    """What a session of the workspace at ``root`` about ``session_path`` would load."""
-    skills = open_skills(Path(root), None, session_path)
-    skills.prompt()
-    return skills.status()
+async def skills_status(svc: Services, root: str, session_id: str, path: str) -> dict[str, Any]:
+    """What a session of the workspace at ``root`` about ``path`` would load, with the
+    skills waiting for review and (given a session) their pending approvals in it."""
+    skills = await asyncio.to_thread(open_skills, Path(root), None, path)
+    await skills.check_trust(svc.store)
+    await asyncio.to_thread(skills.prompt)
+    report = skills.status()
+    reviews = report["skills"]["review"]
+    for entry in reviews:
+        loaded = skills.last_scan.waiting[entry["name"]]
+        entry["text"] = loaded.text
+        entry["approval"] = None
+        # A content a person rejected stays so (a change asks again): only new ones ask.
+        if session_id and skills.library.trust.verdict(entry["path"], entry["sha256"]) is None:
+            entry["approval"] = await _ask(svc, session_id, entry)
+    return report
+
+
+async def _ask(svc: Services, session_id: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The session's approval of this content (made, and announced, the first time)."""
+    row, made = await ask_review(
+        svc.store, session_id, entry["path"], entry["name"], entry["sha256"], entry["text"]
+    )
+    if made:
+        event = ApprovalRequested(
+            row["id"],
+            row["tool"],
+            row.get("input"),
+            summary=row.get("summary") or "",
+            diff=row.get("diff") or "",
+            reason=REVIEW_REASON,
+            call_id=row.get("call_id") or "",
+        )
+        await svc.pipeline.emit(session_id, event.to_dict())
+    return {"id": row["id"], "status": row["status"], "summary": row.get("summary") or ""}
 
 
 class SkillsHandler(ThinkHandler):
     """``GET ?session=ID``: ``{"instructions": {"loaded", "invalid"}, "skills": {"loaded",
-    "invalid"}}``; each loaded entry ``{name, source, path, note}``, each invalid one
-    ``{name, source, path, reason}``. Without ``session``: the workspace root's."""
+    "invalid", "review"}}``; each loaded entry ``{name, source, path, note}``, each invalid
+    one ``{name, source, path, reason}``, each one waiting for review ``{name, source, path,
+    reason, sha256, text, approval}`` (``approval``: ``{id, status, summary}`` of the
+    session's pending approval, null without a session). Without ``session``: the
+    workspace root's."""
 
     @authorized
     async def get(self) -> None:
-        """The report (read in a worker thread: the files are read now)."""
-        session_id = self.get_query_argument("session", None)
+        """The report (the files are read now, in a worker thread)."""
+        session_id = self.get_query_argument("session", None) or ""
         path = ""
         if session_id:
             session = await self.session_or_404(session_id)
             path = str(session.get("path") or "")
         root = str(self.serverapp.root_dir)  # type: ignore[union-attr]
         try:
-            report = await asyncio.to_thread(skills_status, root, path)
+            report = await skills_status(self.svc, root, session_id, path)
         except OSError as e:
             raise web.HTTPError(500, f"cannot read the skills: {e}") from None
         self.send(report)
