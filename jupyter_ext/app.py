@@ -47,6 +47,7 @@ from .scheduler import Scheduler
 from .services import Limits, Services, Startup
 from .subagents import KIND as SUBAGENT_CHECK
 from .subagents import SubagentChecks
+from .variables import VariableInspector, register_variable_rpc, variables_routes
 from .websocket import SessionSocket
 
 __all__ = ["ThinkExtension", "preload_first_kernel"]
@@ -256,6 +257,9 @@ class ThinkExtension(ExtensionApp):
                 idle_timeout=self.mcp_session_idle_timeout,
             )
         self._register_documents()
+        # The variables of notebooks' kernels (inspect_variables, the sidebar's @name chips).
+        self.variables = VariableInspector(self.serverapp)
+        register_variable_rpc(self, self.variables)
         self._check_contents_manager()
         # A kernel stored a schedule (a reminder) in the shared store: look now, not at the
         # next poll.
@@ -282,6 +286,8 @@ class ThinkExtension(ExtensionApp):
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in question_routes())
+        inspecting = {**kw, "inspector": self.variables}
+        self.handlers.extend((pattern, cls, inspecting) for pattern, cls in variables_routes())
         self.completer = Completer(
             timeout=self.completion_timeout, max_tokens=self.completion_max_tokens
         )

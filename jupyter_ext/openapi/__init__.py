@@ -17,6 +17,7 @@ from .schemas import REST_SCHEMAS
 from .server import SERVER_PATHS
 from .sessions import SESSION_PATHS
 
+from .variables import VARIABLE_PATHS
 OPENAPI: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "Think for Jupyter", "version": "1"},
@@ -25,6 +26,7 @@ OPENAPI: dict[str, Any] = {
     "paths": {**SERVER_PATHS, **SESSION_PATHS, **QUESTION_PATHS},
 }
 for _path in OPENAPI["paths"].values():
+OPENAPI["paths"].update(VARIABLE_PATHS)
     for _method, _operation in _path.items():
         if _method in ("post", "patch", "delete"):
             _operation["responses"]["409"] = ERR

@@ -37,6 +37,7 @@ READS = frozenset(
         "read_file",
         "list_files",
         "read_notebook",
+        "inspect_variables",
         "list_versions",
         "web_search",
         "news_search",

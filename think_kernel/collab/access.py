@@ -130,6 +130,11 @@ class NotebookAccess(Protocol):
         """Run a cell in the notebook's kernel; ``on_output`` gets outputs as they arrive."""
         ...
 
+    async def inspect_variables(self, path: str, names: list[str]) -> dict[str, Any]:
+        """What the variables of the notebook's kernel hold (all when ``names`` is empty),
+        read without side effects: ``{"status", "message", "variables", ...}``."""
+        ...
+
     async def versions(self, path: str) -> list[dict[str, Any]]:
         """Recorded versions of a file or notebook."""
         ...
@@ -225,6 +230,9 @@ class LinkNotebookAccess:
             # The run was stopped: stop the cell too, then let the cancellation through.
             await asyncio.shield(self.link.request("doc.interrupt", {"execution_id": exec_id}))
             raise
+
+    async def inspect_variables(self, path: str, names: list[str]) -> dict[str, Any]:
+        return await self._call("vars.inspect", {"path": path, "names": names})
 
     async def versions(self, path: str) -> list[dict[str, Any]]:
         return list((await self._call("doc.versions", {"path": path}))["versions"])

@@ -235,6 +235,17 @@ class LocalNotebookAccess:
             "duration_s": run.duration_s,
         }
 
+    async def inspect_variables(self, path: str, names: list[str]) -> dict[str, Any]:
+        """Not without a server: a notebook's kernel is the one its tab runs, which only the
+        Jupyter server knows."""
+        return {
+            "status": "not_supported",
+            "path": path,
+            "message": "reading a notebook's variables needs the Jupyter server (this kernel "
+            "runs without one)",
+            "variables": [],
+        }
+
     async def versions(self, path: str) -> list[dict[str, Any]]:
         """Recorded versions of a file or notebook, oldest first."""
         return await asyncio.to_thread(self.documents.versions, path)
