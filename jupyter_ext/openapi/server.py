@@ -15,6 +15,24 @@ _ENDPOINT_BODY = {
         "model": {"type": "string"},
     },
 }
+#: A workspace skill no person approved in this content (``GET /skills``).
+SKILL_REVIEW = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "source": {"type": "string"},
+        "path": {"type": "string"},
+        "reason": {"type": "string"},
+        "sha256": {"type": "string"},
+        "text": {"type": "string", "description": "the SKILL.md a person reviews"},
+        "approval": {
+            "type": "object",
+            "nullable": True,
+            "description": "the session's pending approval of this content: {id, status, "
+            "summary}; POST /sessions/{id}/approvals/{aid} decides it",
+        },
+    },
+}
 _RPCERR = {
     "description": "a JSON-RPC error object (id null when the request could not be read)",
     "content": {"application/json": {"schema": OBJ}},
@@ -166,7 +184,9 @@ SERVER_PATHS: dict[str, Any] = {
     "/skills": {
         "get": op(
             "The instructions and skills a session (or, without one, the workspace root) "
-            "loads, and the files refused with the reason",
+            "loads, the files refused with the reason, and the workspace skills waiting for "
+            "a person's review (with a session: each with its pending approval there, "
+            "decided through the approvals route)",
             ok_json(
                 {
                     "type": "object",
@@ -183,6 +203,7 @@ SERVER_PATHS: dict[str, Any] = {
                             "properties": {
                                 "loaded": {"type": "array", "items": OBJ},
                                 "invalid": {"type": "array", "items": OBJ},
+                                "review": {"type": "array", "items": SKILL_REVIEW},
                             },
                         },
                     },
