@@ -36,6 +36,7 @@ from .agent.modelaccess import ModelAccess
 from .agent.titles import Titler
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
+from .checkpoints import Checkpoints
 from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
@@ -64,7 +65,6 @@ from .tools.notebooks import NOTEBOOK_TOOLS
 from .tools.sandboxcalls import call_from_sandbox
 from .tools.services import FetchServices, ReminderServices, ToolServices
 from .tools.warm import ToolWarmer
-from .tools.variables import VARIABLE_TOOLS
 from .tools.workspace import Workspace
 from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
 from .web.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -78,7 +78,6 @@ CORE_TOOLS: list[ToolFunc] = [
     *FILE_TOOLS,
     *NOTEBOOK_TOOLS,
     *CODE_TOOLS,
-    *VARIABLE_TOOLS,
     *FETCH_TOOLS,
     *WEB_TOOLS,
     *TASK_TOOLS,
@@ -141,6 +140,8 @@ class Runtime:
         self.current_message_id = ""
         # Disk and rooms agree around every sandboxed run (flush before, merge after).
         self.files = FileSync(self.workspace)
+        self.checkpoints = Checkpoints(self.workspace)
+        self.files.observer = self.checkpoints
         self.box = SessionSandbox(
             self.workspace.root,
             SandboxConfig(config=self.config.config),
@@ -160,6 +161,7 @@ class Runtime:
             # The kernel points the reminders' wake at the server's scheduler (over the
             # link), or at its own when it runs without a server.
             reminders=ReminderServices(ScheduleConfig(config=self.config.config)),
+            checkpoints=self.checkpoints,
         )
         # A root kernel gives each session's sandbox a uid: its tool calls and loopback calls
         # then touch files with that uid's rights, not root's.
@@ -199,6 +201,7 @@ class Runtime:
         if self.store is None:
             path = location.store_file(self.workspace.root, self.config.store_path)
             self.store = await Store.open(path)
+            self.checkpoints.store = self.store
 
     def prewarm_model(self) -> None:
         """Build the default model client now, and load what its first request needs (call
@@ -458,8 +461,6 @@ class Runtime:
             await self.emit(starting)
             yield starting
             await self.mcp.discover()
-        # Whether a person approved the workspace skills that changed (the catalog's trust).
-        await self.skills.check_trust(self.store)
         agent = self.make_agent(props, model=model)
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
@@ -470,6 +471,7 @@ class Runtime:
         message_id = user_message_id or new_id("m_")
         assert self.subagents is not None
         fresh = user_message_id is None  # a new message: no root task to look for
+        await self.checkpoints.begin(self.session_id, message_id)
         async with (
             self.warmer.running(),
             self.subagents.request(self.session_id, request, message_id, fresh) as tracker,
@@ -492,6 +494,7 @@ class Runtime:
                 answered = answered or isinstance(event, Chat)
                 await self.emit(event)
                 yield event
+        await self.checkpoints.end()
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
 

@@ -39,6 +39,18 @@ class Rooms(Protocol):
         ...
 
 
+class RunObserver(Protocol):
+    """Told around each sandboxed run (the session's checkpoints)."""
+
+    async def before_run(self) -> Any:
+        """The rooms are saved and the run is about to start; return a token."""
+        ...
+
+    async def after_run(self, token: Any, changes: Changes) -> None:
+        """The run ended having made ``changes`` (before they are merged into the rooms)."""
+        ...
+
+
 SYNC_TIMEOUT = 10.0  # seconds a flush or merge may take before the run goes on without it
 
 
@@ -58,6 +70,8 @@ class FileSync:
         self.workspace = workspace
         self.watcher: Watcher = watcher or workspace_watcher(workspace.root)
         self._started = False
+        #: Told around each run, to record what the run changes (``think_kernel.checkpoints``).
+        self.observer: RunObserver | None = None
 
     @property
     def rooms(self) -> Rooms | None:
@@ -76,7 +90,7 @@ class FileSync:
             self.watcher = SnapshotWatcher(self.workspace.root)
         self._started = True
 
-    async def before(self, hold: float, out: RunFiles | None = None) -> tuple[Any, str | None]:
+    async def before(self, hold: float, out: RunFiles | None = None) -> tuple[Any, str | None, Any]:
         """Flush the rooms, then mark the watch; returns what :meth:`after` needs."""
         await self.start()
         rooms = self.rooms
@@ -93,13 +107,21 @@ class FileSync:
                         "warning: open documents could not be saved first; the code may "
                         "have read older versions of them"
                     )
-        return await self.watcher.mark(), lease
+        seen = await self.observer.before_run() if self.observer is not None else None
+        return await self.watcher.mark(), lease, seen
 
-    async def after(self, token: tuple[Any, str | None], out: RunFiles | None = None) -> RunFiles:
+    async def after(
+        self, token: tuple[Any, str | None, Any], out: RunFiles | None = None
+    ) -> RunFiles:
         """What the run changed, merged into the open rooms (the lease is released)."""
-        mark, lease = token
+        mark, lease, seen = token
         out = out or RunFiles()
         out.changes = await self.watcher.since(mark)
+        if self.observer is not None and out.changes:
+            try:
+                await self.observer.after_run(seen, out.changes)
+            except Exception:  # the run's own result matters more than its checkpoint
+                log.exception("could not record the run's changes in the checkpoint")
         rooms = self.rooms
         if rooms is not None:
             try:

@@ -71,6 +71,9 @@ class Changes:
     modified: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     incomplete: bool = False  # the watch lost events (queue overflow) or hit its limits
+    #: Of ``created``, those that arrived by a rename onto the path (``sed -i``, an atomic
+    #: save): a file may have been there before, which a checkpoint must not take as new.
+    replaced: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.created or self.modified or self.deleted)
@@ -107,7 +110,8 @@ class Changes:
 
 
 def _fold(events: list[tuple[str, str]], incomplete: bool) -> Changes:
-    """Fold ``(kind, path)`` events (kind: created, modified, deleted) into Changes."""
+    """Fold ``(kind, path)`` events (kind: created, moved (renamed onto the path),
+    modified, deleted) into Changes."""
     first: dict[str, str] = {}
     last: dict[str, str] = {}
     for kind, path in events:
@@ -116,12 +120,14 @@ def _fold(events: list[tuple[str, str]], incomplete: bool) -> Changes:
     out = Changes(incomplete=incomplete)
     for path in first:
         began, ended = first[path], last[path]
-        if began == "created" and ended == "deleted":
+        if began in ("created", "moved") and ended == "deleted":
             continue  # a temporary file
         if ended == "deleted":
             out.deleted.append(path)
-        elif began == "created":
+        elif began in ("created", "moved"):
             out.created.append(path)
+            if began == "moved":
+                out.replaced.append(path)
         else:
             out.modified.append(path)
     return out
@@ -278,8 +284,10 @@ class InotifyWatcher:
                         if not server_owned(found):
                             self._log.append((next(self._n), "created", found))
                 continue
-            if ev.mask & (flags.CREATE | flags.MOVED_TO):
+            if ev.mask & flags.CREATE:
                 kind = "created"
+            elif ev.mask & flags.MOVED_TO:
+                kind = "moved"
             elif ev.mask & (flags.DELETE | flags.MOVED_FROM):
                 kind = "deleted"
             else:

@@ -68,6 +68,14 @@ async def read_page_remembered(
     return await from_disk(rel, offset, limit)
 
 
+def _stat_or_none(ws: Any, rel: str) -> os.stat_result | None:
+    """The entry itself (no link followed), or None when it does not exist."""
+    try:
+        return ws.fs.lstat(rel)
+    except OSError:
+        return None
+
+
 def _stat(ws: Any, rel: str) -> os.stat_result | None:
     """The file's stat (links inside the root followed); only regular files pass."""
     try:
@@ -125,6 +133,20 @@ class CollabWorkspace(LocalWorkspace):
         content = str((await self._call("doc.read", {"path": rel}))["content"])
         self._seen[rel] = content
         return content
+
+    async def snapshot(self, path: str) -> bytes | None:
+        """The file as its room shows it now (unsaved edits included; a file no room can hold:
+        from disk), None if it does not exist; the agent's last-read text is not changed."""
+        rel = self._rel(path)
+        st = await asyncio.to_thread(_stat_or_none, self, rel)
+        if st is None or on_disk(rel) or st.st_size > self.max_edit_bytes:
+            return await super().snapshot(rel)
+        try:
+            return str((await self._call("doc.read", {"path": rel}))["content"]).encode()
+        except ToolError as e:
+            if e.code not in ("NOT_UTF8", "TOO_LARGE", "DOCUMENT_ERROR"):
+                raise
+            return await super().snapshot(rel)
 
     async def read_page(self, path: str, offset: int = 1, limit: int = 2000) -> TextPage:
         """A page: from the room for files it can hold, else straight from disk."""

@@ -420,6 +420,41 @@ migration(
 )
 
 
+# A checkpoint per user message: where the conversation was, and each change the turn
+# then made to a file, as a step from one state to the next (``pre``/``post``: exists, and
+# its content-addressed blob in the store's blob folder, never the workspace; ``known = 0``:
+# sandboxed code changed a file whose prior content nobody had recorded). A rewind undoes
+# the steps one by one, newest first, three-way (think_kernel/checkpoints/).
+migration(
+    "m015_checkpoints",
+    """
+    CREATE TABLE checkpoints (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        branch_id TEXT,
+        created_at REAL NOT NULL,
+        ended_at REAL
+    );
+    CREATE INDEX checkpoints_session ON checkpoints(session_id, created_at);
+    CREATE UNIQUE INDEX checkpoints_message ON checkpoints(message_id);
+    CREATE TABLE checkpoint_steps (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        checkpoint_id TEXT NOT NULL REFERENCES checkpoints(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        known INTEGER NOT NULL DEFAULT 1,
+        pre_exists INTEGER NOT NULL,
+        pre_blob TEXT,
+        post_exists INTEGER NOT NULL,
+        post_blob TEXT,
+        size INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX checkpoint_steps_checkpoint ON checkpoint_steps(checkpoint_id, id);
+    """,
+)
+
+
 async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 

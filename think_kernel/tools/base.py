@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..checkpoints.recorder import around_tool
 from .schema import (
     first_paragraph,
     is_json,
@@ -412,7 +413,12 @@ class ToolRegistry:
                 known = ", ".join(sorted(self.tools))
                 raise ToolError(f"unknown tool {name!r}; available tools: {known}", "UNKNOWN_TOOL")
             args = tool.parse(arguments)
+            cps = ctx.services.checkpoints
+            if cps is not None:  # the file's prior state, before the tool changes it
+                await around_tool(cps, name, args, done=False)
             result = await tool.invoke(ctx, args)
+            if cps is not None:
+                await around_tool(cps, name, args, done=True)
             out = result if isinstance(result, ToolOutput) else ToolOutput(text=str(result))
         except ToolError as e:
             out = ToolOutput(text=f"Error: {e}", ok=False, error=str(e))

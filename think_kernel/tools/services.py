@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..checkpoints import Checkpoints
     from ..collab.access import NotebookAccess
     from ..collab.filesync import FileSync
     from ..sandbox.asuser import ActingAs
@@ -101,3 +102,5 @@ class ToolServices:
     acting: ActingAs | None = None
     #: The session's AGENTS.md files and skills (the skill tools).
     skills: SessionSkills | None = None
+    #: The checkpoint of the running turn: files are copied before a tool changes them.
+    checkpoints: Checkpoints | None = None

@@ -304,6 +304,20 @@ class LocalWorkspace:
         """A whole regular file, at most ``max_edit_bytes`` (OSError otherwise)."""
         return self.fs.read_bytes(rel, self.max_edit_bytes)
 
+    async def snapshot(self, path: str) -> bytes | None:
+        """The file's bytes as they are now (None if it does not exist), remembering nothing:
+        a checkpoint's copy. Links are not followed; anything but a regular file is refused."""
+        rel = self.rel(path)
+
+        def read() -> bytes | None:
+            try:
+                with self.fs.open_read(rel, follow=False) as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+
+        return await asyncio.to_thread(read)
+
     def decode(self, rel: str, data: bytes) -> str:
         """Strict UTF-8, or a ToolError that says how to change such a file."""
         try:
