@@ -65,6 +65,7 @@ from .tools.notebooks import NOTEBOOK_TOOLS
 from .tools.sandboxcalls import call_from_sandbox
 from .tools.services import FetchServices, ReminderServices, ToolServices
 from .tools.warm import ToolWarmer
+from .tools.variables import VARIABLE_TOOLS
 from .tools.workspace import Workspace
 from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
 from .web.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -78,6 +79,7 @@ CORE_TOOLS: list[ToolFunc] = [
     *FILE_TOOLS,
     *NOTEBOOK_TOOLS,
     *CODE_TOOLS,
+    *VARIABLE_TOOLS,
     *FETCH_TOOLS,
     *WEB_TOOLS,
     *TASK_TOOLS,
@@ -140,6 +142,7 @@ class Runtime:
         self.current_message_id = ""
         # Disk and rooms agree around every sandboxed run (flush before, merge after).
         self.files = FileSync(self.workspace)
+        # A checkpoint per user message: files are copied before the turn changes them.
         self.checkpoints = Checkpoints(self.workspace)
         self.files.observer = self.checkpoints
         self.box = SessionSandbox(
@@ -461,6 +464,8 @@ class Runtime:
             await self.emit(starting)
             yield starting
             await self.mcp.discover()
+        # Whether a person approved the workspace skills that changed (the catalog's trust).
+        await self.skills.check_trust(self.store)
         agent = self.make_agent(props, model=model)
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
