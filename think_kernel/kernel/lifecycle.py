@@ -93,6 +93,10 @@ class KernelRuntime:
             if self.runtime is None:
                 self.runtime = await self._build()
                 await self._start_reminders(self.runtime)
+                if self.link is not None:
+                    # A cell's run is not the server's: its events reach the tabs that
+                    # watch this session (the sidebar's cards) only through the link.
+                    self.link.attach(self.runtime)
             return self.runtime
 
     async def _build(self) -> Runtime:

@@ -249,6 +249,11 @@ class KernelLink:
 
     # -- outbound ----------------------------------------------------------------------------
 
+    def attach(self, runtime: Any) -> None:
+        """Ship ``runtime``'s events from now on (a notebook's cells run it, not the server,
+        yet the server's tabs watch its session too); once per runtime."""
+        self._attach(runtime)
+
     def _attach(self, runtime: Any) -> None:
         if id(runtime) not in self._sunk:
             self._sunk.add(id(runtime))
