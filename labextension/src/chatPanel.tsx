@@ -19,7 +19,7 @@ import React, {
   useSyncExternalStore
 } from 'react';
 
-import { ApprovalCards, ApprovalsContext } from './approvalCards';
+import { ApprovalCards } from './approvalCards';
 import { ApprovalsModel } from './approvals';
 import type { IPendingAttachment } from './attachments';
 import { Composer } from './composer';
@@ -31,7 +31,7 @@ import {
 import { DebugEvents } from './debugEvents';
 import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
-import { QuestionCards } from './questionCards';
+import { QuestionCards, TranscriptCards } from './questionCards';
 import { QuestionsModel } from './questions';
 import { SetupCard } from './setupCard';
 import { SkillsList } from './skillsList';
@@ -387,7 +387,7 @@ function ChatApp(
     .find(id => state.messages[id].role === 'user');
 
   return (
-    <ApprovalsContext.Provider value={approvals}>
+    <TranscriptCards approvals={approvals} questions={questions}>
       <div className="jp-ThinkChat-body" data-running={running}>
         <div className="jp-ThinkChat-header">
           <span className="jp-ThinkChat-title">
@@ -560,6 +560,6 @@ function ChatApp(
           />
         )}
       </div>
-    </ApprovalsContext.Provider>
+    </TranscriptCards>
   );
 }

@@ -1,21 +1,112 @@
 /**
  * The question cards above the composer: the agent's question, one button per option and,
  * when typed answers are allowed, a text box. The first answer (here, in a notebook or over
- * the API) wins; a card settles when the server says so and then shows the answer.
+ * the API) wins; once the server says so the card leaves, and the `ask_user` call's card in
+ * the transcript shows the answer folded to one line (as a decided approval is).
  */
 
-import React, { useState, useSyncExternalStore } from 'react';
+import { caretDownIcon, caretRightIcon } from '@jupyterlab/ui-components';
+import React, {
+  createContext,
+  useContext,
+  useState,
+  useSyncExternalStore
+} from 'react';
 
-import type { IQuestion, QuestionsModel } from './questions';
+import { ApprovalsContext } from './approvalCards';
+import type { ApprovalsModel } from './approvals';
+import {
+  answeredFor,
+  pendingQuestions,
+  type IQuestion,
+  type QuestionsModel
+} from './questions';
 
-/** Every question of the open session still pending, and the ones answered since. */
+/** The questions of the open session, for the tool cards of the transcript. */
+export const QuestionsContext = createContext<QuestionsModel | null>(null);
+
+const NO_QUESTIONS: readonly IQuestion[] = [];
+const noop = (): (() => void) => () => undefined;
+
+/** The answered question of tool call `callId` (re-renders when the questions change). */
+export function useAnsweredQuestion(callId: string): IQuestion | null {
+  const model = useContext(QuestionsContext);
+  const snapshot = model?.getSnapshot ?? (() => NO_QUESTIONS);
+  const list = useSyncExternalStore(
+    model?.subscribe ?? noop,
+    snapshot,
+    snapshot
+  );
+  return answeredFor(list, callId);
+}
+
+/** The approvals and questions of the open session, for the transcript's tool cards. */
+export function TranscriptCards(props: {
+  approvals: ApprovalsModel;
+  questions: QuestionsModel;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <ApprovalsContext.Provider value={props.approvals}>
+      <QuestionsContext.Provider value={props.questions}>
+        {props.children}
+      </QuestionsContext.Provider>
+    </ApprovalsContext.Provider>
+  );
+}
+
+/** What became of a question, in words: the answer, by whom and from where. */
+export function describeAnswer(q: IQuestion): string {
+  if (q.status === 'answered') {
+    const who = q.user ? ` by ${q.user}` : '';
+    const where = q.source ? ` via ${q.source}` : '';
+    return `Answered${who}${where}: ${q.answer}`;
+  }
+  return q.source === 'cancel'
+    ? 'Closed: the run was cancelled'
+    : 'No answer in time (the agent was told)';
+}
+
+/** An answered question as one line of the transcript; expands to the whole card. */
+export function AnsweredQuestion(props: { question: IQuestion }): JSX.Element {
+  const q = props.question;
+  const [open, setOpen] = useState(false);
+  const line = `${q.question} · ${describeAnswer(q)}`;
+  return (
+    <div
+      className={`jp-ThinkQuestionLine jp-mod-${q.status}`}
+      data-question-id={q.id}
+      data-status={q.status}
+    >
+      <button
+        className="jp-ThinkApprovalLine-header"
+        aria-expanded={open}
+        title={line}
+        onClick={() => setOpen(!open)}
+      >
+        {open ? (
+          <caretDownIcon.react tag="span" />
+        ) : (
+          <caretRightIcon.react tag="span" />
+        )}
+        <span className="jp-ThinkApprovalLine-text">{line}</span>
+      </button>
+      {open ? (
+        <QuestionCard question={q} answer={() => Promise.resolve()} />
+      ) : null}
+    </div>
+  );
+}
+
+/** Every question of the open session still waiting for an answer. */
 export function QuestionCards(props: {
   model: QuestionsModel;
 }): JSX.Element | null {
-  const list = useSyncExternalStore(
+  const all = useSyncExternalStore(
     props.model.subscribe,
     props.model.getSnapshot
   );
+  const list = pendingQuestions(all);
   if (!list.length) {
     return null;
   }
@@ -119,13 +210,7 @@ export function QuestionCard(props: {
         </>
       ) : (
         <div className="jp-ThinkQuestion-answer" role="status">
-          {q.status === 'answered'
-            ? `Answered${q.user ? ` by ${q.user}` : ''}${
-                q.source ? ` via ${q.source}` : ''
-              }: ${q.answer}`
-            : q.source === 'cancel'
-              ? 'Closed: the run was cancelled'
-              : 'No answer in time (the agent was told)'}
+          {describeAnswer(q)}
         </div>
       )}
       {error ? (

@@ -1,7 +1,9 @@
 /**
  * The agent's questions (`ask_user`) in the open session: loaded from the server when a
- * session opens (so a reload shows them again), added by `question_asked` frames, settled
- * by `question_answered` frames whichever surface answered (sidebar, notebook, API).
+ * session opens (so a reload shows them again, answered ones too), added by
+ * `question_asked` frames, settled by `question_answered` frames whichever surface answered
+ * (sidebar, notebook, API). Pending ones are cards above the composer; an answered one is
+ * a folded line on its `ask_user` call in the transcript, as a decided approval is.
  */
 
 import { URLExt } from '@jupyterlab/coreutils';
@@ -22,6 +24,8 @@ export interface IQuestion {
   source: string;
   /** A subagent's question: the task it works on. */
   taskId: string;
+  /** The `ask_user` call that asked it (its card in the transcript shows the answer). */
+  callId: string;
 }
 
 type Frame = { type: string; [k: string]: unknown };
@@ -51,7 +55,8 @@ export function applyQuestionFrame(
         answer: '',
         user: '',
         source: '',
-        taskId: String(frame.task_id ?? '')
+        taskId: String(frame.task_id ?? ''),
+        callId: String(frame.call_id ?? '')
       }
     ];
   }
@@ -89,8 +94,22 @@ export function questionFromRow(row: Record<string, unknown>): IQuestion {
     answer: String(row.answer ?? ''),
     user: String(row.user ?? ''),
     source: String(row.source ?? ''),
-    taskId: String(row.task_id ?? '')
+    taskId: String(row.task_id ?? ''),
+    callId: String(row.call_id ?? '')
   };
+}
+
+/** The questions still waiting for an answer. */
+export function pendingQuestions(list: readonly IQuestion[]): IQuestion[] {
+  return list.filter(q => q.status === 'pending');
+}
+
+/** The answered (or closed) question of tool call `callId`, if there is one. */
+export function answeredFor(
+  list: readonly IQuestion[],
+  callId: string
+): IQuestion | null {
+  return list.find(q => q.callId === callId && q.status !== 'pending') ?? null;
 }
 
 /** Follows the chat store's session and frames; answers through the REST API. */
@@ -152,8 +171,8 @@ export class QuestionsModel {
       let list = this._list;
       for (const row of (r.questions ?? []) as Record<string, unknown>[]) {
         const q = questionFromRow(row);
-        // Pending ones only: an answered question is shown where it was answered.
-        if (q.status === 'pending' && !list.some(x => x.id === q.id)) {
+        // Answered ones too: the transcript shows each on its call's card.
+        if (!list.some(x => x.id === q.id)) {
           list = [...list, q];
         }
       }

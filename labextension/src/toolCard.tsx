@@ -6,6 +6,7 @@
 import React, { useState } from 'react';
 
 import { DecidedApproval, useDecidedApproval } from './approvalCards';
+import { AnsweredQuestion, useAnsweredQuestion } from './questionCards';
 import { formatDuration, summariseInput } from './format';
 import type { IToolCallState } from './reducer';
 import { storedToolImages, ToolImages, toolImages } from './toolImages';
@@ -90,6 +91,7 @@ export const ToolCard = React.memo(function ToolCard({
   const [whole, setWhole] = useState<string | null>(null);
   const [wholeError, setWholeError] = useState<string | null>(null);
   const approval = useDecidedApproval(call.id);
+  const question = useAnsweredQuestion(call.id);
   // Approved with edited arguments: those ran, so the card shows them.
   const input = approval?.status === 'approved' ? approval.input : call.input;
   const args = summariseInput(input);
@@ -130,6 +132,7 @@ export const ToolCard = React.memo(function ToolCard({
         </span>
       </button>
       {approval ? <DecidedApproval approval={approval} /> : null}
+      {question ? <AnsweredQuestion question={question} /> : null}
       <ToolImages images={images} />
       {status.kind === 'error' && !open && call.summary ? (
         <div className="jp-ThinkToolCard-error">{call.summary}</div>

@@ -71,15 +71,24 @@ describe('Questions from the agent', () => {
     // Keyboard: focus the option and press Enter.
     await card.getByRole('button', { name: 'Answer: green' }).focus();
     await page.keyboard.press('Enter');
-    const answered = page.locator('.jp-ThinkQuestion.jp-mod-answered');
+    // The card leaves; the ask_user call's card in the transcript shows the answer.
+    const answered = page.locator(
+      '.jp-ThinkQuestionLine[data-status="answered"]'
+    );
     await answered.waitFor({ timeout: TIMEOUT });
     assert.match(await answered.innerText(), /via sidebar: green/);
+    assert.equal(
+      await page.locator('.jp-ThinkQuestion.jp-mod-pending').count(),
+      0
+    );
     await page.waitForSelector('.jp-ThinkChat-body[data-running="false"]', {
       timeout: TIMEOUT
     });
     assert.equal(await lastToolText(), 'The user answered: green');
     // The second tab's card settled to the same answer (the first answer wins everywhere).
-    const theirs = watcher.locator('.jp-ThinkQuestion.jp-mod-answered');
+    const theirs = watcher.locator(
+      '.jp-ThinkQuestionLine[data-status="answered"]'
+    );
     await theirs.waitFor({ timeout: TIMEOUT });
     assert.match(await theirs.innerText(), /via sidebar: green/);
     const late = await lab
