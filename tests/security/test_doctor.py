@@ -25,7 +25,7 @@ ATTACKS = ("the Python environment", "the kernel's Python: write", "network",
            "host sockets", "files", "secrets", "the store", "the history store",
            "the kernel process", "its own launcher", "another session: signal",
            "another session: its private files", "fork bomb", "memory", "disk",
-           "a wedged launcher", "output scripting")  # fmt: skip
+           "a wedged launcher", "output scripting", "planted skill and tool")  # fmt: skip
 
 
 def verdicts(markdown: str) -> dict[str, dict[str, bool]]:

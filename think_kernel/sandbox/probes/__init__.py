@@ -6,7 +6,8 @@
 
 :mod:`.run` runs them all on one tier; the probes are grouped by what they attack:
 :mod:`.escapes` (out of the sandbox), :mod:`.sessions` (between sessions, and the limits),
-:mod:`.pyenv` (the Python environment sandboxed code runs).
+:mod:`.pyenv` (the Python environment sandboxed code runs), :mod:`.planted` (what it could
+leave in ``.think/`` for later sessions).
 """
 
 from .pyenv import python_env, python_env_writes

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..config import SandboxConfig
 from ..sandbox import Sandbox, SandboxError
 from ..tiers import Tier
-from . import escapes, pyenv, sessions
+from . import escapes, planted, pyenv, sessions
 from .report import Probe, Report
 
 
@@ -84,6 +84,7 @@ async def run_probes(
                 ("disk writes", lambda: sessions.disk(a)),
                 ("a wedged launcher", lambda: sessions.wedge(b)),
                 ("output scripting", lambda: escapes.output_scripting(a)),
+                ("a planted skill and tool", lambda: planted.planted(a, ws)),
             ]
             for name, probe in probes:
                 if progress is not None:
