@@ -23,6 +23,7 @@ from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .openapi import OPENAPI
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
+from .rewind import branch_page, rewind_routes
 from .runs import SessionNotFound
 from .skills import SkillsHandler
 
@@ -106,9 +107,10 @@ class SessionHandler(ThinkHandler):
 
 
 class MessagesHandler(ThinkHandler):
-    """``GET ?before=&limit=&facet=`` pages history (the main conversation, or with
-    ``facet=subagent:<task id>`` a subagent's); ``POST {"content", "context"?, "options"?,
-    "attachments"?, "interrupt"?}`` starts a run, or queues it behind the session's active
+    """``GET ?before=&limit=&facet=&branch=`` pages history (the main conversation's current
+    branch, or with ``branch=ID`` another, or with ``facet=subagent:<task id>`` a
+    subagent's); ``POST {"content", "context"?, "options"?, "attachments"?, "interrupt"?}``
+    starts a run, or queues it behind the session's active
     run (the message is then stored with status ``queued``); ``"interrupt": true`` ("stop
     and send") cancels the active and queued runs first. ``options`` (``model``,
     ``base_url``) become the session's props, as ``%think_model`` does in a notebook, so the
@@ -126,6 +128,11 @@ class MessagesHandler(ThinkHandler):
         facet = self.get_query_argument("facet", None) or None
         if facet is not None and not FACET.fullmatch(facet):
             raise web.HTTPError(400, "facet must be 'subagent:<task id>'")
+        branch = self.get_query_argument("branch", None) or None
+        if branch is not None and facet is None:  # one branch of the tree, not the current
+            rows, cursor = await branch_page(self.svc.store, session_id, branch, before, limit)
+            self.send({"messages": rows, "next_cursor": cursor})
+            return
         rows, cursor = await self.svc.store.page_messages(session_id, before, limit, facet)
         self.send({"messages": rows, "next_cursor": cursor})
 
@@ -275,7 +282,8 @@ class CancelHandler(ThinkHandler):
 
 
 class TruncateHandler(ThinkHandler):
-    """``POST {"message_id"}``: delete that message and everything after it (edit)."""
+    """``POST {"message_id"}``: edit from that message: a new branch leaves before it; the
+    message and those after it stay, on the branch left (``GET .../branches``)."""
 
     @authorized
     async def post(self, session_id: str) -> None:
@@ -462,4 +470,5 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/approvals/(?P<approval_id>{ID})", ApprovalHandler),
         (f"{s}/schedules", SchedulesHandler),
         (f"{s}/schedules/(?P<schedule_id>{ID})", ScheduleHandler),
+        *rewind_routes(s),
     ]

@@ -13,20 +13,21 @@ from think_kernel.wire.schema import components
 
 from .parts import ERR
 from .questions import QUESTION_PATHS
+from .rewind import REWIND_PATHS
 from .schemas import REST_SCHEMAS
 from .server import SERVER_PATHS
 from .sessions import SESSION_PATHS
-
 from .variables import VARIABLE_PATHS
+
 OPENAPI: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "Think for Jupyter", "version": "1"},
     "servers": [{"url": "/api/think"}],
     "components": {"schemas": {**REST_SCHEMAS, **components()}},
-    "paths": {**SERVER_PATHS, **SESSION_PATHS, **QUESTION_PATHS},
+    "paths": {**SERVER_PATHS, **SESSION_PATHS, **QUESTION_PATHS, **REWIND_PATHS},
 }
-for _path in OPENAPI["paths"].values():
 OPENAPI["paths"].update(VARIABLE_PATHS)
+for _path in OPENAPI["paths"].values():
     for _method, _operation in _path.items():
         if _method in ("post", "patch", "delete"):
             _operation["responses"]["409"] = ERR

@@ -57,6 +57,7 @@ SESSION_PATHS: dict[str, Any] = {
                 query("limit", {"type": "integer", "minimum": 1, "maximum": 500}),
                 # A subagent's conversation (the default is the main one, without them).
                 query("facet", {"type": "string", "pattern": "^subagent:[A-Za-z0-9_.-]+$"}),
+                query("branch", {"type": "string"}),
             ],
         ),
         "post": op(
@@ -190,7 +191,7 @@ SESSION_PATHS: dict[str, Any] = {
     },
     "/sessions/{session_id}/truncate": {
         "post": op(
-            "Delete a message and everything after it",
+            "Edit from a message: a new branch leaves before it (nothing is deleted)",
             ok_json({"type": "object", "properties": {"deleted": {"type": "integer"}}}),
             params=[SID],
             body={
