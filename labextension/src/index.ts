@@ -5,6 +5,7 @@
 import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 
 import { chatPlugin } from './chatPlugin';
+import { inlineCompletionPlugin } from './inlineCompletion';
 import { launcherPlugin } from './launcherPlugin';
 import { remindersPlugin } from './reminders';
 import { thinkCellsPlugin } from './thinkCells';
@@ -12,6 +13,7 @@ import { untrustedOutputPlugin } from './untrustedOutput';
 
 const plugins: JupyterFrontEndPlugin<void>[] = [
   chatPlugin,
+  inlineCompletionPlugin,
   launcherPlugin,
   remindersPlugin,
   thinkCellsPlugin,

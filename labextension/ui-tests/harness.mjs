@@ -277,6 +277,10 @@ export async function startLab({
     async scriptReplies(replies) {
       await model.script(replies);
     },
+    /** Answer every internal call of `purpose` (e.g. `complete`) with this reply. */
+    async answer(purpose, reply) {
+      await model.answer(purpose, reply);
+    },
     /** What the fake model recorded (real backend), or null. */
     async modelStats() {
       return model ? model.stats() : null;
@@ -443,6 +447,15 @@ async function startFakeModel() {
       });
       if (!r.ok) {
         throw new Error(`scripting the fake model failed: ${r.status}`);
+      }
+    },
+    async answer(purpose, reply) {
+      const r = await fetch(`${controlUrl}/answer`, {
+        method: 'POST',
+        body: JSON.stringify({ purpose, ...reply })
+      });
+      if (!r.ok) {
+        throw new Error(`setting the fake model's answer failed: ${r.status}`);
       }
     },
     async stats() {
