@@ -54,7 +54,8 @@ function extensionInstalled(env) {
 /**
  * Start `jupyter lab`; resolves when it answers `/api/status`. `configured: false` starts
  * the scripted model but gives the server no endpoint (a new user's first start): the
- * tests then enter `lab.modelUrl` in the setup card.
+ * tests then enter `lab.modelUrl` in the setup card. `kernelConfig`: the text of
+ * think_kernel_config.py, written before the server starts its first spare kernel.
  */
 /**
  * Tracebacks logged by upstream code for a tab that closes or reloads, which our code cannot
@@ -102,7 +103,8 @@ export async function startLab({
   backend = 'real',
   env: extra = {},
   configured = true,
-  allowTracebacks = []
+  allowTracebacks = [],
+  kernelConfig
 } = {}) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'think-e2e-'));
   const root = path.join(tmp, 'root');
@@ -154,6 +156,13 @@ export async function startLab({
       }
     })
   );
+  // Before the server starts: the spare kernel it starts while loading reads it too.
+  if (kernelConfig !== undefined) {
+    fs.writeFileSync(
+      path.join(env.JUPYTER_CONFIG_DIR, 'think_kernel_config.py'),
+      kernelConfig
+    );
+  }
   let model = null;
   if (backend === 'real') {
     // The repository's packages and the `think` kernel spec, installed or not.
@@ -577,7 +586,7 @@ export async function launchLab({
   sidebar = false,
   ...server
 } = {}) {
-  const lab = await startLab(server);
+  const lab = await startLab({ ...server, kernelConfig });
   let browser = null;
   const close = async ({ check = true } = {}) => {
     await browser?.close();
@@ -588,13 +597,6 @@ export async function launchLab({
       const file = path.join(lab.root, name);
       fs.mkdirSync(path.dirname(file), { recursive: true });
       fs.writeFileSync(file, text);
-    }
-    if (kernelConfig !== undefined) {
-      fs.mkdirSync(lab.configDir, { recursive: true });
-      fs.writeFileSync(
-        path.join(lab.configDir, 'think_kernel_config.py'),
-        kernelConfig
-      );
     }
     for (const [id, values] of Object.entries(labSettings)) {
       const [pkg, plugin] = id.split(':');
