@@ -74,6 +74,28 @@ async function decidedLines(page) {
     .allTextContents();
 }
 
+/**
+ * Wait until the decided lines read `expected` (a tab names its own decisions "you" once it
+ * knows who it is), then assert it, so a failure shows what the lines said.
+ */
+async function linesAre(page, expected) {
+  await page
+    .waitForFunction(
+      want =>
+        JSON.stringify(
+          [
+            ...document.querySelectorAll(
+              '.jp-ThinkApprovalLine .jp-ThinkApprovalLine-text'
+            )
+          ].map(e => e.textContent)
+        ) === JSON.stringify(want),
+      expected,
+      { timeout: 15000 }
+    )
+    .catch(() => {}); // the assertion below reports what the lines said
+  assert.deepEqual(await decidedLines(page), expected);
+}
+
 async function showSession(page, sid, count) {
   await openChat(page);
   await page.locator('.jp-ThinkSessions-select').selectOption(sid);
@@ -114,7 +136,7 @@ describe('Who decided', () => {
     await page.waitForSelector('.jp-ThinkStatus[data-status="idle"]');
     await approveInSidebar(page, lab, 'one.txt');
     const sid = await page.locator('.jp-ThinkSessions-select').inputValue();
-    assert.deepEqual(await decidedLines(page), ['Approved by you via sidebar']);
+    await linesAre(page, ['Approved by you via sidebar']);
 
     // Restarted on the same port: the tab reloads with its cookies.
     await lab.restart();
@@ -123,7 +145,7 @@ describe('Who decided', () => {
     await showSession(page, sid, 1);
     assert.deepEqual(await me(page), person);
     assert.equal(await avatar(page), person.initials);
-    assert.deepEqual(await decidedLines(page), ['Approved by you via sidebar']);
+    await linesAre(page, ['Approved by you via sidebar']);
 
     // Restarted on another port (the first one taken, as `jupyter lab` then moves on):
     // the same browser opens the new address with the token.
@@ -134,7 +156,7 @@ describe('Who decided', () => {
     assert.deepEqual(await me(page), person);
     assert.equal(await avatar(page), person.initials);
     await approveInSidebar(page, lab, 'two.txt');
-    assert.deepEqual(await decidedLines(page), [
+    await linesAre(page, [
       'Approved by you via sidebar',
       'Approved by you via sidebar'
     ]);
@@ -157,7 +179,7 @@ describe('Who decided', () => {
       const them = await me(theirs);
       assert.notEqual(them.username, person.username);
       await showSession(theirs, sid, 2);
-      assert.deepEqual(await decidedLines(theirs), [
+      await linesAre(theirs, [
         `Approved by ${name} via sidebar`,
         `Approved by ${name} via sidebar`
       ]);
@@ -176,14 +198,16 @@ describe('Who decided', () => {
     const person = await me(page);
     assert.match(person.display_name, /^Anonymous /); // a name, not the hex user id
     await lab.scriptReplies(WRITE('cell.txt'));
-    await page.locator('.jp-NotebookPanel .jp-Cell').first().click();
+    // Run the cell once its kernel is up, from its editor, as a person would.
+    await page.getByText('Think | Idle').waitFor({ timeout: TIMEOUT });
+    const cell = page.locator('.jp-NotebookPanel .jp-CodeCell').first();
+    await cell.locator('.cm-content').click();
     await page.keyboard.press('Shift+Enter');
     const approve = page
       .locator('.jp-OutputArea-output .widget-button')
       .filter({ hasText: /^Approve$/ });
     await approve.waitFor({ timeout: TIMEOUT });
     await approve.click();
-    const cell = page.locator('.jp-NotebookPanel .jp-Cell').first();
     await cell
       .locator('.jp-OutputArea-output')
       .filter({ hasText: 'Wrote cell.txt.' })
@@ -207,15 +231,13 @@ describe('Who decided', () => {
     await page.reload();
     await page.waitForSelector('#jp-main-dock-panel', { timeout: TIMEOUT });
     await showSession(page, sid, 1);
-    assert.deepEqual(await decidedLines(page), [
-      'Approved by you via notebook'
-    ]);
+    await linesAre(page, ['Approved by you via notebook']);
     await shot(page, 'identity-cell-approval', page.locator('.jp-ThinkChat'));
     const other = await launchBrowser();
     try {
       const theirs = await openLab(await other.newContext(), lab);
       await showSession(theirs, sid, 1);
-      assert.deepEqual(await decidedLines(theirs), [
+      await linesAre(theirs, [
         `Approved by ${person.display_name} via notebook`
       ]);
     } finally {
