@@ -21,10 +21,12 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from think_kernel.checkpoints.blobs import Blobs
 from think_kernel.checkpoints.records import (
     NotACheckpoint,
     StepRow,
     files_since,
+    has_checkpoint,
     list_checkpoints,
 )
 from think_kernel.checkpoints.restore import FilePlan, Step, plan_file
@@ -71,6 +73,12 @@ class RewindHandler(ThinkHandler):
                 raise web.HTTPError(409, "the running request did not stop; try again")
         out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": []}
         if restore in ("files", "both"):
+            if not await has_checkpoint(store, message_id):
+                raise web.HTTPError(
+                    409,
+                    "no checkpoint is kept for this message (pruned, or sent before "
+                    "checkpoints were recorded): its files cannot be restored",
+                )
             documents = self.settings.get("think_documents")
             if documents is None and undo:
                 raise web.HTTPError(503, "files are restored through the collaboration rooms")
@@ -126,12 +134,13 @@ async def restore_files(
 ) -> list[FilePlan]:
     """Plan and apply the restore of each file through its room (see the module doc)."""
     action_id = f"rewind-{int(time.time() * 1000)}"
+    blobs = Blobs.beside(store)
     plans = []
     for path, rows in sorted(undo.items()):
         steps = [
             Step(
-                await _blob(store, r.pre_exists, r.pre_blob),
-                await _blob(store, r.post_exists, r.post_blob),
+                await _blob(blobs, r.pre_exists, r.pre_blob),
+                await _blob(blobs, r.post_exists, r.post_blob),
                 r.known,
             )
             for r in rows
@@ -147,10 +156,10 @@ async def restore_files(
     return plans
 
 
-async def _blob(store: Any, exists: bool, key: str | None) -> bytes | None:
+async def _blob(blobs: Blobs, exists: bool, key: str | None) -> bytes | None:
     if not exists or key is None:
         return None
-    return bytes(await store.load_blob(key))
+    return await blobs.load(key)
 
 
 async def _current(documents: Any, disk: SafeReader, path: str) -> tuple[bytes | None, Any]:

@@ -36,7 +36,7 @@ from .agent.modelaccess import ModelAccess
 from .agent.titles import Titler
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
-from .checkpoints import Checkpoints
+from .checkpoints import CheckpointConfig, Checkpoints
 from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
@@ -143,7 +143,9 @@ class Runtime:
         # Disk and rooms agree around every sandboxed run (flush before, merge after).
         self.files = FileSync(self.workspace)
         # A checkpoint per user message: files are copied before the turn changes them.
-        self.checkpoints = Checkpoints(self.workspace)
+        self.checkpoints = Checkpoints(
+            self.workspace, config=CheckpointConfig(config=self.config.config)
+        )
         self.files.observer = self.checkpoints
         self.box = SessionSandbox(
             self.workspace.root,

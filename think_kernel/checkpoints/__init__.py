@@ -4,6 +4,7 @@ The recorder (:mod:`.recorder`) runs in the kernel, beside the tools; the plan o
 (:mod:`.restore`) is pure; the server applies it through the rooms (``jupyter_ext/rewind.py``).
 """
 
+from .config import CheckpointConfig
 from .recorder import Checkpoints, around_tool
 
-__all__ = ["Checkpoints", "around_tool"]
+__all__ = ["CheckpointConfig", "Checkpoints", "around_tool"]

@@ -13,7 +13,8 @@ A checkpoint is a list of *steps*: one file going from one state (``pre``) to th
 three-way into what is there now, so a person's typing between and around the agent's
 changes stays (:mod:`.restore`). Nothing is copied when a checkpoint opens; contents go to
 the store's content-addressed blob folder (never the workspace), so a turn costs the bytes of
-the files it changed, whatever the size of the workspace.
+the files it changed, whatever the size of the workspace. The newest
+``CheckpointConfig.keep_turns`` checkpoints of a session, at most ``keep_days`` old, are kept.
 
 Where each state comes from:
 
@@ -43,6 +44,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store.ids import new_id
+from .blobs import Blobs
+from .config import CheckpointConfig
+from .records import prune
 
 log = logging.getLogger(__name__)
 
@@ -91,20 +95,31 @@ class _Known:
 class Checkpoints:
     """The kernel's recorder of checkpoints for one session (see the module doc)."""
 
-    def __init__(self, workspace: Any, store: Any = None) -> None:
+    def __init__(
+        self, workspace: Any, store: Any = None, config: CheckpointConfig | None = None
+    ) -> None:
         self.workspace = workspace
         #: The session's store; the runtime sets it once open (nothing is recorded before).
         self.store = store
+        self.config = config or CheckpointConfig()
+        self._blobs: Blobs | None = None
         self.checkpoint: str | None = None
         self._pending: dict[str, State | None] = {}  # path -> state before a tool's call
         self._known: OrderedDict[str, _Known] = OrderedDict()
+
+    @property
+    def blobs(self) -> Blobs:
+        """Where contents go: beside the store's database."""
+        if self._blobs is None:
+            self._blobs = Blobs.beside(self.store)
+        return self._blobs
 
     # -- the turn ------------------------------------------------------------------------
 
     async def begin(self, session_id: str, message_id: str) -> str | None:
         """Open the checkpoint of a user message (a resumed run reopens the same one)."""
         await self.end()
-        if self.store is None:
+        if self.store is None or not self.config.enabled:
             return None
         row = await self.store._one(
             "SELECT id FROM checkpoints WHERE message_id = ?", (message_id,)
@@ -120,6 +135,11 @@ class Checkpoints:
             (cp, session_id, message_id, (session or {}).get("branch_id"), time.time()),
         )
         self.checkpoint = cp
+        try:  # a turn at a time, so the cost is one indexed query when nothing is due
+            cfg = self.config
+            await prune(self.store, self.blobs, session_id, cfg.keep_turns, cfg.keep_days)
+        except Exception:
+            log.exception("could not prune old checkpoints")
         return cp
 
     async def end(self) -> None:
@@ -178,7 +198,7 @@ class Checkpoints:
                     continue
                 if (st.st_size, st.st_mtime_ns) != (k.state.size, k.mtime_ns):
                     data = await asyncio.to_thread(_disk, fs, rel)
-                    blob = await self.store.save_blob(data)
+                    blob = await self.blobs.save(data)
                     self._known[rel] = _Known(State(True, blob, len(data)), st.st_mtime_ns)
             except OSError:
                 self._known.pop(rel, None)
@@ -226,14 +246,14 @@ class Checkpoints:
             return None
         if data is None:
             return ABSENT
-        return State(True, await self.store.save_blob(data), len(data))
+        return State(True, await self.blobs.save(data), len(data))
 
     async def _disk_state(self, rel: str) -> State:
         st = await asyncio.to_thread(self.workspace.fs.lstat, rel)
         if st is None:
             return ABSENT
         data = await asyncio.to_thread(_disk, self.workspace.fs, rel)
-        return State(True, await self.store.save_blob(data), len(data))
+        return State(True, await self.blobs.save(data), len(data))
 
     def _remember(self, rel: str, state: State) -> None:
         try:

@@ -6,6 +6,7 @@ undo = await files_since(store, sid, message_id)      # {path: Undo}, the earlie
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,12 @@ async def target_message(store: Any, session_id: str, message_id: str) -> dict[s
     return dict(msg)
 
 
+async def has_checkpoint(store: Any, message_id: str) -> bool:
+    """Whether a checkpoint of this message is kept."""
+    row = await store._one("SELECT 1 AS x FROM checkpoints WHERE message_id = ?", (message_id,))
+    return row is not None
+
+
 async def files_since(store: Any, session_id: str, message_id: str) -> dict[str, list[StepRow]]:
     """Every file the turns from ``message_id`` on (current branch) changed, with its
     steps, oldest first."""
@@ -93,3 +100,28 @@ async def files_since(store: Any, session_id: str, message_id: str) -> dict[str,
             )
         )
     return out
+
+
+async def prune(store: Any, blobs: Any, session_id: str, keep_turns: int, keep_days: float) -> int:
+    """Forget the session's checkpoints past the newest ``keep_turns`` or older than
+    ``keep_days``, and the blobs no kept step uses; return how many checkpoints went.
+    Messages and branches are not touched: an old branch stays readable and can be switched
+    to; only its files can no longer be rewound."""
+    cutoff = time.time() - keep_days * 86400
+    old = await store._all(
+        "SELECT id FROM checkpoints WHERE session_id = ? AND (created_at < ? OR id NOT IN"
+        " (SELECT id FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC LIMIT ?))",
+        (session_id, cutoff, session_id, max(keep_turns, 0)),
+    )
+    if not old:
+        return 0
+    ids = [r["id"] for r in old]
+    marks = ", ".join("?" for _ in ids)
+    await store._write(f"DELETE FROM checkpoint_steps WHERE checkpoint_id IN ({marks})", ids)
+    await store._write(f"DELETE FROM checkpoints WHERE id IN ({marks})", ids)
+    used = await store._all(
+        "SELECT pre_blob AS k FROM checkpoint_steps WHERE pre_blob IS NOT NULL"
+        " UNION SELECT post_blob FROM checkpoint_steps WHERE post_blob IS NOT NULL"
+    )
+    await blobs.collect({r["k"] for r in used})
+    return len(ids)
