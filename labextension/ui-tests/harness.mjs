@@ -69,7 +69,7 @@ export const UPSTREAM_TRACEBACKS = [
   // jupyter_server's kernel channels handler writes without reading the write's future; a
   // tab closed while the kernel still sends leaves this after "Starting buffering" (only
   // tornado's frames: one of ours in it is still reported).
-  /\] Starting buffering for [\s\S]*Task exception was never retrieved\nfuture: <Task finished name='Task-\d+' coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\)[^\n]*\nTraceback(?:(?!\n  File "(?![^"]*\/tornado\/))[\s\S])*tornado\.websocket\.WebSocketClosedError\s*$/
+  /\] Starting buffering for [\s\S]*Task exception was never retrieved\nfuture: <Task finished name='Task-\d+' coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\)[^\n]*\nTraceback(?:(?!\n {2}File "(?![^"]*\/tornado\/))[\s\S])*tornado\.websocket\.WebSocketClosedError\s*$/
 ];
 
 /**
