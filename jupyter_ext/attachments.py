@@ -5,7 +5,9 @@
 Uploaded files (``{"kind": "image" | "file", "blob", "name"}``) must name a stored blob; its
 kind, MIME type and size are read again from the stored bytes. Notebook cells
 (``{"kind": "cells", "path", "cells": [{"id", "cell_type", "source"}]}``) are bounded in
-number and size. At most ``MAX_ATTACHMENTS`` per message.
+number and size. A variable's summary from the sidebar's ``@name`` chip
+(``{"kind": "variables", "path", "name", "text"}``) is bounded text, like cells: what the
+person saw on the chip. At most ``MAX_ATTACHMENTS`` per message.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from think_kernel.store import Store
 
 _BLOB = re.compile(r"^[0-9a-f]{64}$")
+#: A variable's summary as the inspection renders it is far below this.
+MAX_VARIABLE_CHARS = 64_000
 CELL_TYPES = {"code", "markdown", "raw"}
 
 
@@ -42,8 +46,12 @@ async def checked_attachments(store: Store, raw: list[Any]) -> list[dict[str, An
             out.append(_cells(i, item))
         elif kind in ("image", "file"):
             out.append(await _upload(store, i, item))
+        elif kind == "variables":
+            out.append(_variables(i, item))
         else:
-            raise web.HTTPError(400, f"attachments[{i}].kind must be image, file or cells")
+            raise web.HTTPError(
+                400, f"attachments[{i}].kind must be image, file, cells or variables"
+            )
     return out
 
 
@@ -85,3 +93,16 @@ def _cells(i: int, item: dict[str, Any]) -> dict[str, Any]:
     if total > MAX_TEXT_CHARS:
         raise web.HTTPError(400, f"attachments[{i}]: cells over {MAX_TEXT_CHARS:,} characters")
     return {"kind": "cells", "name": path.rsplit("/", 1)[-1] or "cells", "path": path, "cells": out}
+
+
+def _variables(i: int, item: dict[str, Any]) -> dict[str, Any]:
+    path, name, text = item.get("path") or "", item.get("name"), item.get("text")
+    if not isinstance(path, str) or len(path) > 4096:
+        raise web.HTTPError(400, f"attachments[{i}].path must be a string")
+    if not isinstance(name, str) or not name.isidentifier() or len(name) > 200:
+        raise web.HTTPError(400, f"attachments[{i}].name must be a variable name")
+    if not isinstance(text, str) or not text or len(text) > MAX_VARIABLE_CHARS:
+        raise web.HTTPError(
+            400, f"attachments[{i}].text must be the summary, up to {MAX_VARIABLE_CHARS:,} chars"
+        )
+    return {"kind": "variables", "name": name, "path": path, "text": text}

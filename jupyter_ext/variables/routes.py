@@ -4,7 +4,7 @@
     await link.request("vars.inspect", {"path": ..., "names": [...]})   (inspect_variables)
 
 Both answer the :class:`~.inspector.VariableInspector` answer plus ``text``, the summary as
-the model reads it. The route is authorised on ``think`` (read) and, since it runs a request
+the model reads it (and each variable its own ``text``, what an ``@name`` chip attaches). The route is authorised on ``think`` (read) and, since it runs a request
 in a kernel, on ``kernels`` (execute), like JupyterLab's own kernel routes.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from think_kernel.tools.variables import render_variables
+from think_kernel.tools.variables import render_variable, render_variables
 
 from ..base import ThinkHandler
 from ..collab.doccheck import DocumentError, check_path
@@ -36,6 +36,8 @@ async def inspect_answer(
         raise InspectError("names must be a list of variable names")
     answer = await inspector.inspect(checked, names or None, caller_kernel_id)
     answer["text"] = render_variables(answer)
+    for variable in answer["variables"]:
+        variable["text"] = render_variable(variable)
     return answer
 
 

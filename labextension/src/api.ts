@@ -18,6 +18,7 @@ import type {
   IUsageReport,
   IWireMessage
 } from './tokens';
+import type { IVariablesAnswer } from './variables';
 
 /** Filters of the action log endpoint. */
 export interface IActionFilter {
@@ -299,6 +300,13 @@ export class ThinkApi {
   async listSkills(sessionId: string): Promise<ISkillsReport> {
     return this.request<ISkillsReport>(
       `skills${query({ session: sessionId })}`
+    );
+  }
+
+  /** The variables of an open notebook's kernel, read without running its code. */
+  inspectVariables(path: string, names: string[]): Promise<IVariablesAnswer> {
+    return this.request<IVariablesAnswer>(
+      `variables${query({ path, names: names.join(',') })}`
     );
   }
 

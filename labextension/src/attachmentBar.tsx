@@ -7,6 +7,7 @@ import {
   fileIcon,
   imageIcon,
   LabIcon,
+  listIcon,
   notebookIcon
 } from '@jupyterlab/ui-components';
 import React from 'react';
@@ -21,7 +22,8 @@ import type { IAttachment } from './tokens';
 const ICON: Record<string, LabIcon> = {
   image: imageIcon,
   file: fileIcon,
-  cells: notebookIcon
+  cells: notebookIcon,
+  variables: listIcon
 };
 
 function KindIcon(props: { kind: string }): JSX.Element {
@@ -47,7 +49,10 @@ export function PendingAttachments(props: {
           key={a.id}
           className={`jp-ThinkAttachment${a.error ? ' jp-mod-error' : ''}`}
           data-kind={a.kind}
-          title={a.error ?? `${a.name} (${formatBytes(a.size)})`}
+          title={
+            a.summary ??
+            (a.error ? a.error : `${a.name} (${formatBytes(a.size)})`)
+          }
         >
           <KindIcon kind={a.kind} />
           <span className="jp-ThinkAttachment-name">{a.name}</span>

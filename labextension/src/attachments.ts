@@ -24,15 +24,17 @@ const IMAGE_TYPES = new Set([
 /** An attachment in the composer, before it is sent. */
 export interface IPendingAttachment {
   id: string;
-  kind: 'image' | 'file' | 'cells';
+  kind: 'image' | 'file' | 'cells' | 'variables';
   name: string;
   size: number;
   /** The bytes to upload (files and images). */
   file?: Blob;
-  /** Notebook cells (sent inline, nothing to upload). */
+  /** Notebook cells or a variable's summary (sent inline, nothing to upload). */
   cells?: IAttachment;
   /** Why it cannot be sent (shown on its chip). */
   error?: string;
+  /** What it attaches, shown when hovering its chip (a variable's summary). */
+  summary?: string;
 }
 
 let counter = 0;
@@ -124,6 +126,9 @@ export function attachmentLabel(a: IAttachment): string {
     const n = a.cells?.length ?? 0;
     const nb = a.path ? (a.path.split('/').pop() ?? a.path) : 'notebook';
     return `${n} cell${n === 1 ? '' : 's'} of ${nb}`;
+  }
+  if (a.kind === 'variables') {
+    return `@${a.name ?? 'variable'}`;
   }
   return a.name ?? a.kind;
 }

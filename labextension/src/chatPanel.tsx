@@ -156,6 +156,10 @@ function ChatApp(
     n: number;
   } | null>(null);
   const settings = props.settings();
+  const inspectVariables = useCallback(
+    (path: string, names: string[]) => api.inspectVariables(path, names),
+    [api]
+  );
   const currentId = state.session?.id ?? null;
 
   // With no model configured the sidebar opens on the setup card.
@@ -563,3 +567,4 @@ function ChatApp(
     </TranscriptCards>
   );
 }
+            inspectVariables={inspectVariables}

@@ -26,6 +26,7 @@ import {
   pendingFromFile
 } from './attachments';
 import { contextChipLabel, type IContextSummary } from './context';
+import { type InspectVariables, useVariableChips } from './variables';
 
 /** Props of the composer. */
 export interface IComposerProps {
@@ -44,6 +45,8 @@ export interface IComposerProps {
   onEditLast?: () => void;
   /** The notebook path of cells dragged from a notebook widget (the drag's source). */
   cellsPath?: (source: unknown) => string | null;
+  /** Reads variables of the active notebook's kernel (`@name` chips). */
+  inspectVariables?: InspectVariables;
 }
 
 /** What Lumino's drag events carry (typed here: `@lumino/dragdrop` is not a dependency). */
@@ -65,6 +68,12 @@ export function Composer(props: IComposerProps): JSX.Element {
   const picker = useRef<HTMLInputElement>(null);
   const cellsPath = useRef(props.cellsPath);
   cellsPath.current = props.cellsPath;
+  // `@name`: a variable of the active notebook's kernel, as a chip of its own.
+  const variables = useVariableChips(
+    text,
+    context?.kind === 'notebook' ? context.path : null,
+    props.inspectVariables
+  );
 
   const addFiles = (files: ArrayLike<File>): void => {
     const more = Array.from(files).map(f => pendingFromFile(f));
@@ -117,7 +126,7 @@ export function Composer(props: IComposerProps): JSX.Element {
     };
   }, []);
 
-  const sendable = pending.filter(a => !a.error);
+  const sendable = [...pending, ...variables.chips].filter(a => !a.error);
   const hasInput = !!text.trim() || sendable.length > 0;
   const send = (): void => {
     if (!hasInput) {
@@ -126,6 +135,7 @@ export function Composer(props: IComposerProps): JSX.Element {
     props.onSend(text, sendable); // queued behind the run in flight, if there is one
     setText('');
     setPending([]);
+    variables.reset();
   };
   const stopAndSend = (): void => {
     if (!hasInput) {
@@ -134,6 +144,7 @@ export function Composer(props: IComposerProps): JSX.Element {
     props.onStopAndSend(text, sendable);
     setText('');
     setPending([]);
+    variables.reset();
   };
   return (
     <div
@@ -155,8 +166,12 @@ export function Composer(props: IComposerProps): JSX.Element {
       }}
     >
       <PendingAttachments
-        items={pending}
-        onRemove={id => setPending(p => p.filter(a => a.id !== id))}
+        items={[...pending, ...variables.chips]}
+        onRemove={id =>
+          id.startsWith('var-')
+            ? variables.dismiss(id)
+            : setPending(p => p.filter(a => a.id !== id))
+        }
         first={
           attach && context && contextLabel ? (
             <ContextChip

@@ -95,9 +95,9 @@ export interface IWireMessage {
   [key: string]: unknown;
 }
 
-/** A file, image or notebook cells sent with a message. */
+/** A file, image, notebook cells or a variable's summary sent with a message. */
 export interface IAttachment {
-  kind: 'image' | 'file' | 'cells';
+  kind: 'image' | 'file' | 'cells' | 'variables';
   name?: string;
   mime?: string;
   /** The stored upload (`POST .../attachments`). */
@@ -105,6 +105,8 @@ export interface IAttachment {
   size?: number;
   path?: string;
   cells?: { id?: string; cell_type: string; source: string }[];
+  /** A variable's summary (`@name` in the composer), as the model reads it. */
+  text?: string;
 }
 
 /** What a compaction summary covers (the `compaction` field of a `summary` message). */

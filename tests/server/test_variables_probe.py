@@ -165,3 +165,25 @@ def test_the_text_the_model_reads():
 def test_inspect_variables_never_asks_under_the_default_policy():
     policy = Policy.from_settings("default", [], {})
     assert policy.check("inspect_variables", {"notebook": "a.ipynb"}, known=set()) is None
+
+
+async def test_a_variable_attachment_is_checked_and_reaches_the_model_as_text():
+    from tornado import web
+
+    from jupyter_ext.attachments import checked_attachments
+    from think_kernel.agent.messages import user_content
+
+    item = {"kind": "variables", "path": "nb.ipynb", "name": "df", "text": "df: DataFrame"}
+    [att] = await checked_attachments(None, [item])  # type: ignore[arg-type]
+    assert att == item
+    row = {"content": "what is @df?", "attachments": [att]}
+    assert user_content(row, {}) == (
+        'what is @df?\n\n<variable notebook="nb.ipynb">\ndf: DataFrame\n</variable>'
+    )
+    for bad in ({"name": "a b"}, {"text": ""}, {"text": "x" * 70_000}, {"path": 3}):
+        try:
+            await checked_attachments(None, [{**item, **bad}])  # type: ignore[arg-type]
+        except web.HTTPError as e:
+            assert e.status_code == 400
+        else:
+            raise AssertionError(bad)

@@ -161,6 +161,9 @@ def user_content(row: dict[str, Any], loaded: dict[str, str]) -> Any:
                 parts.append(f"[image {name} was attached to this message; not shown again]")
         elif kind == "cells":
             parts.append(render_cells(a))
+        elif kind == "variables":
+            where = f' notebook="{a.get("path")}"' if a.get("path") else ""
+            parts.append(f"<variable{where}>\n{a.get('text') or ''}\n</variable>")
         elif kind == "file":
             body = loaded.get(blob)
             if body is None:
