@@ -13,7 +13,10 @@ __version__ = "0.4.0"
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext think_kernel``: register the ``%think`` magics."""
-    from .kernel.magics import ThinkMagics
+    from .heap import old_objects_frozen
+
+    with old_objects_frozen():  # a kernel's heap may be large: see think_kernel.heap
+        from .kernel.magics import ThinkMagics
 
     ipython.register_magics(ThinkMagics(ipython))
 

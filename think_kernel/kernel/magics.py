@@ -29,6 +29,7 @@ from typing import Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
+from ..heap import old_objects_frozen
 from ..safeoutput import safe_bundle
 from .cellrun import CellRun
 from .userkernel import make_run_in_kernel
@@ -96,12 +97,13 @@ class ThinkMagics(Magics):
         return self._loop
 
     async def _make_runtime(self) -> Any:
-        from ..collab.linked import linked_setup
-        from ..config import ThinkConfig
-        from ..runtime import Runtime
-        from ..store.location import store_dir
-        from .link import start_link
-        from .resume import notebook_key, own_notebook, remember_session, remembered_session
+        with old_objects_frozen():  # the user's heap is not walked again by each pass
+            from ..collab.linked import linked_setup
+            from ..config import ThinkConfig
+            from ..runtime import Runtime
+            from ..store.location import store_dir
+            from .link import start_link
+            from .resume import notebook_key, own_notebook, remember_session, remembered_session
 
         root = Path(os.getcwd())
         key = notebook_key()
@@ -294,6 +296,16 @@ class ThinkMagics(Magics):
     def think_mcp(self, line: str) -> None:
         """``%think_mcp [refresh]``: MCP servers, their state and tools."""
         self._command("think_mcp", line)
+
+    @line_magic
+    def think_checkpoints(self, line: str) -> None:
+        """``%think_checkpoints``: the checkpoints of this session, one per request."""
+        self._command("think_checkpoints", line)
+
+    @line_magic
+    def think_rewind(self, line: str) -> None:
+        """``%think_rewind [N|ID] [--files|--conversation|--both]``: back to before a request."""
+        self._command("think_rewind", line)
 
 
 class _AsyncThink:

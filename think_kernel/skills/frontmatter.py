@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 
 class FrontMatterError(ValueError):
     """The file has no front matter, or its YAML is not a mapping; the message says which."""
@@ -28,6 +26,10 @@ def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise FrontMatterError("the front matter is not closed by a '---' line")
+    # Imported here: a session without skills never parses YAML, and its first request
+    # should not pay for loading the parser.
+    import yaml
+
     try:
         # safe_load: plain data only, never a Python object named by the file.
         meta = yaml.safe_load("".join(lines[1:end]))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
+
+from ..entrypoints import published
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def package_dirs(group: str) -> list[tuple[str, Path]]:
     used. One that fails to load is logged and skipped: a broken package never stops a request.
     """
     found: list[tuple[str, Path]] = []
-    for ep in entry_points(group=group):
+    for ep in published(group):
         dist = ep.dist.name if ep.dist is not None else ep.name
         try:
             obj = ep.load()
