@@ -21,21 +21,12 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from think_kernel.checkpoints.blobs import Blobs
-from think_kernel.checkpoints.records import (
-    NotACheckpoint,
-    StepRow,
-    files_since,
-    has_checkpoint,
-    list_checkpoints,
-)
-from think_kernel.checkpoints.restore import FilePlan, Step, plan_file
+from think_kernel.checkpoints.records import NotACheckpoint, list_checkpoints, target_message
+from think_kernel.checkpoints.rewind import RESTORE, NoCheckpoint, rewind
 from think_kernel.safefs import SafeReader
 from think_kernel.store.branches import BranchNotFound
 
 from .base import ThinkHandler, field
-
-RESTORE = ("files", "conversation", "both")
 
 
 class CheckpointsHandler(ThinkHandler):
@@ -62,7 +53,7 @@ class RewindHandler(ThinkHandler):
         await self.session_or_404(session_id)
         store = self.svc.store
         try:
-            undo = await files_since(store, session_id, message_id)
+            await target_message(store, session_id, message_id)
         except NotACheckpoint:
             raise web.HTTPError(
                 404, f"no user message {message_id!r} on this session's current branch"
@@ -71,108 +62,49 @@ class RewindHandler(ThinkHandler):
             await self.svc.chats.cancel(session_id)
             if self.svc.chats.busy(session_id):
                 raise web.HTTPError(409, "the running request did not stop; try again")
-        out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": []}
-        if restore in ("files", "both"):
-            if not await has_checkpoint(store, message_id):
-                raise web.HTTPError(
-                    409,
-                    "no checkpoint is kept for this message (pruned, or sent before "
-                    "checkpoints were recorded): its files cannot be restored",
-                )
-            documents = self.settings.get("think_documents")
-            if documents is None and undo:
-                raise web.HTTPError(503, "files are restored through the collaboration rooms")
-            root = self.settings.get("server_root_dir") or self.serverapp.root_dir
-            plans = await restore_files(store, documents, SafeReader(root), undo)
-            for plan in plans:
-                out["conflicts"].extend(plan.conflicts)
-                if plan.action == "write":
-                    out["restored"].append(plan.path)
-                elif plan.action == "delete":
-                    out["deleted"].append(plan.path)
-        if restore in ("conversation", "both"):
-            started = await store.start_branch(session_id, message_id)
-            out["branch_id"] = started["branch"]
-            out["left_branch_id"] = started["left"]
-            out["content"] = await store.message_content(started["message"])
-        await store.log_actions(
-            [
-                {
-                    "session_id": session_id,
-                    "tool": "rewind",
-                    "action": restore,
-                    "message_id": message_id,
-                    "input_summary": f"rewind {restore} to before {message_id}",
-                    "output_summary": _summary(out),
-                    "success": True,
-                    "ts": time.time(),
-                }
-            ]
-        )
+        documents = self.settings.get("think_documents")
+        root = self.settings.get("server_root_dir") or self.serverapp.root_dir
+        files = DocumentFiles(documents, SafeReader(root)) if documents is not None else None
+        try:
+            out = await rewind(store, files, session_id, message_id, restore)
+        except NoCheckpoint:
+            raise web.HTTPError(
+                409,
+                "no checkpoint is kept for this message (pruned, or sent before checkpoints "
+                "were recorded), or files cannot be restored without the collaboration rooms",
+            ) from None
         self.send(out)
 
 
-def _summary(out: dict[str, Any]) -> str:
-    parts = []
-    if out["restored"]:
-        parts.append("restored " + ", ".join(out["restored"]))
-    if out["deleted"]:
-        parts.append("deleted " + ", ".join(out["deleted"]))
-    if out["conflicts"]:
-        parts.append(
-            "kept "
-            + ", ".join(
-                c["path"] + (f" (cell {c['cell']})" if c.get("cell") else "")
-                for c in out["conflicts"]
-            )
-        )
-    return "; ".join(parts) or "no file to restore"
+class DocumentFiles:
+    """Files as the server's rooms hold them (a rewind's ``FileAccess``)."""
 
+    def __init__(self, documents: Any, disk: SafeReader) -> None:
+        self.documents = documents
+        self.disk = disk
+        self.action_id = f"rewind-{int(time.time() * 1000)}"
 
-async def restore_files(
-    store: Any, documents: Any, disk: SafeReader, undo: dict[str, list[StepRow]]
-) -> list[FilePlan]:
-    """Plan and apply the restore of each file through its room (see the module doc)."""
-    action_id = f"rewind-{int(time.time() * 1000)}"
-    blobs = Blobs.beside(store)
-    plans = []
-    for path, rows in sorted(undo.items()):
-        steps = [
-            Step(
-                await _blob(blobs, r.pre_exists, r.pre_blob),
-                await _blob(blobs, r.post_exists, r.post_blob),
-                r.known,
-            )
-            for r in rows
-        ]
-        current, current_text = await _current(documents, disk, path)
-        plan = plan_file(path, steps, current)
-        if plan.action == "write" and plan.content is not None:
-            base = None if path.endswith(".ipynb") else current_text
-            await documents.write_text(path, plan.content, base=base, action_id=action_id)
-        elif plan.action == "delete":
-            await documents.delete(path, action_id=action_id)
-        plans.append(plan)
-    return plans
+    async def current(self, path: str) -> tuple[bytes | None, str | None]:
+        """The room's text (unsaved typing included); bytes from disk for what no room holds."""
+        st = await asyncio.to_thread(self.disk.lstat, path)
+        if st is None:
+            return None, None
+        try:
+            got = await self.documents.read_text(path)
+        except Exception:  # not a file a room can hold: compared as bytes, never merged
+            return await asyncio.to_thread(self.disk.read_bytes, path), None
+        text = str(got["content"])
+        return text.encode(), text
 
+    async def write(self, path: str, content: str, base: str | None) -> None:
+        """An attributed edit in the room, merged with typing since ``base``."""
+        if path.endswith(".ipynb"):
+            base = None  # a notebook's plan is merged cell by cell already
+        await self.documents.write_text(path, content, base=base, action_id=self.action_id)
 
-async def _blob(blobs: Blobs, exists: bool, key: str | None) -> bytes | None:
-    if not exists or key is None:
-        return None
-    return await blobs.load(key)
-
-
-async def _current(documents: Any, disk: SafeReader, path: str) -> tuple[bytes | None, Any]:
-    """A file as its room shows it now (bytes, and the text for a merge), None if absent."""
-    st = await asyncio.to_thread(disk.lstat, path)
-    if st is None:
-        return None, None
-    try:
-        got = await documents.read_text(path)
-    except Exception:  # not a file a room can hold: compare bytes from disk
-        return await asyncio.to_thread(disk.read_bytes, path), None
-    text = str(got["content"])
-    return text.encode(), text
+    async def delete(self, path: str) -> None:
+        """Deleted as the file browser does."""
+        await self.documents.delete(path, action_id=self.action_id)
 
 
 class BranchesHandler(ThinkHandler):

@@ -16,6 +16,7 @@ from typing import Any
 
 from .outputs import think_output, think_tasks, whole_output_markdown
 from .reply import CommandError, CommandReply
+from .rewind import think_checkpoints, think_rewind
 from .sessions import think_attach, think_session, think_sessions
 from .settings import think_approve, think_config, think_instructions, think_model
 from .status import think_doctor, think_mcp, think_status, usage_table
@@ -38,6 +39,8 @@ HELP = """\
 | `%think_status` | models, context window, endpoint, sandbox limits, tokens and cost per role |
 | `%think_doctor [all]` | try the sandbox's containment here (`jupyter think doctor`) |
 | `%think_mcp [refresh]` | MCP servers, their state and tools (`refresh` restarts them) |
+| `%think_checkpoints` | the checkpoints of this session (one per request) |
+| `%think_rewind [N\\|ID] [--files\\|--conversation\\|--both]` | back to before a request |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -61,6 +64,8 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_doctor": think_doctor,
     "think_mcp": think_mcp,
     "think_help": think_help,
+    "think_checkpoints": think_checkpoints,
+    "think_rewind": think_rewind,
 }
 
 

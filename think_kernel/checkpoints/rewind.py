@@ -1,0 +1,164 @@
+"""A rewind: back to before a user message, for files, the conversation or both.
+
+    out = await rewind(store, files, sid, message_id, "both")
+    out["restored"], out["deleted"], out["conflicts"], out["content"]
+
+The same core serves the REST route (files through the server's rooms) and the
+``%think_rewind`` magic (files through the kernel's workspace, itself room-backed when a
+server runs). Files: every step the rewound turns made is undone, three-way
+(:mod:`.restore`); conversation: a branch starts before the message (nothing is deleted) and
+the message's text comes back to be edited or sent again. One action-log row lists it all.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from .blobs import Blobs
+from .records import NotACheckpoint, files_since, has_checkpoint, target_message
+from .restore import FilePlan, Step, plan_file
+
+RESTORE = ("files", "conversation", "both")
+
+
+class NoCheckpoint(LookupError):
+    """The message's files cannot be restored: no checkpoint of it is kept."""
+
+
+class FileAccess(Protocol):
+    """Where a rewind reads and writes files: the rooms (server) or the workspace (kernel).
+
+    ``data, text = await files.current("a.py")``; ``await files.write("a.py", new, text)``
+    """
+
+    async def current(self, path: str) -> tuple[bytes | None, str | None]:
+        """The file now (None: absent), and its text when it can be merged into."""
+        ...
+
+    async def write(self, path: str, content: str, base: str | None) -> None:
+        """Make the file ``content`` as an edit merged with others' changes since ``base``."""
+        ...
+
+    async def delete(self, path: str) -> None:
+        """Delete the file."""
+        ...
+
+
+async def rewind(
+    store: Any, files: FileAccess | None, session_id: str, message_id: str, restore: str
+) -> dict[str, Any]:
+    """Rewind (see the module doc). ValueError for a bad ``restore``;
+    :class:`~.records.NotACheckpoint` for a message that is not a user message of the current
+    branch; :class:`NoCheckpoint` when files are asked for and none was kept."""
+    if restore not in RESTORE:
+        raise ValueError(f"'restore' must be one of {', '.join(RESTORE)}")
+    await target_message(store, session_id, message_id)
+    out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": []}
+    if restore in ("files", "both"):
+        if not await has_checkpoint(store, message_id):
+            raise NoCheckpoint(message_id)
+        steps = await files_since(store, session_id, message_id)
+        if steps and files is None:
+            raise NoCheckpoint("files cannot be written here")
+        for plan in await restore_files(store, files, steps) if files is not None else []:
+            out["conflicts"].extend(plan.conflicts)
+            if plan.action == "write":
+                out["restored"].append(plan.path)
+            elif plan.action == "delete":
+                out["deleted"].append(plan.path)
+    if restore in ("conversation", "both"):
+        started = await store.start_branch(session_id, message_id)
+        out["branch_id"] = started["branch"]
+        out["left_branch_id"] = started["left"]
+        out["content"] = await store.message_content(started["message"])
+    await store.log_actions(
+        [
+            {
+                "session_id": session_id,
+                "tool": "rewind",
+                "action": restore,
+                "message_id": message_id,
+                "input_summary": f"rewind {restore} to before {message_id}",
+                "output_summary": summary(out),
+                "success": True,
+                "ts": time.time(),
+            }
+        ]
+    )
+    return out
+
+
+async def restore_files(store: Any, files: FileAccess, steps: dict[str, Any]) -> list[FilePlan]:
+    """Plan and apply the restore of each file (steps by path, oldest first)."""
+    blobs = Blobs.beside(store)
+    plans = []
+    for path, rows in sorted(steps.items()):
+        undo = [
+            Step(
+                await _blob(blobs, r.pre_exists, r.pre_blob),
+                await _blob(blobs, r.post_exists, r.post_blob),
+                r.known,
+            )
+            for r in rows
+        ]
+        current, text = await files.current(path)
+        plan = plan_file(path, undo, current)
+        if plan.action == "write" and plan.content is not None:
+            await files.write(path, plan.content, text)
+        elif plan.action == "delete":
+            await files.delete(path)
+        plans.append(plan)
+    return plans
+
+
+async def _blob(blobs: Blobs, exists: bool, key: str | None) -> bytes | None:
+    if not exists or key is None:
+        return None
+    return await blobs.load(key)
+
+
+def summary(out: dict[str, Any]) -> str:
+    """One line: what was restored, deleted, and left as people have it."""
+    parts = []
+    if out["restored"]:
+        parts.append("restored " + ", ".join(out["restored"]))
+    if out["deleted"]:
+        parts.append("deleted " + ", ".join(out["deleted"]))
+    if out["conflicts"]:
+        kept = [
+            c["path"] + (f" (cell {c['cell']})" if c.get("cell") else "") for c in out["conflicts"]
+        ]
+        parts.append("kept " + ", ".join(kept))
+    if "content" in out:
+        parts.append("conversation back to before the message")
+    return "; ".join(parts) or "no file to restore"
+
+
+class WorkspaceFiles:
+    """:class:`FileAccess` over a kernel's workspace (room-backed when a server runs)."""
+
+    def __init__(self, workspace: Any) -> None:
+        self.workspace = workspace
+
+    async def current(self, path: str) -> tuple[bytes | None, str | None]:
+        """The file as the workspace reads it; its text is the base of the next write."""
+        data = await self.workspace.snapshot(path)
+        if data is None:
+            return None, None
+        try:
+            text = await self.workspace.read_text(path)
+        except Exception:  # not text, too big: compared as bytes, never merged
+            return data, None
+        return text.encode(), text
+
+    async def write(self, path: str, content: str, base: str | None) -> None:
+        """A write merged (by the rooms) with what others typed since the read."""
+        await self.workspace.write_text(path, content)
+
+    async def delete(self, path: str) -> None:
+        """Delete it."""
+        await self.workspace.delete(path)
+
+
+__all__ = ["RESTORE", "FileAccess", "NoCheckpoint", "NotACheckpoint", "WorkspaceFiles", "rewind"]
