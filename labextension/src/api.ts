@@ -5,6 +5,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { IBranch } from './branches';
+import type { IRewindResult, RestoreWhat } from './rewind';
 import type {
   IAction,
   IAttachment,
@@ -113,7 +115,8 @@ export class ThinkApi {
     id: string,
     before?: string | number | null,
     limit = 100,
-    facet?: string
+    facet?: string,
+    branch?: string
   ): Promise<{
     messages: IWireMessage[];
     next_cursor: string | number | null;
@@ -125,7 +128,38 @@ export class ThinkApi {
     if (facet) {
       q.facet = facet;
     }
+    if (branch) {
+      q.branch = branch;
+    }
     return this.request(`sessions/${enc(id)}/messages${query(q)}`);
+  }
+
+  /** Go back to before user message `messageId`: its files, the conversation or both
+   * (a run in flight is stopped first). */
+  rewind(
+    id: string,
+    messageId: string,
+    restore: RestoreWhat
+  ): Promise<IRewindResult> {
+    return this.request<IRewindResult>(`sessions/${enc(id)}/rewind`, 'POST', {
+      message_id: messageId,
+      restore
+    });
+  }
+
+  /** The branches of a session's conversation, oldest first. */
+  async listBranches(id: string): Promise<IBranch[]> {
+    const r = await this.request<{ branches: IBranch[] }>(
+      `sessions/${enc(id)}/branches`
+    );
+    return r.branches;
+  }
+
+  /** Make another branch of the conversation current. */
+  async switchBranch(id: string, branchId: string): Promise<void> {
+    await this.request(`sessions/${enc(id)}/branches`, 'POST', {
+      branch_id: branchId
+    });
   }
 
   /** The session's task tree: roots with their `children`, and the progress. */

@@ -33,11 +33,13 @@ import { thinkIcon } from './icons';
 import { MessageList } from './messageView';
 import { QuestionCards, TranscriptCards } from './questionCards';
 import { QuestionsModel } from './questions';
+import { RewindNote } from './rewind';
 import { SetupCard } from './setupCard';
 import { SkillsList } from './skillsList';
 import { SubagentView } from './subagentView';
 import { TaskPanel } from './taskPanel';
 import { TasksModel } from './tasksModel';
+import { useTimeTravel } from './timeTravel';
 import {
   defaultSession,
   kindOf,
@@ -259,6 +261,7 @@ function ChatApp(
 
   const report = (what: string) => (e: unknown) =>
     void showErrorMessage(`Think: ${what} failed`, String(e));
+  const travel = useTimeTravel(store, report);
 
   const onSend = async (
     text: string,
@@ -496,8 +499,14 @@ function ChatApp(
             onInsertCode={props.insertCell}
             editRequest={editRequest}
             readOnly={chatKind !== 'chat'}
+            siblings={travel.siblings}
+            onShowSibling={travel.onShowSibling}
+            onRewind={travel.onRewind}
           />
         )}
+        {travel.rewind ? (
+          <RewindNote state={travel.rewind} onDismiss={travel.dismiss} />
+        ) : null}
         {showSetup ? null : <ApprovalCards model={approvals} />}
         {showSetup ? null : <QuestionCards model={questions} />}
         {showSetup ? null : chatKind !== 'chat' && state.session ? (
@@ -561,6 +570,7 @@ function ChatApp(
               void store.retry(sendOptions()).catch(report('retry'))
             }
             onEditLast={onEditLast}
+            fill={travel.fill}
           />
         )}
       </div>

@@ -43,6 +43,8 @@ export interface IComposerProps {
   onRetry: () => void;
   /** Up in an empty composer: edit the last message you sent. */
   onEditLast?: () => void;
+  /** Text to put in the box (a rewound message's); `n` changes on every request. */
+  fill?: { text: string; n: number } | null;
   /** The notebook path of cells dragged from a notebook widget (the drag's source). */
   cellsPath?: (source: unknown) => string | null;
   /** Reads variables of the active notebook's kernel (`@name` chips). */
@@ -65,6 +67,12 @@ export function Composer(props: IComposerProps): JSX.Element {
   const [pending, setPending] = useState<IPendingAttachment[]>([]);
   const [dropping, setDropping] = useState(false);
   const root = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (props.fill) {
+      setText(props.fill.text);
+      root.current?.querySelector('textarea')?.focus();
+    }
+  }, [props.fill?.n]);
   const picker = useRef<HTMLInputElement>(null);
   const cellsPath = useRef(props.cellsPath);
   cellsPath.current = props.cellsPath;

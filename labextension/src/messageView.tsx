@@ -24,6 +24,8 @@ import {
   type IChatState,
   type IToolCallState
 } from './reducer';
+import type { ISiblings } from './branches';
+import { BranchSwitcher, RewindControl, type RestoreWhat } from './rewind';
 import { ToolCard } from './toolCard';
 import { CompactionMarker, MessageUsage } from './usageView';
 import { UserText } from './userText';
@@ -76,6 +78,11 @@ export interface IMessageItemProps {
   onInsertCode?: (code: string) => void;
   /** Changes (to a new positive number) to open this message's editor (Up key). */
   editNow?: number;
+  /** The other versions of this message (on other branches), if any. */
+  siblings?: ISiblings;
+  onShowSibling?: (siblings: ISiblings, index: number) => void;
+  /** Offer "Rewind" on this (user) message. */
+  onRewind?: (messageId: string, what: RestoreWhat) => void;
 }
 
 /** A stored failure note has no error code (also after a reload); the kernel's advice for
@@ -101,7 +108,10 @@ export const MessageItem = React.memo(
       loadWhole,
       onSetup,
       onInsertCode,
-      editNow
+      editNow,
+      siblings,
+      onShowSibling,
+      onRewind
     } = props;
     const [editing, setEditing] = useState(false);
     const [draft, setDraft] = useState(m.content);
@@ -174,6 +184,20 @@ export const MessageItem = React.memo(
                   <editIcon.react tag="span" />
                   <span>Edit</span>
                 </button>
+              ) : null}
+              {siblings || onRewind ? (
+                <div className="jp-ThinkMessage-tools">
+                  {siblings && onShowSibling ? (
+                    <BranchSwitcher
+                      siblings={siblings}
+                      disabled={!editable}
+                      onShow={i => onShowSibling(siblings, i)}
+                    />
+                  ) : null}
+                  {onRewind ? (
+                    <RewindControl onRewind={what => onRewind(m.id, what)} />
+                  ) : null}
+                </div>
               ) : null}
             </>
           )}
@@ -254,7 +278,10 @@ export const MessageItem = React.memo(
     sameTools(a.tools, b.tools) &&
     a.editable === b.editable &&
     a.rendermime === b.rendermime &&
-    a.editNow === b.editNow
+    a.editNow === b.editNow &&
+    a.siblings === b.siblings &&
+    a.onShowSibling === b.onShowSibling &&
+    a.onRewind === b.onRewind
 );
 
 /** Props of the message list. */
@@ -271,6 +298,10 @@ export interface IMessageListProps {
   editRequest?: { id: string; n: number } | null;
   /** A notebook's or `%%think` session: shown, never edited from the sidebar. */
   readOnly?: boolean;
+  /** Messages with other versions on other branches, by id. */
+  siblings?: ReadonlyMap<string, ISiblings>;
+  onShowSibling?: (siblings: ISiblings, index: number) => void;
+  onRewind?: (messageId: string, what: RestoreWhat) => void;
 }
 
 /** The scrolling list of messages of a session. */
@@ -285,7 +316,10 @@ export function MessageList(props: IMessageListProps): JSX.Element {
     onSetup,
     onInsertCode,
     editRequest,
-    readOnly
+    readOnly,
+    siblings,
+    onShowSibling,
+    onRewind
   } = props;
   const [windowSize, setWindowSize] = useState(INITIAL_WINDOW);
   const scroller = useRef<HTMLDivElement>(null);
@@ -363,6 +397,13 @@ export function MessageList(props: IMessageListProps): JSX.Element {
         onSetup={onSetup}
         onInsertCode={onInsertCode}
         editNow={editRequest?.id === id ? editRequest.n : 0}
+        siblings={siblings?.get(id)}
+        onShowSibling={onShowSibling}
+        onRewind={
+          !readOnly && !m.local && m.role === 'user' && m.status !== 'queued'
+            ? onRewind
+            : undefined
+        }
       />
     );
     if (err && id === errorAfter && !shownOnMessage) {

@@ -181,6 +181,23 @@ export class ChatStore {
     await this.edit(last, s.messages[last].content, opts);
   }
 
+  /** Read the conversation again (a rewind or another tab changed its branch). */
+  async reload(): Promise<void> {
+    const id = this.sessionId;
+    if (!id) {
+      return;
+    }
+    const page = await this.api.listMessages(id);
+    if (this.sessionId === id) {
+      const cursor = page.next_cursor;
+      this.dispatch({
+        type: 'history',
+        messages: page.messages,
+        next_cursor: typeof cursor === 'number' ? cursor : null
+      });
+    }
+  }
+
   /** Load an older page of history; false when there is none. */
   async loadOlder(): Promise<boolean> {
     const id = this.sessionId;

@@ -5,3 +5,4 @@ import './reminders.css';
 import './untrusted.css';
 import './cells.css';
 import './skills.css';
+import './rewind.css';

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+
+import { type IBranch, type ILine, siblingsOf } from '../src/branches';
+import { conflictPlace } from '../src/rewind';
+
+function branch(id: string, at: number, current = false): IBranch {
+  return {
+    id,
+    parent_id: null,
+    fork_id: null,
+    first_id: null,
+    last_id: null,
+    count: 0,
+    current,
+    created_at: at
+  };
+}
+
+function line(b: IBranch, ids: [string, number][]): ILine {
+  return { branch: b, messages: ids.map(([id, seq]) => ({ id, seq })) };
+}
+
+describe('siblingsOf', () => {
+  it('is empty for a conversation that never branched', () => {
+    const root = branch('b0', 1, true);
+    const got = siblingsOf([
+      line(root, [
+        ['u1', 1],
+        ['a1', 2]
+      ])
+    ]);
+    expect(got.size).toBe(0);
+  });
+
+  it('numbers the versions of an edited message, oldest first', () => {
+    // u2 was edited twice: u2b and then u2c follow a1 on their own branches.
+    const root = branch('b0', 1);
+    const b1 = branch('b1', 2);
+    const b2 = branch('b2', 3, true);
+    const got = siblingsOf([
+      line(root, [
+        ['u1', 1],
+        ['a1', 2],
+        ['u2', 3],
+        ['a2', 4]
+      ]),
+      line(b1, [
+        ['u1', 1],
+        ['a1', 2],
+        ['u2b', 5],
+        ['a2b', 6]
+      ]),
+      line(b2, [
+        ['u1', 1],
+        ['a1', 2],
+        ['u2c', 7]
+      ])
+    ]);
+    expect(got.get('u2c')).toEqual({
+      index: 2,
+      ids: ['u2', 'u2b', 'u2c'],
+      branches: ['b0', 'b1', 'b2']
+    });
+    expect(got.get('u2')?.index).toBe(0);
+    // Shared messages and answers have no versions of their own.
+    expect(got.has('u1')).toBe(false);
+    expect(got.has('a1')).toBe(false);
+    expect(got.has('a2b')).toBe(false);
+  });
+
+  it('shows a message held by several lines through the current branch', () => {
+    // b2 left b1 later on, so u2b is on both lines: b1 is current and shows it.
+    const root = branch('b0', 1);
+    const b1 = branch('b1', 2, true);
+    const b2 = branch('b2', 3);
+    const got = siblingsOf([
+      line(root, [
+        ['u1', 1],
+        ['u2', 2]
+      ]),
+      line(b1, [
+        ['u1', 1],
+        ['u2b', 3],
+        ['u3', 4]
+      ]),
+      line(b2, [
+        ['u1', 1],
+        ['u2b', 3],
+        ['u3b', 5]
+      ])
+    ]);
+    expect(got.get('u2b')?.branches).toEqual(['b0', 'b1']);
+    expect(got.get('u3b')?.branches).toEqual(['b1', 'b2']);
+  });
+
+  it('gives versions to an edited first message', () => {
+    const got = siblingsOf([
+      line(branch('b0', 1), [['u1', 1]]),
+      line(branch('b1', 2, true), [['u1b', 2]])
+    ]);
+    expect(got.get('u1b')).toEqual({
+      index: 1,
+      ids: ['u1', 'u1b'],
+      branches: ['b0', 'b1']
+    });
+  });
+});
+
+describe('conflictPlace', () => {
+  it('names the file, the cell and the lines', () => {
+    expect(
+      conflictPlace({
+        path: 'analysis.ipynb',
+        cell: 'c1',
+        lines: [
+          [2, 2],
+          [4, 6]
+        ]
+      })
+    ).toBe('analysis.ipynb, cell c1, line 2, lines 4–6');
+    expect(conflictPlace({ path: 'notes.txt' })).toBe('notes.txt');
+  });
+});
