@@ -30,6 +30,7 @@ from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
 from .hub import Hub
+from .kernelnames import COMPLETION_NAMES_INTERVAL, KernelNames
 from .link import KernelLinks, LinkHandler, RpcHandler
 from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
 from .modelsetup import model_routes
@@ -289,7 +290,9 @@ class ThinkExtension(ExtensionApp):
         inspecting = {**kw, "inspector": self.variables}
         self.handlers.extend((pattern, cls, inspecting) for pattern, cls in variables_routes())
         self.completer = Completer(
-            timeout=self.completion_timeout, max_tokens=self.completion_max_tokens
+            timeout=self.completion_timeout,
+            max_tokens=self.completion_max_tokens,
+            names=KernelNames(self.variables, min_interval=COMPLETION_NAMES_INTERVAL),
         )
         completing = {**kw, "completer": self.completer}
         self.handlers.extend((pattern, cls, completing) for pattern, cls in completion_routes())

@@ -6,21 +6,23 @@
     answer = await job                                             # Completion(text="upby(")
 
 The lab extension's inline completion provider sends the text around the cursor of the cell
-or file (bounded), the notebook's previous cells (bounded, nearest first) and the kernel's
-variable names when it has them cheaply. The server asks the ``fast`` role of the endpoint in
-force (the setup card's, else the environment's) through the agent's own model client, with a
-small ``max_tokens`` and a short deadline. Without a configured endpoint it answers at once
-with an empty completion and ``configured: false``, and sends nothing anywhere.
+or file (bounded) and the notebook's previous cells (bounded, nearest first); the server adds
+the variable names of the notebook's kernel when it has them cheaply (:mod:`.kernelnames`).
+It asks the ``fast`` role of the endpoint in force (the setup card's, else the environment's)
+through the agent's own model client, with a small ``max_tokens`` and a short deadline.
+Without a configured endpoint it answers at once with an empty completion and
+``configured: false``, and sends nothing anywhere.
 
-One request in flight per browser tab and document: a newer one cancels the older upstream request
-(its connection to the model is closed), and so does the browser going away (the provider
-aborts its fetch when the person types on).
+One request in flight per browser tab and document: a newer one cancels the older upstream
+request (its connection to the model is closed), and so does the browser going away (the
+provider aborts its fetch when the person types on).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import time
 from collections.abc import AsyncGenerator, Awaitable
@@ -39,6 +41,8 @@ from .modelsetup import kernel_config
 if TYPE_CHECKING:
     from think_kernel.agent.model import Chunk, OpenAIModel
     from think_kernel.store import Store
+
+    from .kernelnames import KernelNames
 
 #: What of the document reaches the model: the end of the text before the cursor, the start
 #: of the text after it, and the previous cells up to a total, nearest first.
@@ -160,9 +164,12 @@ def clean(answer: str, prefix: str) -> str:
 class Completer:
     """Asks the ``fast`` model; one request in flight per key (tab and document)."""
 
-    def __init__(self, *, timeout: float, max_tokens: int) -> None:
+    def __init__(
+        self, *, timeout: float, max_tokens: int, names: KernelNames | None = None
+    ) -> None:
         self.timeout = timeout
         self.max_tokens = max_tokens
+        self.names = names
         self._client: OpenAIModel | None = None
         self._client_key: tuple[str, str | None] | None = None
         self._inflight: dict[str, asyncio.Task[Completion]] = {}
@@ -191,6 +198,10 @@ class Completer:
         if not ep.configured:
             return Completion(configured=False, reason="no_model")
         model = config.model_for("fast") or ep.model
+        if self.names is not None and req.path:
+            known = await self.names.of(req.path)
+            merged = list(dict.fromkeys([*req.variables, *known]))[:MAX_VARIABLES]
+            req = dataclasses.replace(req, variables=merged)
         client = self._client_for(ep)
         options = {"max_tokens": self.max_tokens, "temperature": 0}
         pieces: list[str] = []
@@ -236,6 +247,8 @@ class Completer:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, *self._closing, return_exceptions=True)
+        if self.names is not None:
+            await self.names.aclose()
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -187,3 +187,37 @@ async def test_the_route_needs_auth_and_the_think_permission(
     finally:
         jp_serverapp.web_app.settings["authorizer"] = original
     assert not completions(fast_env), "a refused request reached the model"
+
+
+async def test_the_kernels_variable_names_join_the_prompt_without_a_wait(
+    api, fast_env, jp_fetch, jp_serverapp, jp_root_dir
+):
+    import nbformat
+
+    from .test_variables import Tab, open_notebook
+
+    fast_env.answer("complete", text="* 2")
+    nbformat.write(nbformat.v4.new_notebook(), jp_root_dir / "sales.ipynb")
+    kid = await open_notebook(jp_fetch, "sales.ipynb")
+    tab = Tab(jp_serverapp.kernel_manager.get_kernel(kid))
+    try:
+        await tab.run("revenue_total = 41\nregions = ['north', 'south']")
+        body = {"prefix": "doubled = revenue_total ", "path": "sales.ipynb"}
+
+        async def prompt_names() -> bool:
+            code, r = await api("POST", "complete", body)
+            assert code == 200 and r["completion"] == "* 2", r
+            prompt = completions(fast_env)[-1]["messages"][-1]["content"]
+            names = [x for x in prompt.split("\n") if x.startswith("Variables defined")]
+            return bool(names) and "revenue_total" in names[0]
+
+        # The first completion answers from what is known (nothing yet) and starts a look;
+        # a later one carries the names the look found.
+        await until(prompt_names, 30, "the kernel's names in the prompt")
+        prompt = completions(fast_env)[-1]["messages"][-1]["content"]
+        assert "regions" in prompt
+        # The look was silent: the person's history has only their own cell.
+        history = await tab.names()
+        assert "revenue_total" in history and "think" not in history
+    finally:
+        tab.close()
