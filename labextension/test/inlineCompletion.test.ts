@@ -167,19 +167,24 @@ describe('ThinkInlineProvider', () => {
     const server = new Server();
     const p = new ThinkInlineProvider(server);
     p.configure({ debouncerDelay: 0 });
-    const typed = 'df.groupby'
-      .split('')
-      .map((_, i) =>
-        p.fetch(
-          { ...request, text: 'df.groupby'.slice(0, i + 1), offset: i + 1 },
-          ctx()
-        )
-      );
+    const warm = p.fetch(request, ctx(InlineCompletionTriggerKind.Invoke));
     await until(() => server.bodies.length === 1);
     server.answerAll();
-    const results = await Promise.all(typed);
-    expect(server.bodies.map(b => b.prefix)).toEqual(['df.groupby']);
-    expect(results.filter(r => r.items.length)).toHaveLength(1);
+    await warm;
+    // Keys 20 ms apart, as JupyterLab calls fetch with no debouncer: one request, the last.
+    const typed: Promise<unknown>[] = [];
+    const text = 'df.groupby';
+    for (let i = 1; i <= text.length; i++) {
+      typed.push(
+        p.fetch({ ...request, text: text.slice(0, i), offset: i }, ctx())
+      );
+      await new Promise(r => setTimeout(r, 20));
+    }
+    await until(() => server.bodies.length === 2);
+    server.answerAll();
+    await Promise.all(typed);
+    expect(server.bodies.map(b => b.prefix)).toEqual(['df.gro', 'df.groupby']);
+    expect(p.stats.aborted).toBe(0);
   });
 
   it('sends nothing when the setting turns it off', async () => {
