@@ -59,10 +59,23 @@ export interface ISkillProblem {
   reason: string;
 }
 
+/** A workspace skill not offered until a person approves this content of it. */
+export interface ISkillReview extends ISkillProblem {
+  sha256: string;
+  /** The SKILL.md a person reviews. */
+  text: string;
+  /** The session's pending approval of this content (decided by `decideApproval`). */
+  approval: { id: string; status: string; summary: string } | null;
+}
+
 /** `GET /api/think/skills?session=ID`: what the session's next request loads. */
 export interface ISkillsReport {
   instructions: { loaded: ISkillFound[]; invalid: ISkillProblem[] };
-  skills: { loaded: ISkillFound[]; invalid: ISkillProblem[] };
+  skills: {
+    loaded: ISkillFound[];
+    invalid: ISkillProblem[];
+    review?: ISkillReview[];
+  };
 }
 
 /** An HTTP error with the server's message. */
