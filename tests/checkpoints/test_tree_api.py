@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.waiting import until
+
 from .conftest import turn
 
 
@@ -105,3 +107,27 @@ async def test_bad_ids_are_clear_4xx(api, model_env) -> None:
     code, doc = await api("GET", "openapi.json")
     for route in ("checkpoints", "rewind", "branches", "fork"):
         assert f"/sessions/{{session_id}}/{route}" in doc["paths"]
+
+
+async def test_a_rewind_during_a_run_stops_it_first(api, model_env) -> None:
+    fm = model_env
+    _, session = await api("POST", "sessions", {"title": "busy"})
+    sid = session["id"]
+    fm.reply(text="first")
+    first = await turn(api, sid, "q1", "first")
+    fm.reply(hang=True)  # the model never answers: the run stays busy
+    code, sent = await api("POST", f"sessions/{sid}/messages", {"content": "q2"})
+    assert code == 201
+
+    async def running() -> bool:
+        _, got = await api("GET", f"sessions/{sid}")
+        return bool(got.get("run")) and got["run"]["status"] == "running" and len(fm.requests) == 2
+
+    await until(running, 60, "the second run waiting on the model")
+    code, out = await api(
+        "POST", f"sessions/{sid}/rewind", {"message_id": first, "restore": "conversation"}
+    )
+    assert code == 200, out
+    _, got = await api("GET", f"sessions/{sid}")
+    assert not got.get("run") and got["id"] == sid  # the run was stopped, not left behind
+    assert await _contents(api, sid) == [] and out["content"] == "q1"
