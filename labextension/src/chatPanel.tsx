@@ -21,6 +21,7 @@ import React, {
 
 import { ApprovalCards } from './approvalCards';
 import { ApprovalsModel } from './approvals';
+import { sendAsk, type IAskRequest } from './askThink';
 import type { IPendingAttachment } from './attachments';
 import { Composer } from './composer';
 import {
@@ -121,18 +122,44 @@ export class ChatPanel extends ReactWidget {
     style.setProperty(TOAST_INSET, `${Math.round(inset)}px`);
   }
 
+  /** Send a prepared request (Ask Think) in the chat bound to its notebook. */
+  ask(request: IAskRequest): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this._asks.push({ request, resolve, reject });
+      this.update(); // the chat takes it once rendered
+    });
+  }
+
   protected render(): JSX.Element {
-    return <ChatApp {...this.options} settingsVersion={++this._version} />;
+    return (
+      <ChatApp
+        {...this.options}
+        asks={this._asks}
+        settingsVersion={++this._version}
+      />
+    );
   }
 
   private _version = 0;
+  private _asks: IPendingAsk[] = [];
+}
+
+/** A request of `ChatPanel.ask` and its promise. */
+interface IPendingAsk {
+  request: IAskRequest;
+  resolve: () => void;
+  reject: (e: unknown) => void;
 }
 
 function ChatApp(
-  props: IChatPanelOptions & { settingsVersion: number }
+  props: IChatPanelOptions & { settingsVersion: number; asks: IPendingAsk[] }
 ): JSX.Element {
   const { store, rendermime, context, openPath } = props;
   const api = store.api;
+  const inspectVariables = useCallback(
+    (path: string, names: string[]) => api.inspectVariables(path, names),
+    [api]
+  );
   const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
   const [approvals] = useState(() => new ApprovalsModel(store));
   const [questions] = useState(() => new QuestionsModel(store));
@@ -158,10 +185,6 @@ function ChatApp(
     n: number;
   } | null>(null);
   const settings = props.settings();
-  const inspectVariables = useCallback(
-    (path: string, names: string[]) => api.inspectVariables(path, names),
-    [api]
-  );
   const currentId = state.session?.id ?? null;
 
   // With no model configured the sidebar opens on the setup card.
@@ -252,6 +275,21 @@ function ChatApp(
     const timer = window.setInterval(update, 1000);
     return () => window.clearInterval(timer);
   }, []);
+
+  // Requests of ChatPanel.ask, once this chat is rendered.
+  useEffect(() => {
+    for (const a of props.asks.splice(0)) {
+      tasks.close();
+      const options = {
+        model: settings.model || undefined,
+        endpoint: settings.endpoint || undefined
+      };
+      sendAsk(
+        { api, store, refresh: refreshSessions, select, options },
+        a.request
+      ).then(a.resolve, a.reject);
+    }
+  });
 
   const sendOptions = () => ({
     context: attach ? (context.current() ?? undefined) : undefined,
@@ -565,6 +603,7 @@ function ChatApp(
             onSend={(text, pending) => void onSend(text, pending)}
             onStopAndSend={(text, pending) => void onSend(text, pending, true)}
             cellsPath={source => context.notebookPath(source)}
+            inspectVariables={inspectVariables}
             onStop={() => void store.stop().catch(report('stopping'))}
             onRetry={() =>
               void store.retry(sendOptions()).catch(report('retry'))
@@ -577,4 +616,3 @@ function ChatApp(
     </TranscriptCards>
   );
 }
-            inspectVariables={inspectVariables}

@@ -19,6 +19,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { listIcon } from '@jupyterlab/ui-components';
 
 import { ActionLogPanel } from './actionLog';
+import { AskCommandIDs, type IAskRequest } from './askThink';
 import { ThinkApi } from './api';
 import { ChatPanel } from './chatPanel';
 import { ContextProvider } from './context';
@@ -31,7 +32,8 @@ export const CommandIDs = {
   openChat: 'think:open-chat',
   openActionLog: 'think:open-action-log',
   openSession: 'think:open-session',
-  newNotebook: 'think:new-notebook'
+  newNotebook: 'think:new-notebook',
+  ask: AskCommandIDs.ask
 };
 
 export const PLUGIN_ID = '@think/jupyter-think:chat';
@@ -127,6 +129,17 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
       caption: 'Open the Think chat sidebar',
       icon: args => (args.isPalette ? undefined : panel.title.icon),
       execute: () => app.shell.activateById(panel.id)
+    });
+
+    // "Ask Think" on a cell (askThink.ts) sends its request in the chat of its notebook.
+    app.commands.addCommand(CommandIDs.ask, {
+      label: 'Ask Think (a prepared request)',
+      caption:
+        'Send a request (args: see IAskRequest) in the chat of its notebook',
+      execute: args => {
+        app.shell.activateById(panel.id);
+        return panel.ask(args as unknown as IAskRequest);
+      }
     });
 
     // A reminder's notification opens its session here (reminders.ts).

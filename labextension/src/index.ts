@@ -4,6 +4,7 @@
 
 import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
 
+import { askThinkPlugin } from './askThink';
 import { chatPlugin } from './chatPlugin';
 import { inlineCompletionPlugin } from './inlineCompletion';
 import { launcherPlugin } from './launcherPlugin';
@@ -12,6 +13,7 @@ import { thinkCellsPlugin } from './thinkCells';
 import { untrustedOutputPlugin } from './untrustedOutput';
 
 const plugins: JupyterFrontEndPlugin<void>[] = [
+  askThinkPlugin,
   chatPlugin,
   inlineCompletionPlugin,
   launcherPlugin,

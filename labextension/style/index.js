@@ -1,8 +1,10 @@
 import './base.css';
 import './approvals.css';
+import './questions.css';
 import './tasks.css';
 import './reminders.css';
 import './untrusted.css';
 import './cells.css';
 import './skills.css';
+import './askThink.css';
 import './rewind.css';
