@@ -71,8 +71,13 @@ async function main() {
             r.url().includes("/api/think/complete") &&
             JSON.parse(r.request().postData()).prefix === prefix,
         )
-        .then((r) => r.json());
+        .then(async (r) => ({
+          ...(await r.json()),
+          timing: r.request().timing(),
+        }));
     await page.evaluate(instrument);
+    const origin = await page.evaluate(() => performance.timeOrigin);
+    const split = { toRequest: [], roundTrip: [], toGhost: [] };
     let cell = 1;
     const focus = async () => {
       const editor = page
@@ -139,9 +144,15 @@ async function main() {
       await page.keyboard.type(TYPED, { delay: 100 });
       const lastKey = await page.evaluate(() => window.__bench.keys.at(-1));
       const ghost = await ghostAfter(lastKey);
-      typedLatency.push(
-        ghost - lastKey - DEBOUNCE_MS - (await answered).model_ms,
-      );
+      const answer = await answered;
+      typedLatency.push(ghost - lastKey - DEBOUNCE_MS - answer.model_ms);
+      // Where the time goes: key -> request start (debounce and provider), the round trip
+      // (network and server, model included), response end -> ghost text (render).
+      const started = answer.timing.startTime - origin;
+      const ended = started + answer.timing.responseEnd;
+      split.toRequest.push(started - lastKey - DEBOUNCE_MS);
+      split.roundTrip.push(ended - started - answer.model_ms);
+      split.toGhost.push(ghost - ended);
       const keys = await page.evaluate(
         (t) => window.__bench.keys.filter((k) => k >= t).length,
         t1,
@@ -162,6 +173,11 @@ async function main() {
     );
     console.log(
       `  typing: last key -> ghost, minus ${DEBOUNCE_MS} ms debounce and model ${ms(median(typedLatency))}`,
+    );
+    console.log(
+      `    of which: key -> request sent, minus debounce ${ms(median(split.toRequest))}; ` +
+        `round trip minus model ${ms(median(split.roundTrip))}; ` +
+        `response -> ghost ${ms(median(split.toGhost))}`,
     );
     console.log(
       `  60 characters typed: ${counts.map((c) => c.sent).join(", ")} requests per round` +
