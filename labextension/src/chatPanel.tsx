@@ -21,7 +21,7 @@ import React, {
 
 import { ApprovalCards } from './approvalCards';
 import { ApprovalsModel } from './approvals';
-import { sendAsk, type IAskRequest } from './askThink';
+import { sendAsk, type IAskRequest } from './askRequest';
 import type { IPendingAttachment } from './attachments';
 import { Composer } from './composer';
 import {

@@ -19,7 +19,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { listIcon } from '@jupyterlab/ui-components';
 
 import { ActionLogPanel } from './actionLog';
-import { AskCommandIDs, type IAskRequest } from './askThink';
+import { AskCommandIDs, type IAskRequest } from './askRequest';
 import { ThinkApi } from './api';
 import { ChatPanel } from './chatPanel';
 import { ContextProvider } from './context';

@@ -82,6 +82,14 @@ describe('Ask Think on an error', () => {
     // A cell without an error has no button.
     assert.equal(await page.locator('.jp-ThinkAskError').count(), 1);
     await shot(page, 'ask-think-button', failing);
+    // The cell's context menu offers the same.
+    await failing.locator('.jp-InputArea-prompt').click({ button: 'right' });
+    const item = page.locator('.lm-Menu-item', {
+      hasText: 'Ask Think about this cell'
+    });
+    await item.waitFor({ timeout: TIMEOUT });
+    await page.keyboard.press('Escape');
+    await item.waitFor({ state: 'hidden', timeout: TIMEOUT });
     await lab.scriptReplies([
       { text: 'Let me look.', tool_calls: [['read_notebook', { path: PATH }]] },
       {
