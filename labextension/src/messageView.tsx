@@ -185,19 +185,15 @@ export const MessageItem = React.memo(
                   <span>Edit</span>
                 </button>
               ) : null}
-              {siblings || onRewind ? (
-                <div className="jp-ThinkMessage-tools">
-                  {siblings && onShowSibling ? (
-                    <BranchSwitcher
-                      siblings={siblings}
-                      disabled={!editable}
-                      onShow={i => onShowSibling(siblings, i)}
-                    />
-                  ) : null}
-                  {onRewind ? (
-                    <RewindControl onRewind={what => onRewind(m.id, what)} />
-                  ) : null}
-                </div>
+              {onRewind ? (
+                <RewindControl onRewind={what => onRewind(m.id, what)} />
+              ) : null}
+              {siblings && onShowSibling ? (
+                <BranchSwitcher
+                  siblings={siblings}
+                  disabled={!editable}
+                  onShow={i => onShowSibling(siblings, i)}
+                />
               ) : null}
             </>
           )}

@@ -67,14 +67,19 @@ export function RewindControl(props: IRewindControlProps): JSX.Element {
   const [open, setOpen] = useState(false);
   const first = useRef<HTMLButtonElement>(null);
   const opener = useRef<HTMLButtonElement>(null);
+  // Cancel gives the focus back to "Rewind" (mounted again only after the render).
+  const refocus = useRef(false);
   useEffect(() => {
     if (open) {
       first.current?.focus();
+    } else if (refocus.current) {
+      refocus.current = false;
+      opener.current?.focus();
     }
   }, [open]);
   const close = (): void => {
+    refocus.current = true;
     setOpen(false);
-    opener.current?.focus();
   };
   if (!open) {
     return (
@@ -103,11 +108,14 @@ export function RewindControl(props: IRewindControlProps): JSX.Element {
         }
       }}
     >
+      <span className="jp-ThinkRewind-title" aria-hidden="true">
+        Back to before this message:
+      </span>
       {LABELS.map(([what, label, title], i) => (
         <button
           key={what}
           ref={i === 0 ? first : undefined}
-          className="jp-Button jp-mod-styled jp-ThinkRewind-choice"
+          className="jp-ThinkLabelButton jp-ThinkRewind-choice"
           data-restore={what}
           title={title}
           onClick={() => {
@@ -119,7 +127,7 @@ export function RewindControl(props: IRewindControlProps): JSX.Element {
         </button>
       ))}
       <button
-        className="jp-Button jp-mod-styled jp-mod-reject jp-ThinkRewind-cancel"
+        className="jp-ThinkLabelButton jp-ThinkRewind-cancel"
         onClick={close}
       >
         Cancel
