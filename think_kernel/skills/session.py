@@ -51,18 +51,23 @@ class SessionSkills:
         self.session_path = session_path
         self.last_scan = Scan()
         self.last_instructions = Report()
+        #: The scan :meth:`check_trust` just made, when no verdict could change it.
+        self._checked: Scan | None = None
 
     async def check_trust(self, store: Store) -> None:
         """Learn from the store whether a person decided on the workspace skills waiting for
         review (before a request: the catalog then offers the approved ones)."""
-        waiting = self.library.scan().waiting.values()
-        contents = [(f"{w.skill.where}/SKILL.md", w.sha256) for w in waiting]
-        if contents:
-            await self.library.trust.refresh(store, contents)
+        scan = self.library.scan()
+        contents = [(f"{w.skill.where}/SKILL.md", w.sha256) for w in scan.waiting.values()]
+        if not contents:
+            self._checked = scan  # the prompt that follows uses it: one scan a request
+            return
+        await self.library.trust.refresh(store, contents)
 
     def scan(self) -> Scan:
         """The skills now (a stat per skill; a SKILL.md is re-read only when it changed)."""
-        self.last_scan = self.library.scan()
+        checked, self._checked = self._checked, None
+        self.last_scan = checked or self.library.scan()
         return self.last_scan
 
     def prompt(self) -> str:
