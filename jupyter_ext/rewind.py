@@ -15,6 +15,8 @@ reported. A rewind during a run stops the run first.
 from __future__ import annotations
 
 import asyncio
+import errno
+import stat
 import time
 from typing import Any
 
@@ -89,6 +91,8 @@ class DocumentFiles:
         st = await asyncio.to_thread(self.disk.lstat, path)
         if st is None:
             return None, None
+        if not stat.S_ISREG(st.st_mode):  # a link is neither followed nor written through
+            raise OSError(errno.EPERM, "a link or special file")
         try:
             got = await self.documents.read_text(path)
         except Exception:  # not a file a room can hold: compared as bytes, never merged

@@ -98,3 +98,32 @@ async def test_retention_keeps_the_newest_and_collects_blobs(tmp_path: Path) -> 
     assert len(names) == 1  # f2's content; f0's and f1's were collected
     assert len(await store.get_messages(sid)) == 4  # messages are never pruned
     await store.close()
+
+
+async def test_links_are_never_followed_nor_written_through(tmp_path: Path) -> None:
+    from think_kernel.checkpoints.rewind import WorkspaceFiles, rewind
+
+    store, cps, root, sid = await _setup(tmp_path)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    (root / "link.txt").symlink_to(outside)
+    msg = await _user(store, sid, "one")
+    await cps.begin(sid, msg)
+    await around_tool(cps, "edit_file", {"path": "link.txt"}, done=False)
+    await around_tool(cps, "edit_file", {"path": "link.txt"}, done=True)
+    await around_tool(cps, "write_file", {"path": "plain.txt"}, done=False)
+    (root / "plain.txt").write_text("made\n")
+    await around_tool(cps, "write_file", {"path": "plain.txt"}, done=True)
+    await cps.end()
+    steps = await files_since(store, sid, msg)
+    # Nothing of the link's target was copied: no step, or an unknown one.
+    assert all(not s.known for s in steps.get("link.txt", []))
+    stored = b"".join(p.read_bytes() for p in cps.blobs.folder.glob("*/*"))
+    assert b"secret" not in stored
+    # A link planted where the turn created a file is reported, not deleted through.
+    (root / "plain.txt").unlink()
+    (root / "plain.txt").symlink_to(outside)
+    out = await rewind(store, WorkspaceFiles(cps.workspace), sid, msg, "files")
+    assert "plain.txt" in [c["path"] for c in out["conflicts"]] and out["deleted"] == []
+    assert outside.read_text() == "secret\n" and (root / "plain.txt").is_symlink()
+    await store.close()

@@ -102,7 +102,12 @@ async def restore_files(store: Any, files: FileAccess, steps: dict[str, Any]) ->
             )
             for r in rows
         ]
-        current, text = await files.current(path)
+        try:
+            current, text = await files.current(path)
+        except OSError as e:  # a link, a folder, a FIFO: never written through
+            why = f"not a regular file now ({e.strerror or e}): left alone"
+            plans.append(FilePlan(path, "keep", conflicts=[{"path": path, "reason": why}]))
+            continue
         plan = plan_file(path, undo, current)
         if plan.action == "write" and plan.content is not None:
             await files.write(path, plan.content, text)

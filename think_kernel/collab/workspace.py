@@ -139,7 +139,9 @@ class CollabWorkspace(LocalWorkspace):
         from disk), None if it does not exist; the agent's last-read text is not changed."""
         rel = self._rel(path)
         st = await asyncio.to_thread(_stat_or_none, self, rel)
-        if st is None or on_disk(rel) or st.st_size > self.max_edit_bytes:
+        if st is None or not stat.S_ISREG(st.st_mode) or on_disk(rel):
+            return await super().snapshot(rel)  # absent, or refused: a link is not followed
+        if st.st_size > self.max_edit_bytes:
             return await super().snapshot(rel)
         try:
             return str((await self._call("doc.read", {"path": rel}))["content"]).encode()
