@@ -145,10 +145,13 @@ def build_messages(req: CompletionRequest) -> list[dict[str, str]]:
         parts.append(f"Previous cells of the notebook:\n{cells}")
     if req.variables:
         parts.append("Variables defined in the kernel: " + ", ".join(req.variables))
-    where = f" of {req.path}" if req.path else ""
+    if req.path.endswith(".ipynb") or req.cells:
+        what = f"The current cell of {req.path}" if req.path else "The current cell"
+    else:
+        what = f"The file {req.path}" if req.path else "The text"
     lang = f" ({req.language})" if req.language else ""
     text = req.prefix[-PREFIX_CHARS:] + "<CURSOR>" + req.suffix[:SUFFIX_CHARS]
-    parts.append(f"The current cell{where}{lang}:\n{text}")
+    parts.append(f"{what}{lang}:\n{text}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import { launchLab, notebookText, shot } from './harness.mjs';
+import { launchLab, notebookText, openFile, shot } from './harness.mjs';
 
 const COMPLETION = 'math.pi * radius ** 2';
 /** The provider's least quiet time between a key and a request (src/inlineCompletion.ts). */
@@ -36,6 +36,7 @@ describe('inline completion', () => {
   before(async () => {
     ui = await launchLab({
       files: {
+        'shapes.py': 'import math\n\n',
         'circle.ipynb': notebookText(
           ['import math\nradius = 2', '', ''],
           'python3'
@@ -130,5 +131,32 @@ describe('inline completion', () => {
     );
     assert.ok(model >= 1 && model <= browser, `${model} requests to the model`);
     await page.keyboard.press('Escape');
+  });
+
+  test('in a file editor too', async () => {
+    await page.keyboard.press('Escape');
+    const { page: filePage, editor } = await openFile(
+      ui.context,
+      lab,
+      'shapes.py'
+    );
+    await editor.click();
+    await filePage.keyboard.press('Control+End');
+    await filePage.keyboard.type('side = ', { delay: 60 });
+    const ghost = filePage.locator('.jp-FileEditor .jp-GhostText');
+    await ghost.waitFor({ timeout: 20000 });
+    assert.equal(await ghost.innerText(), COMPLETION);
+    await filePage.keyboard.press('Tab');
+    await filePage.waitForFunction(
+      ([text]) =>
+        document
+          .querySelector('.jp-FileEditor .cm-content')
+          .textContent.includes(text),
+      [`side = ${COMPLETION}`]
+    );
+    const prompt = (await completions()).at(-1).messages.at(-1).content;
+    assert.match(prompt, /The file shapes\.py/);
+    assert.match(prompt, /import math\n\nside = <CURSOR>/);
+    await filePage.close();
   });
 });
