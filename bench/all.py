@@ -16,7 +16,8 @@ The model is the scripted one of tests/fake_model.py (instant), in a process of 
 - ``%load_ext think_kernel`` + the first ``%%think`` in a fresh python3 kernel, and a warm
   ``%%think`` cell, next to ``%load_ext autoreload`` + an empty cell in another fresh kernel;
   the warm cell's floor: the empty cell after it + the scripted model's round trip of its
-  request (the cell with no agent code at all).
+  request (the cell with no agent code at all); and what importing the model client's HTTP
+  stack (httpx, httpcore, anyio) alone costs a fresh kernel.
 """
 
 from __future__ import annotations
@@ -149,6 +150,11 @@ def model_round_trip(fm: Any, body: dict[str, Any], count: int) -> list[float]:
     return out
 
 
+#: The HTTP stack a first model request loads: httpx (and its command line's imports),
+#: httpcore with HTTP/1.1, and anyio's asyncio backend.
+HTTP_STACK = "import httpx, httpcore._async.http11, anyio._backends._asyncio"
+
+
 def magic_figures(trials: int) -> dict[str, float]:
     """``%load_ext`` + first ``%%think`` (ms) in fresh kernels, warm cells, and baselines."""
     from jupyter_client.manager import KernelManager
@@ -156,7 +162,9 @@ def magic_figures(trials: int) -> dict[str, float]:
     # In a process of its own, as for the chat figures (see coldpaths.ModelProcess): in the
     # process of the kernel client, its thread and the client's threads shared one GIL.
     fm = coldpaths.ModelProcess().start()
-    out: dict[str, list[float]] = {"first": [], "base_first": [], "warm": [], "empty": []}
+    out: dict[str, list[float]] = {
+        "first": [], "base_first": [], "http": [], "warm": [], "empty": []
+    }  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "THINK_"))}
         env.update(OPENAI_BASE_URL=fm.url, OPENAI_API_KEY="k", THINK_MODEL="fake")
@@ -192,6 +200,9 @@ def magic_figures(trials: int) -> dict[str, float]:
             km, kc = start()
             try:
                 out["base_first"].append(_timed(kc, "%load_ext autoreload") + _timed(kc, "pass"))
+                # What the model client's libraries alone cost a fresh kernel: part of the
+                # first %%think that only replacing them could remove.
+                out["http"].append(_timed(kc, HTTP_STACK))
             finally:
                 kc.stop_channels()
                 km.shutdown_kernel(now=True)
@@ -331,6 +342,7 @@ def main() -> None:
     row("%load_ext + first %%think, fresh kernel", ms(magic["first"]),
         ms(magic["base_first"]) + " ext", PEER["magic_first"], "<= 300 ms",
         magic["first"] <= 300)  # fmt: skip
+    row("  of it, the HTTP stack's imports", ms(magic["http"]), "", "", "(shown)", None)
     row("  same, python3 kernel a Jupyter server started", ms(linked["first"]),
         ms(linked["base_first"]) + " ext", "", "<= 300 ms", linked["first"] <= 300)  # fmt: skip
     row("warm %%think cell", ms(magic["warm"]), ms(magic["empty"]) + " pass",
