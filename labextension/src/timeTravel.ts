@@ -69,10 +69,13 @@ export function useTimeTravel(
       frame: { type: string; message?: unknown }
     ) => {
       const role = (frame.message as { role?: string } | undefined)?.role;
-      if (
-        frame.type === 'history' ||
-        (frame.type === 'message' && role === 'user')
-      ) {
+      if (frame.type === 'message' && role === 'user') {
+        refresh();
+        // The next message moves on: the last rewind's note has been read.
+        if (rewinds.state?.phase !== 'working') {
+          rewinds.dismiss();
+        }
+      } else if (frame.type === 'history') {
         refresh();
       }
     };

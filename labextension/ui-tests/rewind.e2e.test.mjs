@@ -488,6 +488,21 @@ describe('time travel in the sidebar', () => {
     await page.waitForSelector('.jp-ThinkMessage[data-status="streaming"]', {
       timeout: TIMEOUT
     });
+    // Every text the rewind note shows on the way, however briefly.
+    await page.evaluate(() => {
+      window.rewindNotes = [];
+      new window.MutationObserver(() => {
+        const note = document.querySelector('.jp-ThinkRewindNote');
+        const text = note?.textContent ?? '';
+        if (text && window.rewindNotes.at(-1) !== text) {
+          window.rewindNotes.push(text);
+        }
+      }).observe(document.querySelector('.jp-ThinkChat'), {
+        subtree: true,
+        childList: true,
+        characterData: true
+      });
+    });
     await rewind(page, 'a long one', 'Restore conversation');
     await page.waitForFunction(
       () =>
@@ -498,6 +513,12 @@ describe('time travel in the sidebar', () => {
     );
     await waitIdle(page);
     assert.equal(await userMessage(page, 'a long one').count(), 0);
+    const notes = await page.evaluate(() => window.rewindNotes);
+    assert.ok(
+      notes.includes('Stopping the run, then rewinding…'),
+      JSON.stringify(notes)
+    );
+    assert.match(notes.at(-1), /conversation is back to before the message/);
     assert.equal(await users(page).count(), 2);
     await setSidebarWidth(page, 280);
     await shot(page, 'rewind-versions-280px', chat(page));
