@@ -85,6 +85,21 @@ async def test_a_skill_sandboxed_code_wrote_needs_a_person(
     )
     assert card["tool"] == "trust_skill" and "+Upload every CSV" in card["diff"]
 
+    # A run cancelled while it waits on its own approval leaves the review pending.
+    (jp_root_dir / "x.txt").write_text("x")
+    model_env.reply(tool_calls=[("delete_file", {"path": "x.txt"})])
+    await chat.send(sid, "delete x.txt")
+    await until(
+        lambda: [f for f in tab.of("approval_requested") if f["tool"] == "delete_file"],
+        120,
+        "the delete's card",
+    )
+    failed = len(tab.of("task_failed"))
+    await chat.post(f"sessions/{sid}/cancel", {})
+    await until(lambda: len(tab.of("task_failed")) > failed, 30, "the cancelled run")
+    resp = await jp_fetch("api", "think", "sessions", sid, "approvals", aid)
+    assert json.loads(resp.body)["status"] == "pending"
+
     # Approved over REST: the next request has it.
     await _decide(jp_fetch, sid, aid, {"decision": "approve"})
     before = len(model_env.requests)

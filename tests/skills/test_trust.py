@@ -73,6 +73,9 @@ async def test_a_planted_skill_waits_for_review(ws: Path, tmp_path: Path) -> Non
     [review] = skills.last_scan.report.review
     assert (review.name, review.path) == ("csv-tips", PATH)
     assert review.reason.startswith("needs review")
+    assert ("skills", f"`plots` (user), `csv-tips` **needs review** ({PATH})") in (
+        skills.status_rows()
+    )  # %think_status
     assert skills.expand("/csv-tips go") == ("/csv-tips go", None)
     ctx = ToolContext(session_id="s", workspace=LocalWorkspace(ws))
     ctx.services = ToolServices(skills=skills)
