@@ -448,3 +448,30 @@ async def test_link_frames_leave_at_once(think, identity, server_url, api):
         await until(lambda: link.pending == 0, 10, "ack")
     finally:
         await link.close()
+
+
+async def test_a_runtime_its_kernel_attaches_ships_events_unasked(
+    think, identity, server_url, api, ws
+):
+    """A notebook's cells run its runtime, not the server: attached by the kernel, its
+    events reach the tabs watching the session though no server request built it."""
+    _, s = await api("POST", "sessions", {})
+    tab = await ws(s["id"])
+    rt = Recorder(s["id"])
+
+    async def never() -> None:
+        raise AssertionError("the link must not build the runtime here")
+
+    link = KernelLink(never, server_url, *kernel_identity(identity[1]))
+    link.start()
+    try:
+        link.attach(rt)
+        link.attach(rt)  # once per runtime: no event twice
+        assert len(rt.sinks) == 1
+        await asyncio.wait_for(link.connected.wait(), 10)
+        answered = {"type": "question_answered", "id": "q_1", "answer": "green"}
+        rt.emit({**answered, "source": "notebook", "user": "Ada"})
+        await until(lambda: tab.of("question_answered"), 10, "the tab hears the answer")
+        assert tab.of("question_answered")[0]["user"] == "Ada"
+    finally:
+        await link.close()
