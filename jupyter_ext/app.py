@@ -37,6 +37,7 @@ from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .questions import question_routes
 from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
+from .rewind import finish_rewinds
 from .runs import ChatSessions, Recovery, RetryPolicy
 from .runs.earlykernel import (
     DEFAULT_POOL_SIZE,
@@ -462,6 +463,11 @@ class ThinkExtension(ExtensionApp):
         for coro in (self.pipeline.run(store), scheduler.run(), recovery.run()):
             self._tasks.append(asyncio.create_task(coro))
         chats.pool.start()
+        # A rewind a crash cut short is finished from its stored plan.
+        root = self.settings.get("server_root_dir") or serverapp.root_dir
+        self._tasks.append(
+            asyncio.create_task(finish_rewinds(store, self.settings.get("think_documents"), root))
+        )
         self.startup.finish(svc)
         self.log.info("Think store: %s", self.resolved_store_path())
 

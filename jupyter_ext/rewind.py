@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import stat
 import time
 from typing import Any
@@ -23,12 +24,15 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from think_kernel.checkpoints import journal
 from think_kernel.checkpoints.records import NotACheckpoint, list_checkpoints, target_message
 from think_kernel.checkpoints.rewind import RESTORE, NoCheckpoint, rewind
 from think_kernel.safefs import SafeReader
 from think_kernel.store.branches import BranchNotFound
 
 from .base import ThinkHandler, field
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointsHandler(ThinkHandler):
@@ -166,6 +170,28 @@ async def branch_page(
         rows = rows[-limit:]
         return rows, int(rows[0]["seq"])
     return rows, None
+
+
+async def finish_rewinds(store: Any, documents: Any, root: str, tries: int = 10) -> int:
+    """At the server's start: finish the rewinds a crash cut short (their plans are in the
+    store); return how many. The rooms may still be starting: tried again, bounded."""
+    if documents is None:
+        return 0
+    files = DocumentFiles(documents, SafeReader(root))
+    delay = 0.5
+    for attempt in range(tries):
+        try:
+            rows = await journal.pending(store)
+            for row in rows:
+                await journal.complete(store, files, row)
+            return len(rows)
+        except Exception:
+            if attempt == tries - 1:
+                log.exception("could not finish an interrupted rewind")
+                return 0
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    return 0
 
 
 def rewind_routes(s: str) -> list[tuple[str, type[ThinkHandler]]]:

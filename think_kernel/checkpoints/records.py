@@ -123,5 +123,7 @@ async def prune(store: Any, blobs: Any, session_id: str, keep_turns: int, keep_d
         "SELECT pre_blob AS k FROM checkpoint_steps WHERE pre_blob IS NOT NULL"
         " UNION SELECT post_blob FROM checkpoint_steps WHERE post_blob IS NOT NULL"
     )
-    await blobs.collect({r["k"] for r in used})
+    from .journal import kept_blobs  # a rewind cut short still needs its plan's contents
+
+    await blobs.collect({r["k"] for r in used} | await kept_blobs(store))
     return len(ids)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from . import journal
 from .blobs import Blobs
 from .records import NotACheckpoint, files_since, has_checkpoint, target_message
 from .restore import FilePlan, Step, plan_file
@@ -54,19 +55,32 @@ async def rewind(
     if restore not in RESTORE:
         raise ValueError(f"'restore' must be one of {', '.join(RESTORE)}")
     await target_message(store, session_id, message_id)
+    if files is not None:  # a rewind of this session a crash cut short ends first
+        for row in await journal.pending(store, session_id):
+            await journal.complete(store, files, row)
     out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": []}
+    plans: list[FilePlan] = []
+    bases: dict[str, str | None] = {}
     if restore in ("files", "both"):
         if not await has_checkpoint(store, message_id):
             raise NoCheckpoint(message_id)
         steps = await files_since(store, session_id, message_id)
         if steps and files is None:
             raise NoCheckpoint("files cannot be written here")
-        for plan in await restore_files(store, files, steps) if files is not None else []:
-            out["conflicts"].extend(plan.conflicts)
-            if plan.action == "write":
-                out["restored"].append(plan.path)
-            elif plan.action == "delete":
-                out["deleted"].append(plan.path)
+        if files is not None:
+            plans, bases = await plan_files(store, files, steps)
+    # The plan is stored before anything changes: a crash from here on is finished later.
+    rid = await journal.begin(store, Blobs.beside(store), session_id, message_id, restore, plans)
+    for plan in plans:
+        out["conflicts"].extend(plan.conflicts)
+        if plan.action == "write" and plan.content is not None:
+            assert files is not None
+            await files.write(plan.path, plan.content, bases.get(plan.path))
+            out["restored"].append(plan.path)
+        elif plan.action == "delete":
+            assert files is not None
+            await files.delete(plan.path)
+            out["deleted"].append(plan.path)
     if restore in ("conversation", "both"):
         started = await store.start_branch(session_id, message_id)
         out["branch_id"] = started["branch"]
@@ -75,6 +89,7 @@ async def rewind(
     await store.log_actions(
         [
             {
+                "id": rid,
                 "session_id": session_id,
                 "tool": "rewind",
                 "action": restore,
@@ -86,13 +101,18 @@ async def rewind(
             }
         ]
     )
+    await journal.finish(store, rid)
     return out
 
 
-async def restore_files(store: Any, files: FileAccess, steps: dict[str, Any]) -> list[FilePlan]:
-    """Plan and apply the restore of each file (steps by path, oldest first)."""
+async def plan_files(
+    store: Any, files: FileAccess, steps: dict[str, Any]
+) -> tuple[list[FilePlan], dict[str, str | None]]:
+    """What restoring each file does (steps by path, oldest first), and the text each plan
+    was worked out from (the base its write is merged against). Reads only."""
     blobs = Blobs.beside(store)
-    plans = []
+    plans: list[FilePlan] = []
+    bases: dict[str, str | None] = {}
     for path, rows in sorted(steps.items()):
         undo = [
             Step(
@@ -103,18 +123,13 @@ async def restore_files(store: Any, files: FileAccess, steps: dict[str, Any]) ->
             for r in rows
         ]
         try:
-            current, text = await files.current(path)
+            current, bases[path] = await files.current(path)
         except OSError as e:  # a link, a folder, a FIFO: never written through
             why = f"not a regular file now ({e.strerror or e}): left alone"
             plans.append(FilePlan(path, "keep", conflicts=[{"path": path, "reason": why}]))
             continue
-        plan = plan_file(path, undo, current)
-        if plan.action == "write" and plan.content is not None:
-            await files.write(path, plan.content, text)
-        elif plan.action == "delete":
-            await files.delete(path)
-        plans.append(plan)
-    return plans
+        plans.append(plan_file(path, undo, current))
+    return plans, bases
 
 
 async def _blob(blobs: Blobs, exists: bool, key: str | None) -> bytes | None:

@@ -455,6 +455,26 @@ migration(
 )
 
 
+# A rewind's plan, stored before it changes anything, so that a crash in the middle is
+# finished by the next process (think_kernel/checkpoints/journal.py).
+migration(
+    "m016_rewinds",
+    """
+    CREATE TABLE rewinds (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        restore TEXT NOT NULL,
+        plan TEXT NOT NULL DEFAULT '[]',
+        status TEXT NOT NULL DEFAULT 'applying',
+        created_at REAL NOT NULL,
+        ended_at REAL
+    );
+    CREATE INDEX rewinds_status ON rewinds(status, created_at);
+    """,
+)
+
+
 async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 

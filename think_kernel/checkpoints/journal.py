@@ -1,0 +1,119 @@
+"""A rewind is all or nothing across a crash: its plan is stored before anything changes, and
+whoever finds a plan left half applied (the server at its start, the next rewind of the
+session) finishes it.
+
+    rid = await journal.begin(store, blobs, sid, message_id, "both", plans)
+    ...                                           # the files, then the conversation
+    await journal.finish(store, rid)
+    for row in await journal.pending(store):      # after a crash
+        await journal.complete(store, files, row)
+
+A plan names each file's end state (a blob of its content, or "deleted"), so applying it again
+is harmless: a file already in that state is left alone. The conversation's branch starts only
+if the message is still on the current line, and the action-log row (its id is the rewind's)
+is written once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from ..store.ids import new_id
+from .blobs import Blobs
+from .restore import FilePlan
+
+log = logging.getLogger(__name__)
+
+
+async def begin(
+    store: Any,
+    blobs: Blobs,
+    session_id: str,
+    message_id: str,
+    restore: str,
+    plans: list[FilePlan],
+) -> str:
+    """Store the plan (one statement: it is there whole or not at all); return its id."""
+    entries = []
+    for p in plans:
+        if p.action == "write" and p.content is not None:
+            key = await blobs.save(p.content.encode())
+            entries.append({"path": p.path, "action": "write", "blob": key})
+        elif p.action == "delete":
+            entries.append({"path": p.path, "action": "delete"})
+    rid = new_id("rw_")
+    await store._write(
+        "INSERT INTO rewinds (id, session_id, message_id, restore, plan, status, created_at)"
+        " VALUES (?, ?, ?, ?, ?, 'applying', ?)",
+        (rid, session_id, message_id, restore, json.dumps(entries), time.time()),
+    )
+    return rid
+
+
+async def finish(store: Any, rid: str) -> None:
+    """The rewind is whole."""
+    await store._write(
+        "UPDATE rewinds SET status = 'done', ended_at = ? WHERE id = ?", (time.time(), rid)
+    )
+
+
+async def pending(store: Any, session_id: str | None = None) -> list[dict[str, Any]]:
+    """Rewinds begun and not finished (of one session, or all), oldest first."""
+    where, args = ("AND session_id = ?", [session_id]) if session_id else ("", [])
+    return list(
+        await store._all(
+            f"SELECT * FROM rewinds WHERE status = 'applying' {where} ORDER BY created_at",
+            tuple(args),
+        )
+    )
+
+
+async def kept_blobs(store: Any) -> set[str]:
+    """Blobs that plans not yet finished still need (pruning keeps them)."""
+    keys: set[str] = set()
+    for row in await pending(store):
+        plan = row["plan"] if isinstance(row["plan"], list) else json.loads(row["plan"])
+        keys.update(e["blob"] for e in plan if e.get("blob"))
+    return keys
+
+
+async def complete(store: Any, files: Any, row: dict[str, Any]) -> None:
+    """Finish a rewind a crash interrupted (see the module doc)."""
+    blobs = Blobs.beside(store)
+    plan = row["plan"] if isinstance(row["plan"], list) else json.loads(row["plan"])
+    done: list[str] = []
+    for entry in plan:
+        path = entry["path"]
+        current, text = await files.current(path)
+        if entry["action"] == "delete":
+            if current is not None:
+                await files.delete(path)
+        else:
+            want = await blobs.load(entry["blob"])
+            if current != want:
+                await files.write(path, want.decode(), None)
+        done.append(path)
+    if row["restore"] in ("conversation", "both"):
+        msg = await store.get_message(row["message_id"])
+        if msg is not None and not msg["off_branch"]:
+            await store.start_branch(row["session_id"], row["message_id"])
+    if await store._one("SELECT 1 AS x FROM action_log WHERE id = ?", (row["id"],)) is None:
+        await store.log_actions(
+            [
+                {
+                    "id": row["id"],
+                    "session_id": row["session_id"],
+                    "tool": "rewind",
+                    "action": row["restore"],
+                    "message_id": row["message_id"],
+                    "input_summary": f"rewind {row['restore']} to before {row['message_id']}",
+                    "output_summary": "finished after a restart: " + (", ".join(done) or "-"),
+                    "success": True,
+                }
+            ]
+        )
+    await finish(store, row["id"])
+    log.info("finished rewind %s after a restart", row["id"])
