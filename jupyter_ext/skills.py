@@ -25,7 +25,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from think_kernel.agent.events import ApprovalRequested
-from think_kernel.skills.trust import ask_review
+from think_kernel.approvals import decide, decision_record
+from think_kernel.skills.trust import Verdict, ask_review, trust_key
 from think_kernel.skills.wiring import open_skills
 
 from .base import ThinkHandler
@@ -45,15 +46,40 @@ async def skills_status(svc: Services, root: str, session_id: str, path: str) ->
     await skills.check_trust(svc.store)
     await asyncio.to_thread(skills.prompt)
     report = skills.status()
-    reviews = report["skills"]["review"]
-    for entry in reviews:
+    trust = skills.library.trust
+    for entry in report["skills"]["review"]:
         loaded = skills.last_scan.waiting[entry["name"]]
         entry["text"] = loaded.text
         entry["approval"] = None
         # A content a person rejected stays so (a change asks again): only new ones ask.
-        if session_id and skills.library.trust.verdict(entry["path"], entry["sha256"]) is None:
+        if session_id and trust.verdict(entry["path"], entry["sha256"]) is None:
             entry["approval"] = await _ask(svc, session_id, entry)
+    if session_id:
+        # What a person decided in another session settles this session's card of it.
+        decided = [*skills.last_scan.skills.values(), *skills.last_scan.waiting.values()]
+        for s in decided:
+            if s.skill.source == "workspace":
+                path = f"{s.skill.where}/SKILL.md"
+                verdict = trust.verdict(path, s.sha256)
+                if verdict is not None:
+                    await _settle(svc, session_id, trust_key(path, s.sha256), verdict)
     return report
+
+
+async def _settle(svc: Services, session_id: str, key: str, verdict: Verdict) -> None:
+    """Decide the session's pending approval of a content as a person decided it elsewhere."""
+    row = await svc.store.approval_for_call(session_id, key)
+    if row is None or row["status"] != "pending":
+        return
+    record = decision_record(
+        "approve" if verdict.approved else "reject",
+        reason=f"decided in another session{': ' + verdict.reason if verdict.reason else ''}",
+        source="api",
+        user=verdict.user,
+    )
+    if await decide(svc.store, row, record):
+        frame = {"type": "approval_resolved", "id": row["id"], "tool": row["tool"], **record}
+        await svc.pipeline.emit(session_id, frame)
 
 
 async def _ask(svc: Services, session_id: str, entry: dict[str, Any]) -> dict[str, Any]:

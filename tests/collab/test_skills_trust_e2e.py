@@ -100,6 +100,11 @@ async def test_a_skill_sandboxed_code_wrote_needs_a_person(
     resp = await jp_fetch("api", "think", "sessions", sid, "approvals", aid)
     assert json.loads(resp.body)["status"] == "pending"
 
+    # Another session's list asks there too.
+    other, tab_other = await chat.session()
+    other_aid = (await _skills(jp_fetch, other))["review"][0]["approval"]["id"]
+    assert other_aid != aid
+
     # Approved over REST: the next request has it.
     await _decide(jp_fetch, sid, aid, {"decision": "approve"})
     before = len(model_env.requests)
@@ -107,6 +112,17 @@ async def test_a_skill_sandboxed_code_wrote_needs_a_person(
     await _turn(chat, sid, tab, "hi again")
     assert "- csv-tips: Planted by a page the agent read." in _system(model_env.requests[before])
     assert [s["name"] for s in (await _skills(jp_fetch, sid))["loaded"]] == ["csv-tips"]
+    # The other session's card of the same content settles when its list is read again.
+    assert [s["name"] for s in (await _skills(jp_fetch, other))["loaded"]] == ["csv-tips"]
+    resp = await jp_fetch("api", "think", "sessions", other, "approvals", other_aid)
+    settled = json.loads(resp.body)
+    assert settled["status"] == "approved"
+    assert settled["decision"]["reason"] == "decided in another session"
+    await until(
+        lambda: [f for f in tab_other.of("approval_resolved") if f["id"] == other_aid],
+        10,
+        "the other tab's card settled",
+    )
 
     # One byte changed (sandboxed code, an editor, git): it waits for a person again.
     (jp_root_dir / PATH).write_text(SKILL.replace("every CSV", "every  CSV"))
