@@ -41,6 +41,9 @@ export type InspectVariables = (
 export const MAX_VARIABLE_CHIPS = 5;
 /** Typing pauses this long (ms) before the kernel is asked. */
 export const LOOKUP_DELAY = 250;
+/** A busy kernel is asked again this often (ms) while its chip is shown. */
+export const BUSY_RETRY = 1000;
+const BUSY = { status: 'busy' } as IVariablesAnswer;
 const TOKEN = /(^|[\s([{,;:])@([A-Za-z_][A-Za-z0-9_]*)/g;
 
 /** The `@name` tokens of a message, each once, in order (not `a@b`, an e-mail). */
@@ -147,6 +150,31 @@ export function useVariableChips(
   }
   const names = path && inspect ? variableTokens(text) : [];
   const key = names.join(',');
+  // A name taken out of the text is forgotten: typed again, it is asked again (its value
+  // may have changed) and its chip shown again.
+  useEffect(() => {
+    const keep = (n: string): boolean => names.includes(n);
+    asked.current = new Set([...asked.current].filter(keep));
+    setFound(prev =>
+      [...prev.keys()].every(keep)
+        ? prev
+        : new Map([...prev].filter(([n]) => keep(n)))
+    );
+    setDismissed(prev =>
+      [...prev].every(keep) ? prev : new Set([...prev].filter(keep))
+    );
+  }, [key]);
+  // A kernel busy with a cell is asked again until it answers (the chip then shows the
+  // variable), while the name is still in the text.
+  const [tick, setTick] = useState(0);
+  const busy = names.some(n => found.get(n)?.error === whyNot(BUSY));
+  useEffect(() => {
+    if (!busy) {
+      return;
+    }
+    const timer = setTimeout(() => setTick(t => t + 1), BUSY_RETRY);
+    return () => clearTimeout(timer);
+  }, [busy, tick]);
 
   useEffect(() => {
     if (!path || !inspect || !names.length) {
@@ -177,7 +205,7 @@ export function useVariableChips(
       live = false;
       clearTimeout(timer);
     };
-  }, [key, path, inspect]);
+  }, [key, path, inspect, tick]);
 
   const chips = names
     .filter(n => !dismissed.has(n))

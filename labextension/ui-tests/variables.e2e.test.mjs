@@ -47,7 +47,12 @@ async function run(page, index) {
 describe('@name attaches a variable of the notebook', () => {
   before(async () => {
     ui = await launchLab({
-      files: { 'vars.ipynb': notebookText([SETUP, 'n = len(df)'], 'python3') },
+      files: {
+        'vars.ipynb': notebookText(
+          [SETUP, 'n = len(df)', 'import time\ntime.sleep(4)'],
+          'python3'
+        )
+      },
       notebook: 'vars.ipynb',
       sidebar: true
     });
@@ -123,5 +128,43 @@ describe('@name attaches a variable of the notebook', () => {
     await chips.first().getByRole('button').click();
     await chips.first().waitFor({ state: 'detached', timeout: TIMEOUT });
     await input.fill('');
+  });
+
+  test('a busy kernel shows on the chip, which fills in once the cell ends', async () => {
+    const { page } = ui;
+    const cell = page.locator('.jp-NotebookPanel .jp-CodeCell').nth(2);
+    await cell.locator('.cm-content').click();
+    await page.keyboard.press('Shift+Enter');
+    await page.waitForFunction(
+      () =>
+        document
+          .querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')[2]
+          ?.textContent?.includes('*'),
+      null,
+      { timeout: TIMEOUT }
+    );
+    await page.locator('.jp-ThinkComposer-input').fill('now @df');
+    const chip = page.locator(
+      '.jp-ThinkComposer .jp-ThinkAttachment[data-kind="variables"]'
+    );
+    await page
+      .locator('.jp-ThinkComposer .jp-ThinkAttachment.jp-mod-error')
+      .waitFor({ timeout: TIMEOUT });
+    assert.equal(
+      (await chip.locator('.jp-ThinkAttachment-error').textContent()).trim(),
+      'kernel busy'
+    );
+    await page.waitForFunction(
+      () =>
+        document
+          .querySelector(
+            '.jp-ThinkComposer .jp-ThinkAttachment[data-kind="variables"] .jp-ThinkAttachment-name'
+          )
+          ?.textContent?.includes('DataFrame'),
+      null,
+      { timeout: TIMEOUT }
+    );
+    assert.equal(await chip.count(), 1);
+    await page.locator('.jp-ThinkComposer-input').fill('');
   });
 });
