@@ -62,6 +62,7 @@ class Tab:
     """A stand-in for the notebook's tab: runs cells in the kernel, hears all of its iopub."""
 
     def __init__(self, km: Any) -> None:
+        self.kernel = km
         self.client = AsyncKernelClient(parent=km)
         self.client.load_connection_info(km.get_connection_info())
         self.client.start_channels()
@@ -94,6 +95,9 @@ class Tab:
             )
 
         await until(idle, 30, "the cell's end")
+        # The server hears the kernel's status on its own socket: a read right after the
+        # cell must not find the kernel still busy as the server knows it.
+        await until(lambda: self.kernel.execution_state == "idle", 30, "the server's idle")
         return {**content, "msg_id": msg_id}
 
     async def names(self) -> list[str]:
@@ -219,6 +223,19 @@ async def test_the_probe_time_budget_bounds_a_slow_variable(variables, notebook,
     got = by_name(answer)
     assert "timed out" in got["big"]["error"]
     assert got["df"]["shape"] == [3, 2]
+
+
+async def test_a_kernel_slower_than_the_deadline_answers_timeout(variables, notebook, think):
+    """The server never waits past its deadline; the kernel ends the probe on its own budget
+    and answers the next cell."""
+    path, _kid, tab = notebook
+    think.variables.limits = VariableLimits(timeout=0.5, per_var=3, budget=3)
+    started = time.monotonic()
+    code, answer = await variables(path=path, names="slow")
+    assert time.monotonic() - started < 2
+    assert code == 200 and answer["status"] == "timeout", answer
+    assert "did not answer within 0.5 s" in answer["text"]
+    await tab.run("assert slow is not None")
 
 
 async def test_no_kernel_non_python_kernel_and_bad_input(variables, jp_fetch):
