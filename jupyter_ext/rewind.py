@@ -2,6 +2,7 @@
 
     GET  /api/think/sessions/{id}/checkpoints
     POST /api/think/sessions/{id}/rewind    {"message_id", "restore": "files"|"conversation"|"both"}
+    POST /api/think/sessions/{id}/rewind    {"undo": REWIND_ID}    (undo an earlier rewind)
     GET  /api/think/sessions/{id}/branches
     POST /api/think/sessions/{id}/branches  {"branch_id"}   (switch the current branch)
     POST /api/think/sessions/{id}/fork      {"message_id"}  -> the new session
@@ -26,7 +27,7 @@ from tornado import web
 
 from think_kernel.checkpoints import journal
 from think_kernel.checkpoints.records import NotACheckpoint, list_checkpoints, target_message
-from think_kernel.checkpoints.rewind import RESTORE, NoCheckpoint, rewind
+from think_kernel.checkpoints.rewind import RESTORE, NoCheckpoint, rewind, undo_rewind
 from think_kernel.safefs import SafeReader
 from think_kernel.store.branches import BranchNotFound
 
@@ -52,6 +53,10 @@ class RewindHandler(ThinkHandler):
     async def post(self, session_id: str) -> None:
         """Stop the run, restore files and/or start a branch; one action-log row."""
         body = self.body()
+        undo = field(body, "undo", str)
+        if undo is not None:
+            await self._undo(session_id, undo)
+            return
         message_id = field(body, "message_id", str, required=True)
         restore = field(body, "restore", str) or "both"
         if restore not in RESTORE:
@@ -79,6 +84,22 @@ class RewindHandler(ThinkHandler):
                 "no checkpoint is kept for this message (pruned, or sent before checkpoints "
                 "were recorded), or files cannot be restored without the collaboration rooms",
             ) from None
+        self.send(out)
+
+    async def _undo(self, session_id: str, rewind_id: str) -> None:
+        """``{"undo": REWIND_ID}``: put back what an earlier rewind changed in the files."""
+        await self.session_or_404(session_id)
+        documents = self.settings.get("think_documents")
+        if documents is None:
+            raise web.HTTPError(409, "files are restored through the collaboration rooms")
+        if self.svc.chats.busy(session_id):
+            await self.svc.chats.cancel(session_id)
+        root = self.settings.get("server_root_dir") or self.serverapp.root_dir
+        files = DocumentFiles(documents, SafeReader(root))
+        try:
+            out = await undo_rewind(self.svc.store, files, session_id, rewind_id)
+        except KeyError:
+            raise web.HTTPError(404, f"no rewind {rewind_id!r} of files in this session") from None
         self.send(out)
 
 

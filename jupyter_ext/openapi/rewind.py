@@ -75,6 +75,7 @@ REWIND_PATHS: dict[str, Any] = {
                 {
                     "type": "object",
                     "properties": {
+                        "rewind_id": {"type": "string"},
                         "restored": {"type": "array", "items": {"type": "string"}},
                         "deleted": {"type": "array", "items": {"type": "string"}},
                         "conflicts": {"type": "array", "items": _CONFLICT},
@@ -87,10 +88,11 @@ REWIND_PATHS: dict[str, Any] = {
             params=[SID],
             body={
                 "type": "object",
-                "required": ["message_id"],
+                "description": "either message_id (and restore) or undo (a rewind_id)",
                 "properties": {
                     "message_id": {"type": "string"},
                     "restore": {"type": "string", "enum": ["files", "conversation", "both"]},
+                    "undo": {"type": "string"},
                 },
             },
         ),

@@ -103,6 +103,17 @@ async def test_restore_files_undoes_only_the_rewound_turns(
     assert len(actions["actions"]) == 1
     assert "helper.py" in actions["actions"][0]["output_summary"]
 
+    # The restore can itself be undone: the turns' files come back, the typing still kept.
+    code, undone = await api("POST", f"sessions/{sid}/rewind", {"undo": out["rewind_id"]})
+    assert code == 200, undone
+    assert sorted(undone["restored"]) == ["analysis.ipynb", "helper.py", "made.txt"]
+    await wait_change(tab, lambda: len(tab.doc.ycells) == 3, timeout=10)
+    assert _cell(tab, "agent") == "x = 100" and _cell(tab, "person") == "y = 2  # mine"
+    await until(lambda: disk_text(jp_root_dir, "helper.py") == "a = 5\nb = 2\n", 10, "sed again")
+    await until(lambda: (jp_root_dir / "made.txt").exists(), 10, "made.txt back")
+    code, err = await api("POST", f"sessions/{sid}/rewind", {"undo": "rw_nope"})
+    assert code == 404 and "rw_nope" in err["message"]
+
 
 async def test_a_persons_overlapping_change_stands_and_is_reported(
     jp_root_dir, api, peers, model_env

@@ -15,9 +15,10 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from ..store.ids import new_id
 from . import journal
 from .blobs import Blobs
-from .records import NotACheckpoint, files_since, has_checkpoint, target_message
+from .records import NotACheckpoint, StepRow, files_since, has_checkpoint, target_message
 from .restore import FilePlan, Step, plan_file
 
 RESTORE = ("files", "conversation", "both")
@@ -61,6 +62,7 @@ async def rewind(
     out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": []}
     plans: list[FilePlan] = []
     bases: dict[str, str | None] = {}
+    currents: dict[str, bytes | None] = {}
     if restore in ("files", "both"):
         if not await has_checkpoint(store, message_id):
             raise NoCheckpoint(message_id)
@@ -68,19 +70,12 @@ async def rewind(
         if steps and files is None:
             raise NoCheckpoint("files cannot be written here")
         if files is not None:
-            plans, bases = await plan_files(store, files, steps)
+            plans, bases, currents = await plan_files(store, files, steps)
     # The plan is stored before anything changes: a crash from here on is finished later.
     rid = await journal.begin(store, Blobs.beside(store), session_id, message_id, restore, plans)
-    for plan in plans:
-        out["conflicts"].extend(plan.conflicts)
-        if plan.action == "write" and plan.content is not None:
-            assert files is not None
-            await files.write(plan.path, plan.content, bases.get(plan.path))
-            out["restored"].append(plan.path)
-        elif plan.action == "delete":
-            assert files is not None
-            await files.delete(plan.path)
-            out["deleted"].append(plan.path)
+    out["rewind_id"] = rid
+    if files is not None:
+        await _apply(store, files, session_id, rid, plans, bases, currents, out)
     if restore in ("conversation", "both"):
         started = await store.start_branch(session_id, message_id)
         out["branch_id"] = started["branch"]
@@ -105,14 +100,110 @@ async def rewind(
     return out
 
 
+async def undo_rewind(
+    store: Any, files: FileAccess, session_id: str, rewind_id: str
+) -> dict[str, Any]:
+    """Undo the files of an earlier rewind, three-way as a rewind is (a change made since
+    on the same lines stands); KeyError for a rewind of files not of this session."""
+    rows = await store._all(
+        "SELECT s.* FROM checkpoint_steps s JOIN checkpoints c ON c.id = s.checkpoint_id"
+        " WHERE c.session_id = ? AND c.message_id = ? ORDER BY s.id",
+        (session_id, rewind_id),
+    )
+    if not rows:
+        raise KeyError(rewind_id)
+    steps: dict[str, list[StepRow]] = {}
+    for r in rows:
+        steps.setdefault(r["path"], []).append(
+            StepRow(
+                r["path"],
+                bool(r["known"]),
+                bool(r["pre_exists"]),
+                r["pre_blob"],
+                bool(r["post_exists"]),
+                r["post_blob"],
+            )
+        )
+    plans, bases, currents = await plan_files(store, files, steps)
+    rid = await journal.begin(store, Blobs.beside(store), session_id, rewind_id, "files", plans)
+    out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": [], "rewind_id": rid}
+    await _apply(store, files, session_id, rid, plans, bases, currents, out)
+    await store.log_actions(
+        [
+            {
+                "id": rid,
+                "session_id": session_id,
+                "tool": "rewind",
+                "action": "undo",
+                "input_summary": f"undo rewind {rewind_id}",
+                "output_summary": summary(out),
+                "success": True,
+                "ts": time.time(),
+            }
+        ]
+    )
+    await journal.finish(store, rid)
+    return out
+
+
+async def _apply(
+    store: Any,
+    files: FileAccess,
+    session_id: str,
+    rid: str,
+    plans: list[FilePlan],
+    bases: dict[str, str | None],
+    currents: dict[str, bytes | None],
+    out: dict[str, Any],
+) -> None:
+    """Write the plans, and record what they changed as steps of a checkpoint of the rewind
+    itself (``message_id`` = its id), so that it can be undone in turn."""
+    blobs = Blobs.beside(store)
+    cp = new_id("cp_")
+    now = time.time()
+    await store._write(
+        "INSERT INTO checkpoints (id, session_id, message_id, created_at, ended_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (cp, session_id, rid, now, now),
+    )
+    for plan in plans:
+        out["conflicts"].extend(plan.conflicts)
+        if plan.action == "write" and plan.content is not None:
+            await files.write(plan.path, plan.content, bases.get(plan.path))
+            out["restored"].append(plan.path)
+            post: bytes | None = plan.content.encode()
+        elif plan.action == "delete":
+            await files.delete(plan.path)
+            out["deleted"].append(plan.path)
+            post = None
+        else:
+            continue
+        pre = currents.get(plan.path)
+        await store._write(
+            "INSERT INTO checkpoint_steps (checkpoint_id, path, known, pre_exists, pre_blob,"
+            " post_exists, post_blob, size, created_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?)",
+            (
+                cp,
+                plan.path,
+                int(pre is not None),
+                await blobs.save(pre) if pre is not None else None,
+                int(post is not None),
+                await blobs.save(post) if post is not None else None,
+                len(pre or b"") + len(post or b""),
+                now,
+            ),
+        )
+
+
 async def plan_files(
     store: Any, files: FileAccess, steps: dict[str, Any]
-) -> tuple[list[FilePlan], dict[str, str | None]]:
-    """What restoring each file does (steps by path, oldest first), and the text each plan
-    was worked out from (the base its write is merged against). Reads only."""
+) -> tuple[list[FilePlan], dict[str, str | None], dict[str, bytes | None]]:
+    """What restoring each file does (steps by path, oldest first), the text each plan was
+    worked out from (the base its write is merged against) and the bytes. Reads only."""
     blobs = Blobs.beside(store)
     plans: list[FilePlan] = []
     bases: dict[str, str | None] = {}
+    currents: dict[str, bytes | None] = {}
     for path, rows in sorted(steps.items()):
         undo = [
             Step(
@@ -124,12 +215,13 @@ async def plan_files(
         ]
         try:
             current, bases[path] = await files.current(path)
+            currents[path] = current
         except OSError as e:  # a link, a folder, a FIFO: never written through
             why = f"not a regular file now ({e.strerror or e}): left alone"
             plans.append(FilePlan(path, "keep", conflicts=[{"path": path, "reason": why}]))
             continue
         plans.append(plan_file(path, undo, current))
-    return plans, bases
+    return plans, bases, currents
 
 
 async def _blob(blobs: Blobs, exists: bool, key: str | None) -> bytes | None:
@@ -181,4 +273,12 @@ class WorkspaceFiles:
         await self.workspace.delete(path)
 
 
-__all__ = ["RESTORE", "FileAccess", "NoCheckpoint", "NotACheckpoint", "WorkspaceFiles", "rewind"]
+__all__ = [
+    "RESTORE",
+    "FileAccess",
+    "NoCheckpoint",
+    "NotACheckpoint",
+    "WorkspaceFiles",
+    "rewind",
+    "undo_rewind",
+]
