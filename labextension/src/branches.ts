@@ -118,8 +118,18 @@ export class BranchTree {
     const branches = await this.api.listBranches(id);
     if (branches.length < 2) {
       if (ticket === this._ticket) {
+        this._shape = '';
         this.set(new Map());
       }
+      return;
+    }
+    // Messages added to a line have no siblings until a branch leaves from them (its
+    // first message arrives): the lines are read again only when the branches change.
+    const shape = JSON.stringify([
+      id,
+      branches.map(b => [b.id, b.first_id, b.current])
+    ]);
+    if (shape === this._shape) {
       return;
     }
     const lines = await Promise.all(
@@ -129,6 +139,7 @@ export class BranchTree {
       }))
     );
     if (ticket === this._ticket) {
+      this._shape = shape;
       this.set(siblingsOf(lines));
     }
   }
@@ -178,6 +189,7 @@ export class BranchTree {
 
   private _siblings: ReadonlyMap<string, ISiblings> = new Map();
   private _session: string | null = null;
+  private _shape = '';
   private _ticket = 0;
   private _changed = new Signal<this, void>(this);
 }

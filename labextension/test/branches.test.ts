@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import { type IBranch, type ILine, siblingsOf } from '../src/branches';
+import type { ThinkApi } from '../src/api';
+import {
+  BranchTree,
+  type IBranch,
+  type ILine,
+  siblingsOf
+} from '../src/branches';
 import { conflictPlace } from '../src/rewind';
 
 function branch(id: string, at: number, current = false): IBranch {
@@ -119,5 +125,58 @@ describe('conflictPlace', () => {
       })
     ).toBe('analysis.ipynb, cell c1, line 2, lines 4–6');
     expect(conflictPlace({ path: 'notes.txt' })).toBe('notes.txt');
+  });
+});
+
+describe('BranchTree', () => {
+  function fakeApi(branches: IBranch[], lines: Record<string, string[]>) {
+    const reads: string[] = [];
+    const api = {
+      listBranches: async () => branches,
+      listMessages: async (
+        _id: string,
+        _before: unknown,
+        _limit: number,
+        _facet: unknown,
+        branch: string
+      ) => {
+        reads.push(branch);
+        return {
+          messages: lines[branch].map(id => ({
+            id,
+            seq: Number(id.replace(/\D/g, ''))
+          })),
+          next_cursor: null
+        };
+      }
+    };
+    return { api: api as unknown as ThinkApi, reads };
+  }
+
+  it('reads the lines again only when the branches change', async () => {
+    const branches = [branch('b0', 1), { ...branch('b1', 2, true) }];
+    const lines: Record<string, string[]> = {
+      b0: ['m1', 'm2'],
+      b1: ['m1', 'm3']
+    };
+    const { api, reads } = fakeApi(branches, lines);
+    const tree = new BranchTree(api);
+    await tree.refresh('s1');
+    expect(tree.siblings.get('m3')?.index).toBe(1);
+    expect(reads).toEqual(['b0', 'b1']);
+    lines.b1.push('m4'); // a message added to the current line
+    await tree.refresh('s1');
+    expect(reads).toEqual(['b0', 'b1']);
+    // A conversation rewind before m4 and a message sent: a new branch with its first.
+    branches[1].current = false;
+    branches.push({ ...branch('b2', 3, true), first_id: 'm5' });
+    lines.b2 = ['m1', 'm3', 'm5'];
+    await tree.refresh('s1');
+    expect(reads.length).toBe(5);
+    expect(tree.siblings.get('m5')).toEqual({
+      index: 1,
+      ids: ['m4', 'm5'],
+      branches: ['b1', 'b2']
+    });
   });
 });
