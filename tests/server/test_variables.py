@@ -254,6 +254,14 @@ async def test_no_kernel_non_python_kernel_and_bad_input(variables, jp_fetch):
     assert code == 400 and "not a Python variable name" in body["message"]
 
 
+async def test_a_notebook_on_the_think_kernel_is_not_inspected(variables, jp_fetch, model_env):
+    """The think kernel is the agent: an execute_request to it would be a chat request."""
+    await open_notebook(jp_fetch, "agent.ipynb", "think")
+    code, answer = await variables(path="agent.ipynb")
+    assert code == 200 and answer["status"] == "not_supported"
+    assert "think kernel, the agent itself" in answer["message"]
+
+
 async def test_route_needs_auth_and_the_right_to_use_kernels(
     variables, jp_serverapp, http_server_client, jp_base_url
 ):
