@@ -6,7 +6,8 @@
 
 An attachment is a small dict stored on the user message (``attachments`` column):
 ``{"kind": "image", "name", "mime", "blob", "size"}``, ``{"kind": "file", ...}`` for text, or
-``{"kind": "cells", "path", "cells": [{"id", "cell_type", "source"}]}`` inline. Images are
+``{"kind": "cells", "path", "cells": [{"id", "cell_type", "source"}]}`` inline, as is a
+notebook variable's summary (``{"kind": "variables", "path", "name", "text"}``). Images are
 recognised by their bytes (PNG, JPEG, GIF, WebP), never by a name or a header a client sends;
 files must be UTF-8 text. The model gets images as image parts in the run that attached them
 (the ``vision`` role answers), and text attachments as text.
