@@ -4,7 +4,7 @@
     POST /api/think/sessions/{id}/rewind    {"message_id", "restore": "files"|"conversation"|"both"}
     POST /api/think/sessions/{id}/rewind    {"undo": REWIND_ID}    (undo an earlier rewind)
     GET  /api/think/sessions/{id}/branches
-    POST /api/think/sessions/{id}/branches  {"branch_id"}   (switch the current branch)
+    POST /api/think/sessions/{id}/branches  {"branch_id", "files"?}   (switch the current branch)
     POST /api/think/sessions/{id}/fork      {"message_id"}  -> the new session
 
 Files are restored through the collaboration rooms as ordinary edits (a person with the file
@@ -28,6 +28,7 @@ from tornado import web
 from think_kernel.checkpoints import journal
 from think_kernel.checkpoints.records import NotACheckpoint, list_checkpoints, target_message
 from think_kernel.checkpoints.rewind import RESTORE, NoCheckpoint, rewind, undo_rewind
+from think_kernel.checkpoints.switch import switch_with_files
 from think_kernel.safefs import SafeReader
 from think_kernel.store.branches import BranchNotFound
 
@@ -147,14 +148,24 @@ class BranchesHandler(ThinkHandler):
 
     @authorized
     async def post(self, session_id: str) -> None:
-        """Switch the conversation to another branch (files stay as they are)."""
+        """Switch the conversation to another branch; with ``"files": true`` the files go
+        to that branch's state too (the turns since the shared part undone and redone)."""
         body = self.body()
         branch_id = field(body, "branch_id", str, required=True)
+        with_files = field(body, "files", bool) or False
         await self.session_or_404(session_id)
         if self.svc.chats.busy(session_id):
             raise web.HTTPError(409, "a run is in progress or queued; cancel it first")
         try:
-            switched = await self.svc.store.switch_branch(session_id, branch_id)
+            if with_files:
+                documents = self.settings.get("think_documents")
+                if documents is None:
+                    raise web.HTTPError(409, "files are restored through the collaboration rooms")
+                root = self.settings.get("server_root_dir") or self.serverapp.root_dir
+                files = DocumentFiles(documents, SafeReader(root))
+                switched = await switch_with_files(self.svc.store, files, session_id, branch_id)
+            else:
+                switched = await self.svc.store.switch_branch(session_id, branch_id)
         except BranchNotFound:
             raise web.HTTPError(404, f"no branch {branch_id!r} in this session") from None
         self.send(switched)

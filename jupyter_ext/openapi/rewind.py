@@ -104,13 +104,13 @@ REWIND_PATHS: dict[str, Any] = {
             params=[SID],
         ),
         "post": op(
-            "Make another branch current",
+            "Make another branch current (with files: true, the files go to its state too)",
             ok_json(OBJ),
             params=[SID],
             body={
                 "type": "object",
                 "required": ["branch_id"],
-                "properties": {"branch_id": {"type": "string"}},
+                "properties": {"branch_id": {"type": "string"}, "files": {"type": "boolean"}},
             },
         ),
     },

@@ -100,6 +100,8 @@ async def complete(store: Any, files: Any, row: dict[str, Any]) -> None:
         msg = await store.get_message(row["message_id"])
         if msg is not None and not msg["off_branch"]:
             await store.start_branch(row["session_id"], row["message_id"])
+    elif row["restore"] == "switch":  # a branch switch with its files: message_id is the branch
+        await store.switch_branch(row["session_id"], row["message_id"])
     if await store._one("SELECT 1 AS x FROM action_log WHERE id = ?", (row["id"],)) is None:
         await store.log_actions(
             [
