@@ -30,6 +30,7 @@ from think_kernel.skills.trust import Verdict, ask_review, trust_key
 from think_kernel.skills.wiring import open_skills
 
 from .base import ThinkHandler
+from .modelsetup import kernel_config
 from .services import Services
 
 #: Why the card asks (the sidebar shows it under the title).
@@ -42,7 +43,9 @@ REVIEW_REASON = (
 async def skills_status(svc: Services, root: str, session_id: str, path: str) -> dict[str, Any]:
     """What a session of the workspace at ``root`` about ``path`` would load, with the
     skills waiting for review and (given a session) their pending approvals in it."""
-    skills = await asyncio.to_thread(open_skills, Path(root), None, path)
+    # The settings kernels get (``think_kernel_config.py``): the list is what they load.
+    config = await asyncio.to_thread(lambda: kernel_config().config)
+    skills = await asyncio.to_thread(open_skills, Path(root), config, path)
     await skills.check_trust(svc.store)
     await asyncio.to_thread(skills.prompt)
     report = skills.status()

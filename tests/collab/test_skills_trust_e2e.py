@@ -163,3 +163,20 @@ async def test_a_skill_written_with_an_approved_card_is_trusted_as_edited(
     model_env.reply(text="Ok.")
     await _turn(chat, sid, tab, "hi")
     assert "- csv-tips: What the person kept." in _system(model_env.requests[before])
+
+
+async def test_the_list_follows_the_kernels_trust_setting(
+    chat,  # noqa: F811
+    jp_root_dir,
+    jp_config_dir,
+    jp_fetch,
+):
+    sid, _ = await chat.session()
+    (jp_root_dir / PATH).parent.mkdir(parents=True)
+    (jp_root_dir / PATH).write_text(SKILL)
+    assert [r["name"] for r in (await _skills(jp_fetch, sid))["review"]] == ["csv-tips"]
+    (jp_config_dir / "think_kernel_config.py").write_text(
+        "c.SkillsConfig.trust_workspace_skills = True\n"
+    )
+    skills = await _skills(jp_fetch, sid)
+    assert [s["name"] for s in skills["loaded"]] == ["csv-tips"] and skills["review"] == []
