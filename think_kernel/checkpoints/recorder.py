@@ -29,8 +29,9 @@ Where each state comes from:
   had never read has no recorded ``pre``: the step is *unknown*, and a rewind reports it and
   leaves the file alone rather than guess. A file the watch saw created (not renamed onto
   its path, which ``sed -i`` does) did not exist before.
-- **External MCP tools** that write files are not seen: their calls carry no path Think can
-  trust, and they run outside the watch.
+- **External MCP tools** carry no path Think can trust, so each call runs inside the same
+  watch as sandboxed code (``think_kernel.mcp.servers``): what a server changed in the
+  workspace during the call is recorded as a run's changes are.
 """
 
 from __future__ import annotations

@@ -179,7 +179,22 @@ class McpServers:
 
     def _caller(self, server: str, tool: str) -> Any:
         async def call(ctx: ToolContext, args: dict[str, Any]) -> ToolOutput:
-            return await self.call(server, tool, args)
+            files = ctx.services.files
+            conn = self.servers.get(server)
+            if files is None or conn is None:
+                return await self.call(server, tool, args)
+            # A server on this machine may write the workspace: the watch of sandboxed runs
+            # records what it changed in the turn's checkpoint and merges it into open rooms.
+            async with files.run(hold=conn.call_timeout + 5) as run:
+                out = await self.call(server, tool, args)
+            for kind, paths in (
+                ("created", run.changes.created),
+                ("modified", run.changes.modified),
+                ("deleted", run.changes.deleted),
+            ):
+                for path in paths:
+                    await ctx.file_changed(path, kind)
+            return out
 
         return call
 
