@@ -160,3 +160,61 @@ describe('inline completion', () => {
     await filePage.close();
   });
 });
+
+describe('inline completion without a model', () => {
+  let bare;
+  const asked = { complete: 0, model: 0 };
+
+  before(async () => {
+    bare = await launchLab({
+      configured: false,
+      files: { 'plain.ipynb': notebookText(['import math', ''], 'python3') },
+      notebook: 'plain.ipynb',
+      beforePage: ({ context }) =>
+        context.on('request', r => {
+          if (r.url().includes('/api/think/complete')) {
+            asked.complete++;
+          }
+          if (new URL(r.url()).pathname.endsWith('/api/think/model')) {
+            asked.model++;
+          }
+        })
+    });
+  });
+
+  afterEach(async t => {
+    await bare?.lab.reportFailure(t);
+  });
+
+  after(async () => {
+    await bare?.close();
+  });
+
+  test('typing sends nothing to the model and shows nothing', async () => {
+    const { page: p } = bare;
+    const editor = p.locator('.jp-Notebook .jp-Cell .cm-content').nth(1);
+    // The provider asks the server once whether a model is set up, after the debounce
+    // (the page asked too as it loaded: only requests from now on count).
+    const since = Date.now();
+    const baseline = asked.model;
+    const checked = p.waitForResponse(
+      r =>
+        new URL(r.url()).pathname.endsWith('/api/think/model') &&
+        r.request().timing().startTime >= since
+    );
+    await editor.click();
+    await p.keyboard.type('value = ', { delay: 60 });
+    const answer = await (await checked).json();
+    assert.equal(answer.configured, false);
+    // Asked for at once (no debounce), and typed on: still nothing is sent.
+    await p.keyboard.press('Alt+\\');
+    await p.keyboard.type('math.', { delay: 60 });
+    await p.keyboard.press('Alt+\\');
+    await p.evaluate(() => new Promise(r => requestAnimationFrame(r)));
+    assert.equal(asked.complete, 0, 'a completion request without a model');
+    assert.equal(asked.model - baseline, 1, 'one model-state check');
+    assert.equal(await p.locator('.jp-GhostText').count(), 0);
+    const { internal_requests: reached } = await bare.lab.modelStats();
+    assert.equal(reached.length, 0);
+  });
+});
