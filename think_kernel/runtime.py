@@ -64,8 +64,8 @@ from .tools.files import FILE_TOOLS
 from .tools.notebooks import NOTEBOOK_TOOLS
 from .tools.sandboxcalls import call_from_sandbox
 from .tools.services import FetchServices, ReminderServices, ToolServices
-from .tools.warm import ToolWarmer
 from .tools.variables import VARIABLE_TOOLS
+from .tools.warm import ToolWarmer
 from .tools.workspace import Workspace
 from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
 from .web.fetch import FETCH_TOOLS, FetchConfig, FetchLog
@@ -78,8 +78,8 @@ Sink = Callable[[Event], Any]
 CORE_TOOLS: list[ToolFunc] = [
     *FILE_TOOLS,
     *NOTEBOOK_TOOLS,
-    *CODE_TOOLS,
     *VARIABLE_TOOLS,
+    *CODE_TOOLS,
     *FETCH_TOOLS,
     *WEB_TOOLS,
     *TASK_TOOLS,
