@@ -111,7 +111,11 @@ async def complete(store: Any, files: Any, row: dict[str, Any]) -> None:
                     "tool": "rewind",
                     "action": row["restore"],
                     "message_id": row["message_id"],
-                    "input_summary": f"rewind {row['restore']} to before {row['message_id']}",
+                    "input_summary": (
+                        f"switch to branch {row['message_id']} with its files"
+                        if row["restore"] == "switch"
+                        else f"rewind {row['restore']} to before {row['message_id']}"
+                    ),
                     "output_summary": "finished after a restart: " + (", ".join(done) or "-"),
                     "success": True,
                 }
