@@ -42,52 +42,29 @@ from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import Endpoint
 from .layers import AgentExtension, Layers, load_extensions
+from .layers.core import CORE_TOOLS
 from .mcp import McpServers
-from .questions.tool import QUESTION_TOOLS
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
 from .sandbox.lifecycle import SessionSandbox
-from .schedules.config import ScheduleConfig
-from .schedules.tools import SCHEDULE_TOOLS
 from .selftools import open_selftools, step_hook
-from .skills.tools import SKILL_TOOLS, offer_skill_tools
-from .skills.wiring import open_skills
+from .skills.tools import offer_skill_tools
+from .skills.wiring import open_skills, relative_session_path
 from .store import Store, location, new_id
 from .subagents import Subagents
 from .subagents.session import SessionSubagents
-from .subagents.tools import SUBAGENT_TOOLS
 from .tasks import TasksConfig
-from .tasks.tools import TASK_TOOLS
 from .tools.base import ToolContext, ToolFunc
-from .tools.code import CODE_TOOLS
-from .tools.files import FILE_TOOLS
-from .tools.notebooks import NOTEBOOK_TOOLS
 from .tools.sandboxcalls import call_from_sandbox
-from .tools.services import FetchServices, ReminderServices, ToolServices
-from .tools.variables import VARIABLE_TOOLS
+from .tools.services import ToolServices
 from .tools.warm import ToolWarmer
 from .tools.workspace import Workspace
-from .web import WEB_TOOLS, ModelVision, WebConfig, WebServices
-from .web.fetch import FETCH_TOOLS, FetchConfig, FetchLog
+from .web import ModelVision, WebConfig, WebServices
 
 __all__ = ["CORE_TOOLS", "AgentExtension", "Runtime", "load_extensions"]
 
 log = logging.getLogger(__name__)
 Sink = Callable[[Event], Any]
-#: The tools every session has (the core layer): none can be replaced or removed.
-CORE_TOOLS: list[ToolFunc] = [
-    *FILE_TOOLS,
-    *NOTEBOOK_TOOLS,
-    *VARIABLE_TOOLS,
-    *CODE_TOOLS,
-    *FETCH_TOOLS,
-    *WEB_TOOLS,
-    *TASK_TOOLS,
-    *QUESTION_TOOLS,
-    *SUBAGENT_TOOLS,
-    *SCHEDULE_TOOLS,
-    *SKILL_TOOLS,
-]
 
 
 class Runtime:
@@ -112,10 +89,11 @@ class Runtime:
     ) -> None:
         self.config = config or ThinkConfig()
         # What a new session is recorded as (the sidebar groups sessions by kind and shows
-        # the notebook a session belongs to).
+        # the notebook a session belongs to, by its path in the workspace: Jupyter names a
+        # kernel's notebook by its absolute path).
         self.kind = kind
-        self.session_path = session_path
         root = Path(workspace_root or os.getcwd()).resolve()
+        self.session_path = relative_session_path(root, session_path)
         # Outside the workspace: sandboxed code can write anywhere in it.
         self.store_dir = location.store_dir(root, self.config.store_path)
         self._notebooks: Any = None
@@ -155,17 +133,14 @@ class Runtime:
         )
         self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
         # AGENTS.md files and skills, read again at each request.
-        self.skills = open_skills(root, self.config.config, session_path)
-        self.services: ToolServices = ToolServices(
+        self.skills = open_skills(root, self.config.config, self.session_path)
+        self.services: ToolServices = ToolServices.for_session(
+            self.config.config,
             skills=self.skills,
             files=self.files,
             sandbox=self.ensure_sandbox,
             notebooks=self._notebooks,
             web=self.web,
-            fetch=FetchServices(FetchConfig(config=self.config.config), FetchLog()),
-            # The kernel points the reminders' wake at the server's scheduler (over the
-            # link), or at its own when it runs without a server.
-            reminders=ReminderServices(ScheduleConfig(config=self.config.config)),
             checkpoints=self.checkpoints,
         )
         # A root kernel gives each session's sandbox a uid: its tool calls and loopback calls
@@ -340,20 +315,12 @@ class Runtime:
     async def props(self) -> dict[str, Any]:
         """Per-session options: model, instructions (the "props" layer)."""
         assert self.store is not None
-        session = await self.store.get_session(self.session_id)
-        return dict((session or {}).get("options") or {})
+        return await self.store.session_options(self.session_id)
 
     async def set_props(self, **changes: Any) -> dict[str, Any]:
         """Change per-session options; a value of None removes it."""
         assert self.store is not None
-        props = await self.props()
-        for key, value in changes.items():
-            if value is None:
-                props.pop(key, None)
-            else:
-                props[key] = value
-        await self.store.update_session(self.session_id, options=props)
-        return props
+        return await self.store.change_session_options(self.session_id, changes)
 
     def model_name(self, props: dict[str, Any], role: str = "primary") -> str:
         """The model of a role (see ``ModelRoles.model_name``)."""
@@ -496,7 +463,7 @@ class Runtime:
                 elif isinstance(event, ErrorEvent) and self.kind == "chat":
                     said = chat_error(event.code, event.message)
                     if said != event.message:
-                        await self._restate_error(event.message, said)
+                        await self.store.reword_error(self.session_id, event.message, said)
                         event = dataclasses.replace(event, message=said)
                 answered = answered or isinstance(event, Chat)
                 await self.emit(event)
@@ -524,15 +491,6 @@ class Runtime:
             "before_step": step_hook(self.selftools, self),
         }
         return Agent(model, tools, store, **{**settings, **overrides})
-
-    async def _restate_error(self, original: str, said: str) -> None:
-        """The failed reply keeps the chat's wording too (its history outlives the event)."""
-        assert self.store is not None
-        rows, _ = await self.store.page_messages(self.session_id, None, 3)
-        for row in reversed(rows):
-            if row["role"] == "assistant" and row.get("error") == original:
-                await self.store.update_message(row["id"], error=said)
-                return
 
     async def _title_later(self, agent: Agent, request: str) -> None:
         """Name an untitled session with the fast model, in the background."""

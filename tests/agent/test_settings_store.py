@@ -86,3 +86,22 @@ async def test_runtime_records_kind_and_notebook_path(tmp_path: Path) -> None:
         assert row is not None and (row["kind"], row["path"]) == ("magic", "sub/a.ipynb")
     finally:
         await rt.close()
+
+
+async def test_a_notebook_named_by_its_absolute_path_is_recorded_by_its_workspace_path(
+    tmp_path: Path,
+) -> None:
+    # Jupyter names a kernel's notebook by its absolute path (JPY_SESSION_NAME); the sidebar,
+    # "Ask Think" and AGENTS.md lookups know notebooks by their path in the workspace.
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    cfg = ThinkConfig()
+    cfg.store_path = str(tmp_path / "store" / "think.db")
+    rt = Runtime(cfg, ws, extensions=[], session_path=str(ws / "sub" / "a.ipynb"))
+    await rt.start()
+    try:
+        assert rt.store is not None
+        row = await rt.store.get_session(rt.session_id)
+        assert row is not None and row["path"] == "sub/a.ipynb"
+    finally:
+        await rt.close()

@@ -73,6 +73,24 @@ class SessionsMixin(StorePart):
         """Change title, path, status or options."""
         await self._update("sessions", session_id, SESSION_FIELDS, **fields)
 
+    async def session_options(self, session_id: str) -> dict[str, Any]:
+        """A session's options (its "props": model, instructions, approval...)."""
+        session = await self.get_session(session_id)
+        return dict((session or {}).get("options") or {})
+
+    async def change_session_options(
+        self, session_id: str, changes: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Change some options (a value of None removes one); return them all."""
+        options = await self.session_options(session_id)
+        for key, value in changes.items():
+            if value is None:
+                options.pop(key, None)
+            else:
+                options[key] = value
+        await self.update_session(session_id, options=options)
+        return options
+
     async def delete_session(self, session_id: str) -> bool:
         """Delete a session and everything recorded for it; True if it existed."""
         cur = await self.db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))

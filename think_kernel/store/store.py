@@ -340,6 +340,15 @@ class Store(
         allowed = MESSAGE_FIELDS | {"content_blob", "content_size", "reasoning_size"}
         await self._update("messages", message_id, allowed, **fields)
 
+    async def reword_error(self, session_id: str, original: str, said: str) -> None:
+        """Give the session's last failed reply (one of its last three messages) the wording
+        the person was shown: its history outlives the event."""
+        rows, _ = await self.page_messages(session_id, None, 3)
+        for row in reversed(rows):
+            if row["role"] == "assistant" and row.get("error") == original:
+                await self.update_message(row["id"], error=said)
+                return
+
     async def get_message(self, message_id: str) -> dict[str, Any] | None:
         """Return one message, or None."""
         return await self._one("SELECT * FROM messages WHERE id = ?", (message_id,))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from traitlets.config import Config
+
     from ..checkpoints import Checkpoints
     from ..collab.access import NotebookAccess
     from ..collab.filesync import FileSync
@@ -104,3 +106,17 @@ class ToolServices:
     skills: SessionSkills | None = None
     #: The checkpoint of the running turn: files are copied before a tool changes them.
     checkpoints: Checkpoints | None = None
+
+    @classmethod
+    def for_session(cls, config: Config | None, **services: Any) -> ToolServices:
+        """A session's services: the ones given, plus ``fetch`` and ``reminders`` made from
+        the configuration (the kernel later points the reminders' wake at the server's
+        scheduler over the link, or at its own when it runs without a server)."""
+        from ..schedules.config import ScheduleConfig
+        from ..web.fetch import FetchConfig, FetchLog
+
+        return cls(
+            fetch=FetchServices(FetchConfig(config=config), FetchLog()),
+            reminders=ReminderServices(ScheduleConfig(config=config)),
+            **services,
+        )
