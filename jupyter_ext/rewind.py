@@ -76,7 +76,7 @@ class RewindHandler(ThinkHandler):
                 raise web.HTTPError(409, "the running request did not stop; try again")
         documents = self.settings.get("think_documents")
         root = self.settings.get("server_root_dir") or self.serverapp.root_dir
-        files = DocumentFiles(documents, SafeReader(root)) if documents is not None else None
+        files = DocumentFiles(documents, SafeReader(root), root) if documents is not None else None
         try:
             out = await rewind(store, files, session_id, message_id, restore)
         except NoCheckpoint:
@@ -96,7 +96,7 @@ class RewindHandler(ThinkHandler):
         if self.svc.chats.busy(session_id):
             await self.svc.chats.cancel(session_id)
         root = self.settings.get("server_root_dir") or self.serverapp.root_dir
-        files = DocumentFiles(documents, SafeReader(root))
+        files = DocumentFiles(documents, SafeReader(root), root)
         try:
             out = await undo_rewind(self.svc.store, files, session_id, rewind_id)
         except KeyError:
@@ -107,9 +107,11 @@ class RewindHandler(ThinkHandler):
 class DocumentFiles:
     """Files as the server's rooms hold them (a rewind's ``FileAccess``)."""
 
-    def __init__(self, documents: Any, disk: SafeReader) -> None:
+    def __init__(self, documents: Any, disk: SafeReader, root: str | None = None) -> None:
         self.documents = documents
         self.disk = disk
+        #: The folder paths are named from (the server's root).
+        self.root = root
         self.action_id = f"rewind-{int(time.time() * 1000)}"
 
     async def current(self, path: str) -> tuple[bytes | None, str | None]:
@@ -162,7 +164,7 @@ class BranchesHandler(ThinkHandler):
                 if documents is None:
                     raise web.HTTPError(409, "files are restored through the collaboration rooms")
                 root = self.settings.get("server_root_dir") or self.serverapp.root_dir
-                files = DocumentFiles(documents, SafeReader(root))
+                files = DocumentFiles(documents, SafeReader(root), root)
                 switched = await switch_with_files(self.svc.store, files, session_id, branch_id)
             else:
                 switched = await self.svc.store.switch_branch(session_id, branch_id)
@@ -209,14 +211,21 @@ async def finish_rewinds(store: Any, documents: Any, root: str, tries: int = 10)
     store); return how many. The rooms may still be starting: tried again, bounded."""
     if documents is None:
         return 0
-    files = DocumentFiles(documents, SafeReader(root))
+    files = DocumentFiles(documents, SafeReader(root), root)
     delay = 0.5
     for attempt in range(tries):
         try:
             rows = await journal.pending(store)
+            done = 0
             for row in rows:
+                if not journal.reachable(row, files):
+                    # A kernel's rewind of files outside the server's root: that kernel's
+                    # next rewind of the session finishes it.
+                    log.warning("rewind %s: its files are outside %s; left", row["id"], root)
+                    continue
                 await journal.complete(store, files, row)
-            return len(rows)
+                done += 1
+            return done
         except Exception:
             if attempt == tries - 1:
                 log.exception("could not finish an interrupted rewind")

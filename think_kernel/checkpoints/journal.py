@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from typing import Any
 
@@ -35,15 +36,21 @@ async def begin(
     message_id: str,
     restore: str,
     plans: list[FilePlan],
+    root: str | None = None,
 ) -> str:
-    """Store the plan (one statement: it is there whole or not at all); return its id."""
-    entries = []
+    """Store the plan (one statement: it is there whole or not at all); return its id.
+    ``root``: the folder its paths are relative to (a notebook's kernel in a subfolder
+    names files from there, the server from its root)."""
+    entries: list[dict[str, Any]] = []
     for p in plans:
         if p.action == "write" and p.content is not None:
             key = await blobs.save(p.content.encode())
             entries.append({"path": p.path, "action": "write", "blob": key})
         elif p.action == "delete":
             entries.append({"path": p.path, "action": "delete"})
+    if root is not None:
+        for e in entries:
+            e["root"] = root
     rid = new_id("rw_")
     await store._write(
         "INSERT INTO rewinds (id, session_id, message_id, restore, plan, status, created_at)"
@@ -80,13 +87,40 @@ async def kept_blobs(store: Any) -> set[str]:
     return keys
 
 
+def files_root(files: Any) -> str | None:
+    """The folder a ``FileAccess`` names files from (None: not known)."""
+    root = getattr(files, "root", None)
+    return os.path.realpath(os.path.expanduser(str(root))) if root else None
+
+
+def _here(entry: dict[str, Any], here: str | None) -> str | None:
+    """The entry's path as ``here`` names it; None when it lies outside ``here``."""
+    root = entry.get("root")
+    if root is None or here is None or root == here:
+        return str(entry["path"])
+    rel = os.path.relpath(os.path.join(root, entry["path"]), here)
+    return None if rel == ".." or rel.startswith("../") or os.path.isabs(rel) else rel
+
+
+def reachable(row: dict[str, Any], files: Any) -> bool:
+    """Whether every file of the plan lies under the folder ``files`` writes."""
+    plan = row["plan"] if isinstance(row["plan"], list) else json.loads(row["plan"])
+    here = files_root(files)
+    return all(_here(e, here) is not None for e in plan)
+
+
 async def complete(store: Any, files: Any, row: dict[str, Any]) -> None:
-    """Finish a rewind a crash interrupted (see the module doc)."""
+    """Finish a rewind a crash interrupted (see the module doc). ValueError, nothing done,
+    when a file of the plan lies outside the folder ``files`` writes (see :func:`reachable`)."""
     blobs = Blobs.beside(store)
     plan = row["plan"] if isinstance(row["plan"], list) else json.loads(row["plan"])
+    if not reachable(row, files):
+        raise ValueError(f"rewind {row['id']}: its files lie outside {files_root(files)}")
+    here = files_root(files)
     done: list[str] = []
     for entry in plan:
-        path = entry["path"]
+        path = _here(entry, here)
+        assert path is not None  # reachable() checked every entry
         current, text = await files.current(path)
         if entry["action"] == "delete":
             if current is not None:

@@ -72,7 +72,15 @@ async def rewind(
         if files is not None:
             plans, bases, currents = await plan_files(store, files, steps)
     # The plan is stored before anything changes: a crash from here on is finished later.
-    rid = await journal.begin(store, Blobs.beside(store), session_id, message_id, restore, plans)
+    rid = await journal.begin(
+        store,
+        Blobs.beside(store),
+        session_id,
+        message_id,
+        restore,
+        plans,
+        journal.files_root(files),
+    )
     out["rewind_id"] = rid
     if files is not None:
         await _apply(store, files, session_id, rid, plans, bases, currents, out)
@@ -125,7 +133,9 @@ async def undo_rewind(
             )
         )
     plans, bases, currents = await plan_files(store, files, steps)
-    rid = await journal.begin(store, Blobs.beside(store), session_id, rewind_id, "files", plans)
+    rid = await journal.begin(
+        store, Blobs.beside(store), session_id, rewind_id, "files", plans, journal.files_root(files)
+    )
     out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": [], "rewind_id": rid}
     await _apply(store, files, session_id, rid, plans, bases, currents, out)
     await store.log_actions(
@@ -252,6 +262,8 @@ class WorkspaceFiles:
 
     def __init__(self, workspace: Any) -> None:
         self.workspace = workspace
+        #: The folder paths are named from (the journal records it with a plan).
+        self.root = str(workspace.root)
 
     async def current(self, path: str) -> tuple[bytes | None, str | None]:
         """The file as the workspace reads it; its text is the base of the next write."""

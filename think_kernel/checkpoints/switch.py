@@ -119,7 +119,9 @@ async def switch_with_files(
             continue
         plans.append(plan_switch(path, steps[0], steps[1], current))
     # The plan is stored before anything changes: a crash from here on is finished later.
-    rid = await journal.begin(store, blobs, session_id, branch_id, "switch", plans)
+    rid = await journal.begin(
+        store, blobs, session_id, branch_id, "switch", plans, journal.files_root(files)
+    )
     out: dict[str, Any] = {"restored": [], "deleted": [], "conflicts": [], "rewind_id": rid}
     await _apply(store, files, session_id, rid, plans, bases, currents, out)
     out.update(await store.switch_branch(session_id, branch_id))
