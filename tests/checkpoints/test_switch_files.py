@@ -75,6 +75,15 @@ async def test_switching_with_files_takes_the_files_to_the_branch(
     _, actions = await api("GET", f"sessions/{sid}/actions", tool="rewind")
     assert sorted(a["action"] for a in actions["actions"]) == ["both", "switch", "switch"]
 
+    # A switch's files can be undone as a rewind's are (the conversation stays switched).
+    code, undone = await api("POST", f"sessions/{sid}/rewind", {"undo": out["rewind_id"]})
+    assert code == 200, undone
+    assert undone["restored"] == ["helper.py"] and undone["deleted"] == ["other.txt"]
+    await wait_change(tab, lambda: str(tab.text()) == "a = 3\nb = 2\n# mine\n", timeout=10)
+    await until(lambda: not (jp_root_dir / "other.txt").exists(), 10, "other.txt gone again")
+    await api("POST", f"sessions/{sid}/rewind", {"undo": undone["rewind_id"]})
+    await until(lambda: (jp_root_dir / "other.txt").exists(), 10, "other.txt back again")
+
     # Without "files" the files stay; a bad "files" is a clear 400.
     code, out = await api("POST", f"sessions/{sid}/branches", {"branch_id": first})
     assert code == 200 and "restored" not in out
