@@ -168,11 +168,19 @@ export class ThinkApi {
     return r.branches;
   }
 
-  /** Make another branch of the conversation current. */
-  async switchBranch(id: string, branchId: string): Promise<void> {
-    await this.request(`sessions/${enc(id)}/branches`, 'POST', {
-      branch_id: branchId
-    });
+  /** Make another branch of the conversation current; with `files`, take the files to
+   * its state too and answer what changed (null without `files`: they stay as they are). */
+  async switchBranch(
+    id: string,
+    branchId: string,
+    files = false
+  ): Promise<IRewindResult | null> {
+    const out = await this.request<IRewindResult>(
+      `sessions/${enc(id)}/branches`,
+      'POST',
+      files ? { branch_id: branchId, files: true } : { branch_id: branchId }
+    );
+    return files ? out : null;
   }
 
   /** The session's task tree: roots with their `children`, and the progress. */

@@ -4,12 +4,14 @@
  * The server keeps every branch of a conversation (an edited and resent message, or a
  * conversation rewind, starts one). A message's siblings are the messages that follow the
  * same message on some branch's line; the sidebar shows "‹ 2 / 3 ›" on such a message and
- * makes the chosen sibling's branch current, so the model sees that branch from then on.
+ * makes the chosen sibling's branch current, so the model sees that branch from then on;
+ * asked to, the server takes the files to that branch's state as well.
  */
 
 import { ISignal, Signal } from '@lumino/signaling';
 
 import type { ThinkApi } from './api';
+import type { IRewindResult } from './rewind';
 
 /** One branch of a session (`GET sessions/{id}/branches`). */
 export interface IBranch {
@@ -144,15 +146,21 @@ export class BranchTree {
     }
   }
 
-  /** Make the branch that shows sibling `index` of `siblings` current. */
-  async show(siblings: ISiblings, index: number): Promise<void> {
+  /** Make the branch that shows sibling `index` of `siblings` current; with `files`, the
+   * files go to its state too and the answer says what changed (else null). */
+  async show(
+    siblings: ISiblings,
+    index: number,
+    files = false
+  ): Promise<IRewindResult | null> {
     const id = this._session;
     const branch = siblings.branches[index];
     if (!id || !branch) {
-      return;
+      return null;
     }
-    await this.api.switchBranch(id, branch);
+    const out = await this.api.switchBranch(id, branch, files);
     await this.refresh(id);
+    return out;
   }
 
   private async line(

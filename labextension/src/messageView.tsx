@@ -80,7 +80,7 @@ export interface IMessageItemProps {
   editNow?: number;
   /** The other versions of this message (on other branches), if any. */
   siblings?: ISiblings;
-  onShowSibling?: (siblings: ISiblings, index: number) => void;
+  onShowSibling?: (siblings: ISiblings, index: number, files: boolean) => void;
   /** Offer "Rewind" on this (user) message. */
   onRewind?: (messageId: string, what: RestoreWhat) => void;
 }
@@ -192,7 +192,7 @@ export const MessageItem = React.memo(
                 <BranchSwitcher
                   siblings={siblings}
                   disabled={!editable}
-                  onShow={i => onShowSibling(siblings, i)}
+                  onShow={(i, files) => onShowSibling(siblings, i, files)}
                 />
               ) : null}
             </>
@@ -296,7 +296,7 @@ export interface IMessageListProps {
   readOnly?: boolean;
   /** Messages with other versions on other branches, by id. */
   siblings?: ReadonlyMap<string, ISiblings>;
-  onShowSibling?: (siblings: ISiblings, index: number) => void;
+  onShowSibling?: (siblings: ISiblings, index: number, files: boolean) => void;
   onRewind?: (messageId: string, what: RestoreWhat) => void;
 }
 

@@ -6,6 +6,8 @@
  * stays; an overlap is kept as the person has it and reported by file, cell and lines);
  * "Restore conversation" starts a branch before the message and puts its text back in the
  * composer; "Restore both" does the two. A run in flight is stopped first (by the server).
+ * The switcher asks whether the files follow the conversation to the other version; when
+ * they do, the same note reports what changed and what was kept as people have it.
  */
 
 import { ISignal, Signal } from '@lumino/signaling';
@@ -15,6 +17,9 @@ import type { ISiblings } from './branches';
 
 /** What a rewind restores. */
 export type RestoreWhat = 'files' | 'conversation' | 'both';
+
+/** What the note reports: a rewind, or a switch of versions that took the files along. */
+export type TravelWhat = RestoreWhat | 'switch';
 
 /** A change a rewind left as people have it. */
 export interface IRewindConflict {
@@ -35,13 +40,15 @@ export interface IRewindResult {
   left_branch_id?: string;
   /** The message's text, when the conversation went back. */
   content?: string;
+  /** Takes the files back (`{"undo": rewind_id}`). */
+  rewind_id?: string;
 }
 
 /** The last rewind of the panel, as its note shows it. */
 export type RewindState =
-  | { phase: 'working'; what: RestoreWhat; stopping: boolean }
-  | { phase: 'done'; what: RestoreWhat; result: IRewindResult }
-  | { phase: 'failed'; what: RestoreWhat; error: string };
+  | { phase: 'working'; what: TravelWhat; stopping: boolean }
+  | { phase: 'done'; what: TravelWhat; result: IRewindResult }
+  | { phase: 'failed'; what: TravelWhat; error: string };
 
 const LABELS: [RestoreWhat, string, string][] = [
   [
@@ -139,43 +146,124 @@ export function RewindControl(props: IRewindControlProps): JSX.Element {
 /** Props of the switcher between a message's siblings. */
 export interface IBranchSwitcherProps {
   siblings: ISiblings;
-  onShow: (index: number) => void;
+  /** Show version `index`; with `files`, the files go to its state too. */
+  onShow: (index: number, files: boolean) => void;
   disabled?: boolean;
 }
 
-/** "‹ 2 / 3 ›": the versions of a message, one per branch that has it. */
+const SWITCH_LABELS: [boolean, string, string][] = [
+  [
+    false,
+    'Switch conversation',
+    "Show this version's branch; the files stay as they are"
+  ],
+  [
+    true,
+    'Switch conversation and files',
+    "Show this version's branch and take the files to its state (your own edits stay)"
+  ]
+];
+
+/** "‹ 2 / 3 ›": the versions of a message, one per branch that has it. An arrow asks
+ * whether the files follow (Cancel or Escape gives the focus back to the arrow). */
 export function BranchSwitcher(props: IBranchSwitcherProps): JSX.Element {
   const { siblings, onShow, disabled } = props;
   const at = siblings.index;
   const total = siblings.ids.length;
+  const [asking, setAsking] = useState<number | null>(null);
+  const first = useRef<HTMLButtonElement>(null);
+  const prev = useRef<HTMLButtonElement>(null);
+  const next = useRef<HTMLButtonElement>(null);
+  const opener = useRef<HTMLButtonElement | null>(null);
+  useEffect(() => {
+    if (asking !== null) {
+      first.current?.focus();
+    } else if (opener.current) {
+      opener.current.focus();
+      opener.current = null;
+    }
+  }, [asking]);
+  const ask = (index: number): void => {
+    opener.current = null;
+    setAsking(index);
+  };
+  const close = (): void => {
+    opener.current =
+      asking !== null && asking < at ? prev.current : next.current;
+    setAsking(null);
+  };
   return (
-    <span
-      className="jp-ThinkBranches"
-      role="group"
-      aria-label={`Version ${at + 1} of ${total} of this message`}
-    >
-      <button
-        className="jp-ThinkIconButton jp-ThinkBranches-prev"
-        aria-label="Show the previous version of this message"
-        title="Previous version (switches the conversation to its branch)"
-        disabled={disabled || at === 0}
-        onClick={() => onShow(at - 1)}
+    <>
+      <span
+        className="jp-ThinkBranches"
+        role="group"
+        aria-label={`Version ${at + 1} of ${total} of this message`}
       >
-        ‹
-      </button>
-      <span className="jp-ThinkBranches-count">
-        {at + 1} / {total}
+        <button
+          ref={prev}
+          className="jp-ThinkIconButton jp-ThinkBranches-prev"
+          aria-label="Show the previous version of this message"
+          aria-expanded={asking !== null && asking < at}
+          title="Previous version (switches the conversation to its branch, and the files if you choose)"
+          disabled={disabled || at === 0}
+          onClick={() => ask(at - 1)}
+        >
+          ‹
+        </button>
+        <span className="jp-ThinkBranches-count">
+          {at + 1} / {total}
+        </span>
+        <button
+          ref={next}
+          className="jp-ThinkIconButton jp-ThinkBranches-next"
+          aria-label="Show the next version of this message"
+          aria-expanded={asking !== null && asking > at}
+          title="Next version (switches the conversation to its branch, and the files if you choose)"
+          disabled={disabled || at === total - 1}
+          onClick={() => ask(at + 1)}
+        >
+          ›
+        </button>
       </span>
-      <button
-        className="jp-ThinkIconButton jp-ThinkBranches-next"
-        aria-label="Show the next version of this message"
-        title="Next version (switches the conversation to its branch)"
-        disabled={disabled || at === total - 1}
-        onClick={() => onShow(at + 1)}
-      >
-        ›
-      </button>
-    </span>
+      {asking !== null && !disabled ? (
+        <div
+          className="jp-ThinkRewind-choices jp-ThinkBranches-choices"
+          role="group"
+          aria-label={`Switch to version ${asking + 1} of ${total}`}
+          onKeyDown={e => {
+            if (e.key === 'Escape') {
+              e.stopPropagation();
+              close();
+            }
+          }}
+        >
+          <span className="jp-ThinkRewind-title" aria-hidden="true">
+            Show version {asking + 1} of {total}:
+          </span>
+          {SWITCH_LABELS.map(([files, label, title], i) => (
+            <button
+              key={label}
+              ref={i === 0 ? first : undefined}
+              className="jp-ThinkLabelButton jp-ThinkRewind-choice"
+              data-files={files}
+              title={title}
+              onClick={() => {
+                setAsking(null);
+                onShow(asking, files);
+              }}
+            >
+              {label}
+            </button>
+          ))}
+          <button
+            className="jp-ThinkLabelButton jp-ThinkRewind-cancel"
+            onClick={close}
+          >
+            Cancel
+          </button>
+        </div>
+      ) : null}
+    </>
   );
 }
 
@@ -196,7 +284,8 @@ export function conflictPlace(c: IRewindConflict): string {
   return parts.join(', ');
 }
 
-function doneText(what: RestoreWhat, r: IRewindResult): string {
+/** The note's sentence for a finished rewind or switch with files. */
+export function rewindSummary(what: TravelWhat, r: IRewindResult): string {
   const said: string[] = [];
   if (what !== 'conversation') {
     if (r.restored.length) {
@@ -206,8 +295,15 @@ function doneText(what: RestoreWhat, r: IRewindResult): string {
       said.push(`removed ${r.deleted.join(', ')}`);
     }
     if (!r.restored.length && !r.deleted.length && !r.conflicts.length) {
-      said.push('no file needed restoring');
+      said.push(
+        what === 'switch'
+          ? 'no file needed changing'
+          : 'no file needed restoring'
+      );
     }
+  }
+  if (what === 'switch') {
+    return `Switched the conversation and files to this version: ${said.join('; ') || 'the rest kept as people changed it'}.`;
   }
   if (what !== 'files') {
     said.push(
@@ -230,7 +326,11 @@ export function RewindNote(props: IRewindNoteProps): JSX.Element {
   if (state.phase === 'working') {
     return (
       <div className="jp-ThinkRewindNote" role="status">
-        {state.stopping ? 'Stopping the run, then rewinding…' : 'Rewinding…'}
+        {state.what === 'switch'
+          ? 'Switching the conversation and files…'
+          : state.stopping
+            ? 'Stopping the run, then rewinding…'
+            : 'Rewinding…'}
       </div>
     );
   }
@@ -247,7 +347,9 @@ export function RewindNote(props: IRewindNoteProps): JSX.Element {
   if (state.phase === 'failed') {
     return (
       <div className="jp-ThinkRewindNote jp-mod-error" role="alert">
-        <span>Rewind failed: {state.error}</span>
+        <span>
+          {state.what === 'switch' ? 'Switch' : 'Rewind'} failed: {state.error}
+        </span>
         {dismiss}
       </div>
     );
@@ -259,11 +361,13 @@ export function RewindNote(props: IRewindNoteProps): JSX.Element {
       role="status"
     >
       <div className="jp-ThinkRewindNote-body">
-        <span>{doneText(state.what, result)}</span>
+        <span>{rewindSummary(state.what, result)}</span>
         {result.conflicts.length ? (
           <>
             <div className="jp-ThinkRewindNote-kept">
-              Kept as people changed them since (not undone):
+              {state.what === 'switch'
+                ? 'Kept as people changed them (not switched):'
+                : 'Kept as people changed them since (not undone):'}
             </div>
             <ul className="jp-ThinkRewindNote-conflicts">
               {result.conflicts.map((c, i) => (
@@ -319,13 +423,39 @@ export class RewindModel {
 
   /** Rewind to before `messageId`. */
   async rewind(messageId: string, what: RestoreWhat): Promise<void> {
+    await this.track(what, id => this.host.rewind(id, messageId, what));
+  }
+
+  /** Switch versions with the files (`work` makes the switch and answers what changed). */
+  async switchWithFiles(
+    work: () => Promise<IRewindResult | null>
+  ): Promise<void> {
+    await this.track('switch', async () => {
+      const out = await work();
+      if (!out) {
+        throw new Error('no session is open');
+      }
+      return out;
+    });
+  }
+
+  /** Hide the note. */
+  dismiss(): void {
+    this.set(null);
+  }
+
+  /** One at a time: the note says it is working, then what `work` answered or its error. */
+  private async track(
+    what: TravelWhat,
+    work: (id: string) => Promise<IRewindResult>
+  ): Promise<void> {
     const id = this.host.sessionId;
     if (!id || this._state?.phase === 'working') {
       return;
     }
     this.set({ phase: 'working', what, stopping: this.host.running() });
     try {
-      const result = await this.host.rewind(id, messageId, what);
+      const result = await work(id);
       if (what !== 'files') {
         await this.host.reload();
       }
@@ -336,11 +466,6 @@ export class RewindModel {
     } catch (e) {
       this.set({ phase: 'failed', what, error: errorText(e) });
     }
-  }
-
-  /** Hide the note. */
-  dismiss(): void {
-    this.set(null);
   }
 
   private set(next: RewindState | null): void {

@@ -22,7 +22,7 @@ export interface ITimeTravel {
   rewind: RewindState | null;
   /** Text for the composer (a rewound message's), or null. */
   fill: { text: string; n: number } | null;
-  onShowSibling: (siblings: ISiblings, index: number) => void;
+  onShowSibling: (siblings: ISiblings, index: number, files: boolean) => void;
   onRewind: (messageId: string, what: RestoreWhat) => void;
   dismiss: () => void;
 }
@@ -90,13 +90,18 @@ export function useTimeTravel(
   }, [store, rewinds, refresh]);
 
   const onShowSibling = useCallback(
-    (s: ISiblings, index: number) => {
+    (s: ISiblings, index: number, files: boolean) => {
+      if (files) {
+        // Reported in the rewind's note: what was restored, removed and kept.
+        void rewinds.switchWithFiles(() => tree.show(s, index, true));
+        return;
+      }
       tree
         .show(s, index)
         .then(() => store.reload())
         .catch(reportRef.current('switching branches'));
     },
-    [store, tree]
+    [store, tree, rewinds]
   );
   const onRewind = useCallback(
     (messageId: string, what: RestoreWhat) => {

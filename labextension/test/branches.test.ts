@@ -7,7 +7,12 @@ import {
   type ILine,
   siblingsOf
 } from '../src/branches';
-import { conflictPlace } from '../src/rewind';
+import {
+  conflictPlace,
+  type IRewindResult,
+  RewindModel,
+  rewindSummary
+} from '../src/rewind';
 
 function branch(id: string, at: number, current = false): IBranch {
   return {
@@ -177,6 +182,79 @@ describe('BranchTree', () => {
       index: 1,
       ids: ['m4', 'm5'],
       branches: ['b1', 'b2']
+    });
+  });
+});
+
+describe('switching versions with the files', () => {
+  const result: IRewindResult = {
+    restored: ['notes.txt'],
+    deleted: ['made.txt'],
+    conflicts: [{ path: 'plan.txt', lines: [[2, 2]] }],
+    rewind_id: 'r1'
+  };
+
+  it('says what the switch restored and removed', () => {
+    expect(rewindSummary('switch', result)).toBe(
+      'Switched the conversation and files to this version: restored notes.txt; removed made.txt.'
+    );
+    expect(
+      rewindSummary('switch', { restored: [], deleted: [], conflicts: [] })
+    ).toBe(
+      'Switched the conversation and files to this version: no file needed changing.'
+    );
+    // Only conflicts: nothing changed, the rest is the note's list.
+    expect(
+      rewindSummary('switch', { ...result, restored: [], deleted: [] })
+    ).toMatch(/kept as people changed it\.$/);
+  });
+
+  it('asks the server for the files and shows its answer in the note', async () => {
+    const calls: unknown[][] = [];
+    const api = {
+      switchBranch: async (...args: unknown[]) => {
+        calls.push(args);
+        return args[2] ? result : null;
+      },
+      listBranches: async () => []
+    } as unknown as ThinkApi;
+    const tree = new BranchTree(api);
+    await tree.refresh('s1');
+    const siblings = { index: 1, ids: ['u2', 'u2b'], branches: ['b0', 'b1'] };
+    expect(await tree.show(siblings, 0)).toBeNull();
+    let reloads = 0;
+    const model = new RewindModel({
+      sessionId: 's1',
+      running: () => false,
+      rewind: async () => result,
+      reload: async () => {
+        reloads++;
+      }
+    });
+    await model.switchWithFiles(() => tree.show(siblings, 0, true));
+    expect(calls).toEqual([
+      ['s1', 'b0', false],
+      ['s1', 'b0', true]
+    ]);
+    expect(model.state).toEqual({ phase: 'done', what: 'switch', result });
+    // The conversation changed on the server: the chat reads it again.
+    expect(reloads).toBe(1);
+  });
+
+  it('reports a failed switch', async () => {
+    const model = new RewindModel({
+      sessionId: 's1',
+      running: () => false,
+      rewind: async () => result,
+      reload: async () => undefined
+    });
+    await model.switchWithFiles(async () => {
+      throw new Error('a run is in progress or queued; cancel it first');
+    });
+    expect(model.state).toEqual({
+      phase: 'failed',
+      what: 'switch',
+      error: 'a run is in progress or queued; cancel it first'
     });
   });
 });

@@ -2,7 +2,7 @@
  * Time travel from the sidebar, against a real JupyterLab, server, kernels and rooms (only
  * the model is scripted): "Restore files" with the notebook open while a person types in it,
  * "Restore conversation" (also during a run), and the "‹ 1 / 2 ›" versions of an edited
- * message, which switch the conversation between its branches.
+ * message, which switch the conversation between its branches, and the files if asked.
  */
 
 import assert from 'node:assert/strict';
@@ -418,6 +418,9 @@ describe('time travel in the sidebar', () => {
         name: 'Show the previous version of this message'
       })
       .click();
+    await edited
+      .getByRole('button', { name: 'Switch conversation', exact: true })
+      .click();
     await page
       .locator('.jp-ThinkMessage.jp-mod-assistant', { hasText: 'answer two' })
       .waitFor({ timeout: TIMEOUT });
@@ -437,10 +440,16 @@ describe('time travel in the sidebar', () => {
       messages.filter(m => m.role === 'user').map(m => m.content),
       ['first question', 'second question']
     );
-    // And back, with the keyboard.
+    // And back, with the keyboard: Enter asks, the focus is on "Switch conversation".
     await old
       .getByRole('button', { name: 'Show the next version of this message' })
       .press('Enter');
+    await page.waitForFunction(
+      () => document.activeElement?.textContent === 'Switch conversation',
+      null,
+      { timeout: TIMEOUT }
+    );
+    await page.keyboard.press('Enter');
     await page
       .locator('.jp-ThinkMessage.jp-mod-assistant', { hasText: 'answer three' })
       .waitFor({ timeout: TIMEOUT });
@@ -523,5 +532,135 @@ describe('time travel in the sidebar', () => {
     await setSidebarWidth(page, 280);
     await shot(page, 'rewind-versions-280px', chat(page));
     assert.deepEqual(await overflowing(page), []);
+  });
+
+  test('switching versions "with files" takes the open file along; "conversation" leaves it', async () => {
+    ui = await launchLab({ files: { 'notes.txt': 'draft\n' }, page: false });
+    const { lab, context } = ui;
+    const page = await context.newPage();
+    await page.goto(`${lab.url}/lab/tree/notes.txt?token=${lab.token}&reset`);
+    const editor = page.locator('.jp-FileEditor .cm-content').first();
+    await editor.getByText('draft').waitFor({ timeout: TIMEOUT });
+    await openChat(page);
+    const sid = await newSession(page, lab);
+    const notes = path.join(lab.root, 'notes.txt');
+    const writes = content => [
+      { tool_calls: [['read_file', { path: 'notes.txt' }]] },
+      { tool_calls: [['write_file', { path: 'notes.txt', content }]] },
+      { text: `wrote ${content.trim()}` }
+    ];
+
+    // Version 1 of the request writes "version one"; "Restore both" takes the file and
+    // the conversation back, and the request sent again (version 2) writes "version two".
+    await lab.scriptReplies(writes('version one\n'));
+    await turn(page, 'write it', 'wrote version one');
+    await editor.getByText('version one').waitFor({ timeout: TIMEOUT });
+    await rewind(page, 'write it', 'Restore both');
+    await editor.getByText('draft').waitFor({ timeout: TIMEOUT });
+    await page.waitForFunction(
+      () =>
+        document.querySelector('.jp-ThinkComposer-input')?.value === 'write it',
+      null,
+      { timeout: TIMEOUT }
+    );
+    await lab.scriptReplies(writes('version two\n'));
+    await page.keyboard.press('Enter');
+    await page
+      .locator('.jp-ThinkMessage.jp-mod-assistant', {
+        hasText: 'wrote version two'
+      })
+      .waitFor({ timeout: TIMEOUT });
+    await waitIdle(page);
+    await editor.getByText('version two').waitFor({ timeout: TIMEOUT });
+    await waitDisk(notes, 'version two\n');
+
+    const message = userMessage(page, 'write it');
+    const pick = async (arrow, label) => {
+      await message.getByRole('button', { name: arrow }).click();
+      await message.getByRole('button', { name: label, exact: true }).click();
+    };
+    const version = n =>
+      message
+        .getByRole('group', { name: `Version ${n} of 2 of this message` })
+        .waitFor({ timeout: TIMEOUT });
+    await version(2);
+    const PREV = 'Show the previous version of this message';
+    const NEXT = 'Show the next version of this message';
+
+    // "Switch conversation": version 1's answer shows, the file stays as it is.
+    await message.getByRole('button', { name: PREV }).click();
+    const choices = message.getByRole('group', {
+      name: 'Switch to version 1 of 2'
+    });
+    await choices.waitFor({ timeout: TIMEOUT });
+    assert.deepEqual(await axeViolations(page), []);
+    await shot(page, 'switch-choices', chat(page));
+    await choices
+      .getByRole('button', { name: 'Switch conversation', exact: true })
+      .click();
+    await page
+      .locator('.jp-ThinkMessage.jp-mod-assistant', {
+        hasText: 'wrote version one'
+      })
+      .waitFor({ timeout: TIMEOUT });
+    await version(1);
+    await waitIdle(page);
+    assert.equal(await page.locator('.jp-ThinkRewindNote').count(), 0);
+    await editor.getByText('version two').waitFor();
+    assert.equal(fs.readFileSync(notes, 'utf8'), 'version two\n');
+    await pick(NEXT, 'Switch conversation');
+    await version(2);
+
+    // "Switch conversation and files": version 1's content in the open tab and on disk,
+    // and the note says what changed.
+    await pick(PREV, 'Switch conversation and files');
+    const note = page.locator('.jp-ThinkRewindNote');
+    await note
+      .getByText(
+        'Switched the conversation and files to this version: restored notes.txt.'
+      )
+      .waitFor({ timeout: TIMEOUT });
+    await version(1);
+    await editor.getByText('version one').waitFor({ timeout: TIMEOUT });
+    await waitDisk(notes, 'version one\n');
+    const { messages } = await lab.api('GET', `sessions/${sid}/messages`);
+    assert.ok(
+      messages.some(m => m.content === 'wrote version one'),
+      'the server shows version 1'
+    );
+    await shot(page, 'switch-with-files');
+
+    // Back with the keyboard; Escape first closes the choices and keeps the focus.
+    const next = message.getByRole('button', { name: NEXT });
+    await next.press('Enter');
+    await page.waitForFunction(
+      () => document.activeElement?.textContent === 'Switch conversation',
+      null,
+      { timeout: TIMEOUT }
+    );
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(
+      () =>
+        document.activeElement?.getAttribute('aria-label') ===
+        'Show the next version of this message',
+      null,
+      { timeout: TIMEOUT }
+    );
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(
+      () => document.activeElement?.textContent === 'Switch conversation',
+      null,
+      { timeout: TIMEOUT }
+    );
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await version(2);
+    await editor.getByText('version two').waitFor({ timeout: TIMEOUT });
+    await waitDisk(notes, 'version two\n');
+    await page
+      .locator('.jp-ThinkMessage.jp-mod-assistant', {
+        hasText: 'wrote version two'
+      })
+      .waitFor({ timeout: TIMEOUT });
   });
 });
