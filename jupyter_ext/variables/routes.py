@@ -4,8 +4,9 @@
     await link.request("vars.inspect", {"path": ..., "names": [...]})   (inspect_variables)
 
 Both answer the :class:`~.inspector.VariableInspector` answer plus ``text``, the summary as
-the model reads it (and each variable its own ``text``, what an ``@name`` chip attaches). The route is authorised on ``think`` (read) and, since it runs a request
-in a kernel, on ``kernels`` (execute), like JupyterLab's own kernel routes.
+the model reads it (and each variable its own ``text``, what an ``@name`` chip attaches).
+The route is authorised on ``think`` (read) and, since it runs a request in a kernel, on
+``kernels`` (execute), like JupyterLab's own kernel routes.
 """
 
 from __future__ import annotations
