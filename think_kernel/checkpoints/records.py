@@ -87,7 +87,14 @@ async def files_since(store: Any, session_id: str, message_id: str) -> dict[str,
         " ORDER BY m.seq, s.id",
         (session_id, msg["seq"]),
     )
-    out: dict[str, list[StepRow]] = {}
+    return steps_by_path(rows)
+
+
+def steps_by_path(
+    rows: list[dict[str, Any]], into: dict[str, list[StepRow]] | None = None
+) -> dict[str, list[StepRow]]:
+    """``checkpoint_steps`` rows as each path's steps, in the rows' order (added to ``into``)."""
+    out: dict[str, list[StepRow]] = {} if into is None else into
     for r in rows:
         out.setdefault(r["path"], []).append(
             StepRow(

@@ -51,6 +51,13 @@ def plan_file(path: str, steps: list[Step], current: bytes | None) -> FilePlan:
             continue
         state, found = undo_step(path, step, state)
         conflicts.extend(found)
+    return plan_to(path, state, current, conflicts)
+
+
+def plan_to(
+    path: str, state: bytes | None, current: bytes | None, conflicts: list[dict[str, Any]]
+) -> FilePlan:
+    """What brings the file from ``current`` to ``state``: keep, delete or write it."""
     if state == current:
         return FilePlan(path, "keep", conflicts=conflicts)
     if state is None:

@@ -18,7 +18,13 @@ from typing import Any, Protocol
 from ..store.ids import new_id
 from . import journal
 from .blobs import Blobs
-from .records import NotACheckpoint, StepRow, files_since, has_checkpoint, target_message
+from .records import (
+    NotACheckpoint,
+    files_since,
+    has_checkpoint,
+    steps_by_path,
+    target_message,
+)
 from .restore import FilePlan, Step, plan_file
 
 RESTORE = ("files", "conversation", "both")
@@ -120,18 +126,7 @@ async def undo_rewind(
     )
     if not rows:
         raise KeyError(rewind_id)
-    steps: dict[str, list[StepRow]] = {}
-    for r in rows:
-        steps.setdefault(r["path"], []).append(
-            StepRow(
-                r["path"],
-                bool(r["known"]),
-                bool(r["pre_exists"]),
-                r["pre_blob"],
-                bool(r["post_exists"]),
-                r["post_blob"],
-            )
-        )
+    steps = steps_by_path(rows)
     plans, bases, currents = await plan_files(store, files, steps)
     rid = await journal.begin(
         store, Blobs.beside(store), session_id, rewind_id, "files", plans, journal.files_root(files)

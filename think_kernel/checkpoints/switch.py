@@ -20,8 +20,8 @@ from typing import Any
 
 from . import journal
 from .blobs import Blobs
-from .records import StepRow
-from .restore import FilePlan, Step, undo_step
+from .records import StepRow, steps_by_path
+from .restore import FilePlan, Step, plan_to, undo_step
 from .rewind import FileAccess, _apply, _blob, summary
 
 
@@ -34,17 +34,7 @@ async def _line_steps(store: Any, message_ids: list[str]) -> dict[str, list[Step
             " WHERE c.message_id = ? ORDER BY s.id",
             (mid,),
         )
-        for r in rows:
-            out.setdefault(r["path"], []).append(
-                StepRow(
-                    r["path"],
-                    bool(r["known"]),
-                    bool(r["pre_exists"]),
-                    r["pre_blob"],
-                    bool(r["post_exists"]),
-                    r["post_blob"],
-                )
-            )
+        steps_by_path(rows, out)
     return out
 
 
@@ -70,15 +60,7 @@ def plan_switch(path: str, undo: list[Step], redo: list[Step], current: bytes | 
         # Making a change again is undoing its reverse.
         state, found = undo_step(path, Step(step.post, step.pre, step.known), state)
         conflicts.extend(found)
-    if state == current:
-        return FilePlan(path, "keep", conflicts=conflicts)
-    if state is None:
-        return FilePlan(path, "delete", conflicts=conflicts)
-    try:
-        return FilePlan(path, "write", content=state.decode("utf-8"), conflicts=conflicts)
-    except UnicodeDecodeError:
-        conflicts.append({"path": path, "reason": "not text: restore it by hand"})
-        return FilePlan(path, "keep", conflicts=conflicts)
+    return plan_to(path, state, current, conflicts)
 
 
 async def switch_with_files(
