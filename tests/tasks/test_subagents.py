@@ -173,6 +173,51 @@ async def test_a_subagent_call_goes_through_the_parent_approval_gate(
     assert task["status"] == "complete" and task["result"] == "wrote w.txt"
 
 
+async def test_a_subagents_question_goes_through_the_parent_and_names_its_task(
+    runtime: Runtime, fake_model: FakeModel
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def answer(event: Any) -> None:
+        frame = event.to_dict()
+        if frame["type"] == "question_asked":
+            asked.append(frame)
+            asyncio.ensure_future(
+                runtime.resolve_approval(
+                    frame["id"], {"local": True, "answer": "blue", "source": "notebook"}
+                )
+            )
+
+    runtime.add_sink(answer)
+    fake_model.reply(
+        tool_calls=[("delegate_to_subagent", {"task": "SUB-Q pick", "instructions": "ask"})]
+    )
+    fake_model.reply(tool_calls=[("wait_for_subagents", {})])
+    fake_model.reply(text="picked")
+    fake_model.reply_for(
+        "SUB-Q",
+        tool_calls=[("ask_user", {"question": "Which colour?", "options": ["red", "blue"]})],
+    )
+    fake_model.reply_for("SUB-Q", text="the person chose blue")
+    await collect(runtime, "delegate a question")
+    (task,) = [
+        t
+        for t in await runtime.subagents.board.session_flat(runtime.session_id)  # type: ignore[union-attr]
+        if t["title"] == "SUB-Q pick"
+    ]
+    # Asked in the parent's session (where people look), naming the subagent's task.
+    assert [(q["question"], q["task_id"]) for q in asked] == [("Which colour?", task["id"])]
+    (row,) = await runtime.store.list_approvals(  # type: ignore[union-attr]
+        runtime.session_id, kind="question"
+    )
+    assert row["task_id"] == task["id"]
+    assert row["status"] != "pending" and row["decision"]["answer"] == "blue"
+    # The subagent's model read the answer as its call's result, and its task finished.
+    sub = [r for r in fake_model.requests if "SUB-Q" in str(r["messages"][:2])]
+    assert any("blue" in str(m.get("content")) for m in sub[-1]["messages"] if m["role"] == "tool")
+    assert task["status"] == "complete" and task["result"] == "the person chose blue"
+
+
 async def test_cancelling_the_request_kills_its_subagents_processes(
     runtime: Runtime, fake_model: FakeModel
 ) -> None:
