@@ -11,7 +11,7 @@ import React, { useLayoutEffect, useRef, useSyncExternalStore } from 'react';
 import type { IToolCallState } from './chatState';
 import { ErrorNote } from './errorNote';
 import { Markdown } from './markdown';
-import { MessageItem } from './messageView';
+import { MessageItem } from './messageItem';
 import { SubagentBadge, subagentStatus, TaskStatusIcon } from './taskPanel';
 import type { TasksModel } from './tasksModel';
 
