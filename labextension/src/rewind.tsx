@@ -104,20 +104,11 @@ export function RewindControl(props: IRewindControlProps): JSX.Element {
     );
   }
   return (
-    <div
-      className="jp-ThinkRewind-choices"
-      role="group"
-      aria-label="Rewind to before this message"
-      onKeyDown={e => {
-        if (e.key === 'Escape') {
-          e.stopPropagation();
-          close();
-        }
-      }}
+    <ChoicePanel
+      label="Rewind to before this message"
+      title="Back to before this message:"
+      onClose={close}
     >
-      <span className="jp-ThinkRewind-title" aria-hidden="true">
-        Back to before this message:
-      </span>
       {LABELS.map(([what, label, title], i) => (
         <button
           key={what}
@@ -133,9 +124,40 @@ export function RewindControl(props: IRewindControlProps): JSX.Element {
           {label}
         </button>
       ))}
+    </ChoicePanel>
+  );
+}
+
+/** Props of an inline panel of choices. */
+interface IChoicePanelProps {
+  label: string;
+  title: string;
+  className?: string;
+  onClose: () => void;
+  children: React.ReactNode;
+}
+
+/** The inline panel of a control's choices, then Cancel; Escape closes it too. */
+function ChoicePanel(props: IChoicePanelProps): JSX.Element {
+  return (
+    <div
+      className={`jp-ThinkRewind-choices ${props.className ?? ''}`.trim()}
+      role="group"
+      aria-label={props.label}
+      onKeyDown={e => {
+        if (e.key === 'Escape') {
+          e.stopPropagation();
+          props.onClose();
+        }
+      }}
+    >
+      <span className="jp-ThinkRewind-title" aria-hidden="true">
+        {props.title}
+      </span>
+      {props.children}
       <button
         className="jp-ThinkLabelButton jp-ThinkRewind-cancel"
-        onClick={close}
+        onClick={props.onClose}
       >
         Cancel
       </button>
@@ -226,20 +248,12 @@ export function BranchSwitcher(props: IBranchSwitcherProps): JSX.Element {
         </button>
       </span>
       {asking !== null && !disabled ? (
-        <div
-          className="jp-ThinkRewind-choices jp-ThinkBranches-choices"
-          role="group"
-          aria-label={`Switch to version ${asking + 1} of ${total}`}
-          onKeyDown={e => {
-            if (e.key === 'Escape') {
-              e.stopPropagation();
-              close();
-            }
-          }}
+        <ChoicePanel
+          className="jp-ThinkBranches-choices"
+          label={`Switch to version ${asking + 1} of ${total}`}
+          title={`Show version ${asking + 1} of ${total}:`}
+          onClose={close}
         >
-          <span className="jp-ThinkRewind-title" aria-hidden="true">
-            Show version {asking + 1} of {total}:
-          </span>
           {SWITCH_LABELS.map(([files, label, title], i) => (
             <button
               key={label}
@@ -255,13 +269,7 @@ export function BranchSwitcher(props: IBranchSwitcherProps): JSX.Element {
               {label}
             </button>
           ))}
-          <button
-            className="jp-ThinkLabelButton jp-ThinkRewind-cancel"
-            onClick={close}
-          >
-            Cancel
-          </button>
-        </div>
+        </ChoicePanel>
       ) : null}
     </>
   );
