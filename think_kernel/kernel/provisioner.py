@@ -14,6 +14,14 @@ The preloaded process is used only for the plain command of the think kernelspec
 the variables that a process's start depends on are the same (else a kernel is launched as
 usual). Signals, polling, interrupts and shutdown are the local provisioner's: the process
 is this process's child, in its own session, as a launched kernel is.
+
+A think kernel's channels are Unix sockets beside its connection file (ZeroMQ's ``ipc``
+transport), not localhost TCP ports. jupyter_client picks TCP ports by binding port 0 and
+letting go, and the kernel binds them later: any connection or listener made meanwhile on
+the machine (a browser's socket, a sandbox's web proxy) can take one, the kernel then fails
+with "Address already in use", and its restarts reuse the same ports. A socket file has no
+such race, and only its owner can open it (the runtime folder is private). Kept on TCP: a
+transport set in configuration, Windows, and a socket path over the system's length limit.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ from jupyter_client.provisioning import LocalProvisioner
 from .preload import start_env
 
 log = logging.getLogger(__name__)
+
+# A Unix socket's path is at most 107 bytes on Linux, 103 on macOS; ZeroMQ adds "-<n>".
+_SOCKET_PATH_MAX = 100
 
 _waiting: subprocess.Popen[bytes] | None = None
 _waiting_env: dict[str, str] = {}
@@ -80,8 +91,44 @@ def _take(cmd: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]
     return proc
 
 
+def _transport_configured(km: Any) -> bool:
+    """Whether configuration sets the kernel manager's transport (then it is kept)."""
+    return any("transport" in km.config.get(cls.__name__, {}) for cls in type(km).__mro__)
+
+
+def use_socket_files(km: Any) -> bool:
+    """Put the channels of the kernel ``km`` manages on Unix sockets beside its connection
+    file, before its ports are chosen; False where it stays on TCP (see the module's text)."""
+    if km is None or sys.platform == "win32" or km.transport != "tcp":
+        return km is not None and km.transport == "ipc"
+    if _transport_configured(km):
+        return False
+    if km.connection_file:
+        base = os.path.splitext(km.connection_file)[0] + "-ipc"
+    else:  # a kernel manager of its own (no server): its connection file is a temporary one
+        from jupyter_core.paths import jupyter_runtime_dir
+        from jupyter_core.utils import ensure_dir_exists
+
+        runtime = jupyter_runtime_dir()
+        ensure_dir_exists(runtime, 0o700)
+        base = os.path.join(runtime, f"kernel-{km.kernel_id}-ipc")
+    if len(os.fsencode(base)) > _SOCKET_PATH_MAX:
+        return False
+    km.transport = "ipc"
+    km.ip = base
+    km.cache_ports = False  # TCP's port cache: socket files need none
+    return True
+
+
 class ThinkProvisioner(LocalProvisioner):  # type: ignore[misc]
-    """LocalProvisioner that hands a kernel to a preloaded process when one waits."""
+    """LocalProvisioner that puts a kernel's channels on Unix sockets, and hands the kernel
+    to a preloaded process when one waits."""
+
+    async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
+        """The local provisioner's preparation, on socket files where they can be used."""
+        use_socket_files(self.parent)
+        result: dict[str, Any] = await super().pre_launch(**kwargs)
+        return result
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
         """Launch ``cmd``; through the waiting preloaded process when it fits."""
