@@ -475,6 +475,51 @@ migration(
 )
 
 
+# Full-text search over every message of the workspace's sessions (store/search.py): an FTS5
+# table kept by triggers, so every writer (kernel, server, a branch copy, a migration) indexes
+# what it stores, in the same transaction. FTS rowids come from ``search_map`` (an INTEGER
+# PRIMARY KEY), not from ``messages.rowid``, which VACUUM may renumber. A tool message is found
+# by its tool's name, output and summary; an assistant message by its text and the names and
+# arguments of its tool calls (stored JSON that is not valid is indexed as it is).
+def _search_body(m: str) -> str:
+    """The indexed text of message row ``m`` (``NEW`` in a trigger), as an SQL expression."""
+    calls = (
+        f"CASE WHEN json_valid({m}.tool_calls) THEN (SELECT group_concat("
+        "COALESCE(json_extract(value, '$.function.name'), '') || ' ' ||"
+        " COALESCE(json_extract(value, '$.function.arguments'), ''), ' ')"
+        f" FROM json_each({m}.tool_calls)) ELSE {m}.tool_calls END"
+    )
+    return (
+        f"COALESCE({m}.name, '') || ' ' || COALESCE({m}.content, '') || ' ' ||"
+        f" COALESCE({m}.result_summary, '') || ' ' || COALESCE({calls}, '')"
+    )
+
+
+migration(
+    "m017_search",
+    f"""
+    CREATE TABLE search_map (rid INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE);
+    CREATE VIRTUAL TABLE search_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+    INSERT INTO search_map (message_id) SELECT id FROM messages ORDER BY created_at, seq;
+    INSERT INTO search_fts (rowid, body) SELECT s.rid, {_search_body("m")}
+        FROM search_map s JOIN messages m ON m.id = s.message_id;
+    CREATE TRIGGER search_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO search_map (message_id) VALUES (NEW.id);
+        INSERT INTO search_fts (rowid, body) VALUES (
+            (SELECT rid FROM search_map WHERE message_id = NEW.id), {_search_body("NEW")});
+    END;
+    CREATE TRIGGER search_update AFTER UPDATE OF name, content, result_summary, tool_calls
+    ON messages BEGIN
+        UPDATE search_fts SET body = {_search_body("NEW")}
+        WHERE rowid = (SELECT rid FROM search_map WHERE message_id = NEW.id);
+    END;
+    CREATE TRIGGER search_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM search_fts WHERE rowid = (SELECT rid FROM search_map WHERE message_id = OLD.id);
+        DELETE FROM search_map WHERE message_id = OLD.id;
+    END;
+    """,
+)
+
 async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 

@@ -33,6 +33,7 @@ from .mcpclients import McpClientsMixin
 from .migrations import migrate
 from .records import RecordsMixin
 from .schedules import SchedulesMixin
+from .search import SearchMixin
 from .sessions import SessionsMixin
 from .settings import SettingsMixin
 from .tasks import TasksMixin
@@ -137,6 +138,7 @@ class Store(
     SettingsMixin,
     TasksMixin,
     McpClientsMixin,
+    SearchMixin,
 ):
     """Async access to the SQLite store. One connection; SQLite serialises writers."""
 
