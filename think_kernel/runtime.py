@@ -44,6 +44,7 @@ from .endpoint import Endpoint
 from .layers import AgentExtension, Layers, load_extensions
 from .layers.core import CORE_TOOLS
 from .mcp import McpServers
+from .memory import MemoryConfig, MemoryFile
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
 from .sandbox.lifecycle import SessionSandbox
@@ -142,6 +143,7 @@ class Runtime:
             notebooks=self._notebooks,
             web=self.web,
             checkpoints=self.checkpoints,
+            memory=MemoryFile(MemoryConfig(config=self.config.config)),
         )
         # A root kernel gives each session's sandbox a uid: its tool calls and loopback calls
         # then touch files with that uid's rights, not root's.
@@ -350,7 +352,8 @@ class Runtime:
         state of the agent's own tools."""
         skills = self.skills.prompt()
         offer_skill_tools(self.tools, bool(self.skills.last_scan.skills))
-        return self.layers.system_prompt(props, skills, self.selftools.prompt())
+        memory = self.services.memory.prompt() if self.services.memory else ""
+        return self.layers.system_prompt(props, skills, memory, self.selftools.prompt())
 
     # -- sessions ----------------------------------------------------------------------------
 

@@ -307,6 +307,11 @@ class ThinkMagics(Magics):
         """``%think_rewind [N|ID] [--files|--conversation|--both]``: back to before a request."""
         self._command("think_rewind", line)
 
+    @line_magic
+    def think_memory(self, line: str) -> None:
+        """``%think_memory [undo [ID]|search WORDS]``: your memory file and its undo."""
+        self._command("think_memory", line)
+
 
 class _AsyncThink:
     """IPython input transformer: ``%think`` / ``%%think`` cells await the magic.

@@ -5,6 +5,7 @@ registry = layers.tools(CORE_TOOLS)    # the core, then each layer's additions
 
 from __future__ import annotations
 
+from ..memory.tools import MEMORY_TOOLS
 from ..questions.tool import QUESTION_TOOLS
 from ..schedules.tools import SCHEDULE_TOOLS
 from ..skills.tools import SKILL_TOOLS
@@ -33,4 +34,5 @@ CORE_TOOLS: list[ToolFunc] = [
     *SUBAGENT_TOOLS,
     *SCHEDULE_TOOLS,
     *SKILL_TOOLS,
+    *MEMORY_TOOLS,
 ]

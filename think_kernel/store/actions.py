@@ -58,6 +58,13 @@ class ActionsMixin(StorePart):
             r["success"] = bool(r["success"])
         return rows
 
+    async def recent_actions(self, tool: str, limit: int = 200) -> list[dict[str, Any]]:
+        """The successful calls of one tool in every session of the store, newest first."""
+        return await self._all(
+            "SELECT * FROM action_log WHERE tool = ? AND success = 1 ORDER BY ts DESC LIMIT ?",
+            (tool, limit),
+        )
+
     async def append_event(
         self, session_id: str, type: str, data: dict[str, Any], event_id: str | None = None
     ) -> int:

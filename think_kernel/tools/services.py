@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..checkpoints import Checkpoints
     from ..collab.access import NotebookAccess
     from ..collab.filesync import FileSync
+    from ..memory.notes import MemoryFile
     from ..sandbox.asuser import ActingAs
     from ..sandbox.collect import OutputCallback
     from ..sandbox.config import SandboxConfig
@@ -106,6 +107,8 @@ class ToolServices:
     skills: SessionSkills | None = None
     #: The checkpoint of the running turn: files are copied before a tool changes them.
     checkpoints: Checkpoints | None = None
+    #: The person's memory file (``remember`` adds to it; every prompt carries it).
+    memory: MemoryFile | None = None
 
     @classmethod
     def for_session(cls, config: Config | None, **services: Any) -> ToolServices:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .memory import think_memory
 from .outputs import think_output, think_tasks, whole_output_markdown
 from .reply import CommandError, CommandReply
 from .rewind import think_checkpoints, think_rewind
@@ -41,6 +42,7 @@ HELP = """\
 | `%think_mcp [refresh]` | MCP servers, their state and tools (`refresh` restarts them) |
 | `%think_checkpoints` | the checkpoints of this session (one per request) |
 | `%think_rewind [N\\|ID] [--files\\|--conversation\\|--both]` | back to before a request |
+| `%think_memory [undo [ID]\\|search WORDS]` | your memory file; undo a note the agent added |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -66,6 +68,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_help": think_help,
     "think_checkpoints": think_checkpoints,
     "think_rewind": think_rewind,
+    "think_memory": think_memory,
 }
 
 

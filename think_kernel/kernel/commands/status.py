@@ -81,6 +81,7 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("approvals", await _approvals(rt)),
         ("MCP servers", _mcp_summary(rt)),
         *rt.skills.status_rows(),  # AGENTS.md files and skills, as the next request reads them
+        ("memory", rt.services.memory.status() if rt.services.memory else "none"),
     ]
     web = rt.services.web
     if web is not None:  # search provider, browser, network allowlist, cache
