@@ -23,7 +23,7 @@ from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .openapi import OPENAPI
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
-from .rewind import branch_page, rewind_routes
+from .rewind import branch_page, rewind_routes, tell_tabs
 from .runs import SessionNotFound
 from .skills import SkillsHandler
 
@@ -297,6 +297,7 @@ class TruncateHandler(ThinkHandler):
             deleted = await self.svc.store.truncate(session_id, message_id)
         except KeyError:
             raise web.HTTPError(404, f"no message {message_id!r} in this session") from None
+        await tell_tabs(self.svc, session_id)
         self.send({"deleted": deleted})
 
 

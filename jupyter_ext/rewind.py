@@ -10,7 +10,9 @@
 Files are restored through the collaboration rooms as ordinary edits (a person with the file
 open sees them live), by the three-way plan of ``think_kernel.checkpoints.restore``: only what
 the rewound turns changed is undone, and a person's overlapping change stands and is
-reported. A rewind during a run stops the run first.
+reported. A rewind during a run stops the run first. Every tab watching the session gets
+the branch's newest messages (a ``history`` frame) when its conversation changes, so a second
+tab shows what the first one rewound or switched to.
 """
 
 from __future__ import annotations
@@ -31,10 +33,17 @@ from think_kernel.checkpoints.rewind import RESTORE, NoCheckpoint, rewind, undo_
 from think_kernel.checkpoints.switch import switch_with_files
 from think_kernel.safefs import SafeReader
 from think_kernel.store.branches import BranchNotFound
+from think_kernel.wire.session import HistoryFrame
 
 from .base import ThinkHandler, field
 
 log = logging.getLogger(__name__)
+
+
+async def tell_tabs(svc: Any, session_id: str) -> None:
+    """Send every tab of the session its current branch's newest messages."""
+    rows, cursor = await svc.store.page_messages(session_id, None, svc.limits.history_limit)
+    svc.hub.publish(session_id, HistoryFrame(rows, cursor).to_dict())
 
 
 class CheckpointsHandler(ThinkHandler):
@@ -85,6 +94,8 @@ class RewindHandler(ThinkHandler):
                 "no checkpoint is kept for this message (pruned, or sent before checkpoints "
                 "were recorded), or files cannot be restored without the collaboration rooms",
             ) from None
+        if restore != "files":
+            await tell_tabs(self.svc, session_id)
         self.send(out)
 
     async def _undo(self, session_id: str, rewind_id: str) -> None:
@@ -170,6 +181,7 @@ class BranchesHandler(ThinkHandler):
                 switched = await self.svc.store.switch_branch(session_id, branch_id)
         except BranchNotFound:
             raise web.HTTPError(404, f"no branch {branch_id!r} in this session") from None
+        await tell_tabs(self.svc, session_id)
         self.send(switched)
 
 

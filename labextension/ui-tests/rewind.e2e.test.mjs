@@ -2,7 +2,8 @@
  * Time travel from the sidebar, against a real JupyterLab, server, kernels and rooms (only
  * the model is scripted): "Restore files" with the notebook open while a person types in it,
  * "Restore conversation" (also during a run), and the "‹ 1 / 2 ›" versions of an edited
- * message, which switch the conversation between its branches, and the files if asked.
+ * message, which switch the conversation between its branches, and the files if asked; a
+ * second tab on the session follows the switch.
  */
 
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterEach, describe, test } from 'node:test';
 
-import { launchLab, openChat, shot } from './harness.mjs';
+import { launchLab, openChat, openLab, shot } from './harness.mjs';
 
 const TIMEOUT = 60000;
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -389,6 +390,17 @@ describe('time travel in the sidebar', () => {
       0
     );
     await shot(page, 'rewind-versions', chat(page));
+    // A second tab on the same session, which follows what the first one switches to.
+    const other = await openLab(ui.context, lab);
+    await openChat(other);
+    await other
+      .locator('.jp-ThinkSessions-select')
+      .selectOption(
+        await page.locator('.jp-ThinkSessions-select').inputValue()
+      );
+    await other
+      .locator('.jp-ThinkMessage.jp-mod-assistant', { hasText: 'answer three' })
+      .waitFor({ timeout: TIMEOUT });
     // From the keyboard: Enter opens the choices on the first, Escape closes them and
     // gives the focus back; the versions and the choices pass axe.
     const opener = edited.getByRole('button', {
@@ -433,6 +445,11 @@ describe('time travel in the sidebar', () => {
       'second question'
     ]);
     assert.equal(await page.getByText('answer three').count(), 0);
+    await other
+      .locator('.jp-ThinkMessage.jp-mod-assistant', { hasText: 'answer two' })
+      .waitFor({ timeout: TIMEOUT });
+    assert.equal(await other.getByText('answer three').count(), 0);
+    await other.close();
     // The server's current branch is the one shown: the model sees it next.
     const sid = await page.locator('.jp-ThinkSessions-select').inputValue();
     const { messages } = await lab.api('GET', `sessions/${sid}/messages`);

@@ -1,11 +1,13 @@
 """Sessions as trees over REST, with a real server and think kernels: three branches (a
 conversation rewind, an edit), switching, reading one branch, a fork into a new session, and
-clear 4xx answers for bad ids."""
+clear 4xx answers for bad ids. A second tab open on the session is sent the conversation
+each change leaves (a ``history`` frame)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from tests.server.conftest import WSClient
 from tests.waiting import until
 
 from .conftest import turn
@@ -73,6 +75,44 @@ async def test_three_branches_and_a_fork(api, model_env) -> None:
     fm.reply(text="forked reply")
     await turn(api, fork["id"], "in the fork", "forked reply")
     assert await _contents(api, sid) == ["q1", "a1", "q2b", "a2b", "q4", "a4"]
+
+
+async def test_another_tab_is_sent_each_change_of_the_conversation(
+    api, model_env, jp_ws_fetch
+) -> None:
+    fm = model_env
+    _, session = await api("POST", "sessions", {"title": "two tabs"})
+    sid = session["id"]
+    ids = {}
+    for q, a in (("q1", "a1"), ("q2", "a2")):
+        fm.reply(text=a)
+        ids[q] = await turn(api, sid, q, a)
+    tab = WSClient(await jp_ws_fetch("api", "think", "sessions", sid, "ws"))
+
+    async def shown(contents: list[str]) -> None:
+        def last() -> bool:
+            frames = tab.of("history")
+            return bool(frames) and [m["content"] for m in frames[-1]["messages"]] == contents
+
+        await until(last, 10, f"the tab's history {contents}")
+
+    try:
+        await shown(["q1", "a1", "q2", "a2"])  # on connect
+        _, got = await api("GET", f"sessions/{sid}/branches")
+        [root] = got["branches"]
+        code, _ = await api(
+            "POST", f"sessions/{sid}/rewind", {"message_id": ids["q2"], "restore": "conversation"}
+        )
+        assert code == 200
+        await shown(["q1", "a1"])
+        code, _ = await api("POST", f"sessions/{sid}/branches", {"branch_id": root["id"]})
+        assert code == 200
+        await shown(["q1", "a1", "q2", "a2"])
+        code, _ = await api("POST", f"sessions/{sid}/truncate", {"message_id": ids["q1"]})
+        assert code == 200
+        await shown([])
+    finally:
+        await tab.close()
 
 
 async def test_bad_ids_are_clear_4xx(api, model_env) -> None:
