@@ -46,6 +46,7 @@ from .runs.earlykernel import (
     start_early_spare,
 )
 from .scheduler import Scheduler
+from .search import search_routes
 from .services import Limits, Services, Startup
 from .subagents import KIND as SUBAGENT_CHECK
 from .subagents import SubagentChecks
@@ -288,6 +289,7 @@ class ThinkExtension(ExtensionApp):
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in question_routes())
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in search_routes())
         inspecting = {**kw, "inspector": self.variables}
         self.handlers.extend((pattern, cls, inspecting) for pattern, cls in variables_routes())
         self.completer = Completer(

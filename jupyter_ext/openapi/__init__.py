@@ -15,6 +15,7 @@ from .parts import ERR
 from .questions import QUESTION_PATHS
 from .rewind import REWIND_PATHS
 from .schemas import REST_SCHEMAS
+from .search import SEARCH_PATHS
 from .server import SERVER_PATHS
 from .sessions import SESSION_PATHS
 from .variables import VARIABLE_PATHS
@@ -27,6 +28,7 @@ OPENAPI: dict[str, Any] = {
     "paths": {**SERVER_PATHS, **SESSION_PATHS, **QUESTION_PATHS, **REWIND_PATHS},
 }
 OPENAPI["paths"].update(VARIABLE_PATHS)
+OPENAPI["paths"].update(SEARCH_PATHS)
 for _path in OPENAPI["paths"].values():
     for _method, _operation in _path.items():
         if _method in ("post", "patch", "delete"):
