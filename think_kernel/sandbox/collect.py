@@ -188,7 +188,8 @@ class CollectRuns:
             await emit(stream, out.feed(stream, b"", final=True))
         res = classify(kind=run.kind, exit=run.exit, kill_reason=run.kill_reason,
                        kill_detail=run.kill_detail, report=result, out=out, outputs=outputs,
-                       limit=limit, diag=self._diag)  # fmt: skip
+                       limit=limit, diag=self._diag, default=self.config.timeout,
+                       ceiling=self.config.max_timeout)  # fmt: skip
         # Bash reports a command killed for memory as 128 + 9 when it forked the command
         # (not its last one, or a primed bash, which forks them all).
         killed = res.error_category == "killed" or (

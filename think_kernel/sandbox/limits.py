@@ -126,7 +126,10 @@ def describe_limits(
     )
     rows.append(LimitRow("file size", _mib(config.file_size_mb), "RLIMIT_FSIZE"))
     rows.append(LimitRow("wall clock per run", f"{config.timeout:g} s (max "
-                         f"{config.max_timeout:g} s)", "killed by the launcher"))  # fmt: skip
+                         f"{config.max_timeout:g} s)", "killed by the launcher; a call's "
+                         "timeout argument asks for more, up to the max; change both with "
+                         "c.SandboxConfig.timeout and max_timeout; longer work: run_job "
+                         "(c.JobsConfig)"))  # fmt: skip
     rows.append(LimitRow("output per run", f"{config.max_output_bytes} bytes",
                          "the rest is dropped with a note"))  # fmt: skip
     return rows

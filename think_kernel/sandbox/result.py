@@ -83,6 +83,16 @@ class OutputBuffer:
         return out
 
 
+def timeout_text(limit: float, default: float, ceiling: float) -> str:
+    """Why a foreground run was killed at its wall clock, and how to give it longer."""
+    return (
+        f"timed out after {limit:g} s wall clock; the process group was killed. A foreground "
+        f"run may take {default:g} s by default (c.SandboxConfig.timeout) and up to "
+        f"{ceiling:g} s when the call asks for more with its timeout argument "
+        "(c.SandboxConfig.max_timeout); run longer work as a background job (run_job)"
+    )
+
+
 def classify(
     *,
     kind: str,
@@ -94,13 +104,16 @@ def classify(
     outputs: list[dict[str, Any]],
     limit: float,
     diag: Callable[[], str],
+    default: float | None = None,
+    ceiling: float | None = None,
 ) -> ExecResult:
     """Turn what we saw of a run into an :class:`ExecResult` with its error category.
 
     ``exit`` is the zygote's exit report (code or signal; ``lost`` if the zygote died;
     ``error`` if it could not start the process), ``kill_reason`` is why we killed it
     (``timeout``, ``interrupted``, ``disk``) and ``kill_detail`` says more, ``report`` is the
-    result message a Python run sent over its channel.
+    result message a Python run sent over its channel. ``default`` and ``ceiling`` are the
+    configured wall clock of a run and its largest value, named in a timeout's message.
     """
     res = ExecResult(
         ok=True,
@@ -113,9 +126,13 @@ def classify(
     sig = ex.get("signal")
     res.exit_code = ex.get("code") if exit else (0 if report is not None else None)
     if kill_reason == "timeout" or sig == signal.SIGXCPU:
-        what = f"{limit:g} s wall clock" if sig != signal.SIGXCPU else "CPU time limit"
         res.ok, res.error_category = False, "timeout"
-        res.error = f"timed out after {what}; the process group was killed"
+        if sig == signal.SIGXCPU:
+            res.error = ("timed out: its CPU time limit (c.SandboxConfig.cpu_seconds) was "
+                         "reached; the process group was killed")  # fmt: skip
+        else:
+            res.error = timeout_text(limit, limit if default is None else default,
+                                     limit if ceiling is None else ceiling)  # fmt: skip
     elif kill_reason == "disk":
         res.ok, res.error_category = False, "disk"
         res.error = kill_detail or "the run wrote more than its disk budget (max_write_mb)"

@@ -88,7 +88,9 @@ def _compose(res: Any, cut: Any) -> str:
         parts.append(f"[error: {res.error_category}] {res.error}")
         if res.traceback:
             parts.append(cut(res.traceback, 8000))
-    parts.append(f"[exit code {res.exit_code}, {res.duration_ms:.0f} ms]")
+    # A killed process has no exit code: say so rather than print "None".
+    code = "no exit code (killed)" if res.exit_code is None else f"exit code {res.exit_code}"
+    parts.append(f"[{code}, {res.duration_ms:.0f} ms]")
     return "\n".join(p for p in parts if p)
 
 
