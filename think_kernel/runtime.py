@@ -41,6 +41,7 @@ from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import Endpoint
+from .jobs import Jobs, JobsConfig
 from .layers import AgentExtension, Layers, load_extensions
 from .layers.core import CORE_TOOLS
 from .mcp import McpServers
@@ -175,6 +176,10 @@ class Runtime:
         )
         # One run at a time: a reminder fired by a standalone kernel waits for the cell's run.
         self.run_lock = asyncio.Lock()
+        # Background jobs: in the session's sandbox, past the step and the turn.
+        self.jobs = self.services.jobs = Jobs(
+            JobsConfig(config=self.config.config), self.ensure_sandbox
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -205,6 +210,8 @@ class Runtime:
         await self.refresh_endpoint()
         self._make_gate()
         self._start_tasks()
+        assert self.store is not None
+        await self.jobs.recover(self.store, self.session_id)  # a dead kernel's jobs: lost
 
     async def _ensure_session(self) -> dict[str, Any]:
         assert self.store is not None
@@ -265,6 +272,7 @@ class Runtime:
         self.warmer.cancel()
         await self.delegation.close()  # before the sandbox: their workers close first
         await self.titler.close()
+        await self.jobs.close()  # before the sandbox: each job's end is recorded
         await self.box.close()
         await self.web.aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel

@@ -6,6 +6,7 @@ registry = layers.tools(CORE_TOOLS)    # the core, then each layer's additions
 from __future__ import annotations
 
 from ..memory.tools import MEMORY_TOOLS
+from ..jobs.tools import JOB_TOOLS
 from ..questions.tool import QUESTION_TOOLS
 from ..schedules.tools import SCHEDULE_TOOLS
 from ..skills.tools import SKILL_TOOLS
@@ -27,6 +28,7 @@ CORE_TOOLS: list[ToolFunc] = [
     *NOTEBOOK_TOOLS,
     *VARIABLE_TOOLS,
     *CODE_TOOLS,
+    *JOB_TOOLS,
     *FETCH_TOOLS,
     *WEB_TOOLS,
     *TASK_TOOLS,

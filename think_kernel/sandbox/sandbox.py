@@ -302,6 +302,29 @@ class Sandbox(StartRuns, CollectRuns):
             await self._kill(warm, "closed")
         self._warm_locks.pop(worker, None)
 
+    async def start_job(self, command: str, limits: dict[str, int], worker: str) -> Run:
+        """Start ``command`` in a fresh bash under ``limits`` (rlimits, the shape of
+        ``config.limits()``) and return its run at once: a background job, which no wall
+        clock of the sandbox's limits and no ``interrupt`` ends. Its owner reads
+        ``run.queue`` and ends it with :meth:`kill_run`; ``close`` kills it with the rest."""
+        if "\0" in command:
+            raise SandboxError("the command holds a NUL character, which bash cannot run")
+        if too_long(command):
+            raise SandboxError("the command is too long for bash -c; put it in a script file")
+        refused = self.disk.refusal()
+        if refused is not None:
+            raise SandboxError(refused.error)
+        ack = 4 * self.config.launcher_timeout  # _ack takes a quarter of it
+        return await self._spawn("bash", {"command": command}, ack, worker, limits)
+
+    async def kill_run(self, run: Run, reason: str) -> None:
+        """Kill a run's process group (a job's), recording ``reason`` as why."""
+        await self._kill(run, reason)
+
+    def oom_kills(self) -> int:
+        """How many of the session's processes its memory limit killed so far (0: no cgroup)."""
+        return self._oom_kills()
+
     def workers(self) -> list[str]:
         """Keys of the warm workers alive now ("" is the session's)."""
         return [k for k, r in self._warms.items() if r.exit is None]

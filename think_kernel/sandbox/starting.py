@@ -76,7 +76,14 @@ class StartRuns:
         async def _kill(self, run: Run, reason: str) -> None: ...
         async def _kill_cancelled(self, run: Run) -> None: ...
 
-    async def _spawn(self, kind: str, payload: dict, limit: float, worker: str = "") -> Run:
+    async def _spawn(
+        self,
+        kind: str,
+        payload: dict,
+        limit: float,
+        worker: str = "",
+        limits: dict[str, int] | None = None,
+    ) -> Run:
         """Start a process through the launcher; a launcher that does not acknowledge in
         time is replaced once (a wedged launcher would stall the session).
 
@@ -86,7 +93,7 @@ class StartRuns:
         notes: list[str] = []
         for attempt in (1, 2):
             launcher = await self._ensure_launcher()
-            run, sent = await self._start(launcher, kind, payload, worker)
+            run, sent = await self._start(launcher, kind, payload, worker, limits)
             if sent:
                 self._starting.add(run)
                 try:
@@ -109,11 +116,16 @@ class StartRuns:
         raise SandboxError(f"the sandbox launcher does not answer; {self._diag()}")
 
     async def _start(
-        self, launcher: Launcher, kind: str, payload: dict, worker: str = ""
+        self,
+        launcher: Launcher,
+        kind: str,
+        payload: dict,
+        worker: str = "",
+        limits: dict[str, int] | None = None,
     ) -> tuple[Run, bool]:
-        """Make a run's pipes and sockets and ask ``launcher`` to start it; True if the
-        request went out."""
-        limits = self.config.limits()
+        """Make a run's pipes and sockets and ask ``launcher`` to start it (under ``limits``,
+        the configured rlimits by default); True if the request went out."""
+        limits = self.config.limits() if limits is None else limits
         run = Run(next(self._ids), kind, launcher=launcher, limits=limits, worker=worker)
         out_w, err_w = open_pipes(run)
         chan_k, chan_c = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..checkpoints import Checkpoints
     from ..collab.access import NotebookAccess
     from ..collab.filesync import FileSync
+    from ..jobs.registry import Jobs
     from ..memory.notes import MemoryFile
     from ..sandbox.asuser import ActingAs
     from ..sandbox.collect import OutputCallback
@@ -99,6 +100,8 @@ class ToolServices:
     web: WebServices | None = None
     fetch: FetchServices | None = None
     reminders: ReminderServices | None = None
+    #: The kernel's background jobs (``run_job`` and the job tools).
+    jobs: Jobs | None = None
     #: Tasks and subagents of the running request.
     subagents: Subagents | None = None
     #: Whose rights file access has (a root kernel acts as the session's sandbox uid).
