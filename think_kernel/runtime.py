@@ -34,6 +34,7 @@ from .agent.loop import Agent
 from .agent.model import ModelClient
 from .agent.modelaccess import ModelAccess
 from .agent.titles import Titler
+from .agents import UnknownAgentType, limited, open_agents
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
 from .checkpoints import CheckpointConfig, Checkpoints
@@ -136,6 +137,8 @@ class Runtime:
         self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
         # AGENTS.md files and skills, read again at each request.
         self.skills = open_skills(root, self.config.config, self.session_path)
+        # Agent types (the session's ``agent`` option; a subagent's own): read at each request.
+        self.agents = open_agents(root, self.config.config)
         self.services: ToolServices = ToolServices.for_session(
             self.config.config,
             skills=self.skills,
@@ -155,7 +158,9 @@ class Runtime:
             )
         self.tools = self.layers.tools(CORE_TOOLS)
         self.warmer = ToolWarmer(self.tools)
-        self.approvals = SessionApprovals(self.config, self.tools, self)
+        self.approvals = SessionApprovals(
+            self.config, self.tools, self, agent_policy=self.agents.policy_of
+        )
         # MCP servers' tools: from the cache now; servers start on first use.
         self.mcp = McpServers.from_config(self.config, self.store_dir, root)
         self.mcp.attach(self.tools)
@@ -357,11 +362,15 @@ class Runtime:
 
     def system_prompt(self, props: dict[str, Any]) -> str:
         """Core prompt + class + extensions + config + session instructions + skills + the
-        state of the agent's own tools."""
+        state of the agent's own tools + the session's agent type."""
         skills = self.skills.prompt()
         offer_skill_tools(self.tools, bool(self.skills.last_scan.skills))
         memory = self.services.memory.prompt() if self.services.memory else ""
-        return self.layers.system_prompt(props, skills, memory, self.selftools.prompt())
+        try:
+            kind = self.agents.prompt(self.agents.of(props), self.skills)
+        except UnknownAgentType:
+            kind = ""  # a request fails before its prompt is used (make_agent says why)
+        return self.layers.system_prompt(props, skills, memory, self.selftools.prompt(), kind)
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -446,7 +455,15 @@ class Runtime:
             await self.mcp.discover()
         # Whether a person approved the workspace skills that changed (the catalog's trust).
         await self.skills.check_trust(self.store)
-        agent = self.make_agent(props, model=model)
+        await self.agents.check_trust(self.store)
+        try:
+            agent = self.make_agent(props, model=model)
+        except UnknownAgentType as e:
+            # Never another type instead: a chat chosen read-only must not get more tools.
+            for ev in (ErrorEvent(str(e), code="agent_type"), StatusEvent("idle")):
+                await self.emit(ev)
+                yield ev
+            return
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
         attachments = [*self.pending_attachments, *(attachments or [])]
@@ -485,9 +502,12 @@ class Runtime:
 
     def make_agent(self, props: dict[str, Any], **overrides: Any) -> Agent:
         """The agent loop of this session (its model, tools, store, prompt, limits); a
-        subagent replaces some of them (``store``, ``tools``, ``system``, ``step_role``...)."""
+        subagent replaces some of them (``store``, ``tools``, ``system``, ``step_role``...).
+        The agent type ``props`` choose limits the tools and may name the model
+        (``UnknownAgentType`` when it is not usable)."""
+        kind = self.agents.of(props)
         model = overrides.pop("model", None) or self._model_client(props)
-        tools = overrides.pop("tools", self.tools)
+        tools = limited(overrides.pop("tools", self.tools), kind)
         store = overrides.pop("store", self.store)
         assert store is not None
         settings: dict[str, Any] = {
@@ -501,7 +521,7 @@ class Runtime:
             "gate": self.gate,
             "before_step": step_hook(self.selftools, self),
         }
-        return Agent(model, tools, store, **{**settings, **overrides})
+        return Agent(model, tools, store, **self.agents.apply(kind, {**settings, **overrides}))
 
     async def _title_later(self, agent: Agent, request: str) -> None:
         """Name an untitled session with the fast model, in the background."""

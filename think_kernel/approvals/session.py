@@ -10,6 +10,7 @@ tool" is stored in that prop too, so it lasts as long as the session.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..questions.spec import BadAnswer, answer_record
@@ -38,10 +39,19 @@ class Props(Protocol):
 class SessionApprovals:
     """Which calls of a session ask, and what its people decided."""
 
-    def __init__(self, config: ThinkConfig, tools: ToolRegistry, session: Props) -> None:
+    def __init__(
+        self,
+        config: ThinkConfig,
+        tools: ToolRegistry,
+        session: Props,
+        *,
+        agent_policy: Callable[[dict[str, Any]], str] = lambda props: "",
+    ) -> None:
         self.config = config
         self.tools = tools
         self.session = session
+        #: The mode the session's agent type sets ("" for none): it replaces the config's.
+        self.agent_policy = agent_policy
 
     def make_gate(self, store: Store) -> ApprovalGate:
         """The gate the agent loop asks before each tool call."""
@@ -56,11 +66,13 @@ class SessionApprovals:
         )
 
     async def policy(self) -> Policy:
-        """The approval policy in force: config, then the session's ``approval`` prop."""
+        """The approval policy in force: config, the session's agent type, then the
+        session's ``approval`` prop."""
+        props = await self.session.props()
         return Policy.from_settings(
-            self.config.approval_policy,
+            self.agent_policy(props) or self.config.approval_policy,
             self.config.approval_rules,
-            await self.session.props(),
+            props,
             kernel_exec=self.config.kernel_exec,
         )
 

@@ -308,6 +308,11 @@ class ThinkMagics(Magics):
         self._command("think_rewind", line)
 
     @line_magic
+    def think_agent(self, line: str) -> None:
+        """``%think_agent [NAME|default]``: this session's agent type."""
+        self._command("think_agent", line)
+
+    @line_magic
     def think_memory(self, line: str) -> None:
         """``%think_memory [undo [ID]|search WORDS]``: your memory file and its undo."""
         self._command("think_memory", line)

@@ -68,6 +68,8 @@ class Handle:
             "steps": self.job.steps,
             "tool_calls": self.job.tool_calls,
         }
+        if self.job.agent:
+            out["agent"] = self.job.agent
         if self.code == "running" and self.job.stream.text:
             out["writing"] = self.job.stream.text[-300:]
         if self.result is not None:

@@ -29,6 +29,7 @@ from ..agent.events import (
     SubagentError,
     SubagentSpawned,
 )
+from ..agents import UnknownAgentType
 from ..tasks.board import TaskBoard
 from ..tasks.config import TasksConfig
 from ..tasks.graph import FINAL, TaskError
@@ -115,11 +116,18 @@ class Subagents:
         type: str = "code",
         timeout: float | None = None,
         message_id: str | None = None,
+        agent: str = "",
     ) -> Handle:
         """Start a subagent on a task of this request (an id, or the title of a new subtask
-        under the root); returns at once. TaskError says why it cannot."""
+        under the root), as the agent type ``agent`` ("" : the session's); returns at once.
+        TaskError says why it cannot."""
         if self.root_id is None:
             raise TaskError("no request is running: subagents work on a request's tasks")
+        if agent:
+            try:
+                self.host.agents.find(agent)
+            except UnknownAgentType as e:
+                raise TaskError(str(e)) from None
         running = [h for h in self.jobs.values() if not h.done.is_set()]
         if len(running) >= self.config.subagent_max_running:
             raise TaskError(
@@ -160,6 +168,7 @@ class Subagents:
             SubagentStream(task["id"], self._send),
             int(self.config.subagent_max_steps),
             inputs,
+            agent=agent,
         )
         handle = Handle(job, self.root_id, model, now, now + limit)
         self.jobs[task["id"]] = handle

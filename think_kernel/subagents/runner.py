@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.events import Chat, ErrorEvent, Event, ToolCall, Usage
+from ..agents.limits import limited
 from ..tools.base import ToolContext, ToolRegistry
 from .facet import WORKING_ON, FacetStore, SandboxWorker
 from .stream import SubagentStream
 
 if TYPE_CHECKING:
     from ..agent.loop import Agent
+    from ..agents import SessionAgents
     from ..approvals import ApprovalGate
     from ..store import Store
 
@@ -59,6 +61,7 @@ class Host(Protocol):
     store: Store | None
     tools: ToolRegistry
     gate: ApprovalGate | None
+    agents: SessionAgents
 
     @property
     def sandbox(self) -> Any:
@@ -96,6 +99,8 @@ class Job:
     worker: SandboxWorker | None = None
     steps: int = 0
     tool_calls: int = 0
+    #: Its agent type ("": the session's).
+    agent: str = ""
 
 
 @dataclass
@@ -137,11 +142,15 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
     task_id = str(job.task["id"])
     WORKING_ON.set(task_id)  # this task's context only: its children inherit it
     props = await host.props()
+    # Never more tools than the parent's type allows; its own type limits them further.
+    parent = limited(host.tools, host.agents.of(props))
+    if job.agent:
+        props = {**props, "agent": job.agent}
     store = FacetStore(host.store, task_id)
     agent = host.make_agent(
         props,
         store=store,
-        tools=tools_for_subagent(host.tools),
+        tools=tools_for_subagent(parent),
         gate=host.gate.for_task(task_id) if host.gate is not None else None,
         system=host.system_prompt(props) + "\n" + SUBAGENT_PROMPT,
         step_role="fast",

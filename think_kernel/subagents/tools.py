@@ -27,6 +27,7 @@ async def delegate_to_subagent(
     task: str,
     instructions: str,
     timeout: float = 0,  # noqa: ASYNC109 (the subagent's limit, not our await)
+    agent: str = "",
 ) -> ToolOutput:
     """Start a subagent on a task: it works in parallel (own context and Python worker, your
     tools) and this returns at once; wait_for_subagents gives its result (subagents still
@@ -36,17 +37,23 @@ async def delegate_to_subagent(
         task: a task id or name (create_subtask), or the title of a new task
         instructions: self-contained: what to do and report
         timeout: seconds (default and most: 600)
+        agent: an agent type (explorer: reads only; reviewer: reads, runs tests); default yours
     """
     sub = manager(ctx)
     try:
         handle = await sub.delegate(
-            task, instructions, timeout=timeout or None, message_id=ctx.message_id or None
+            task,
+            instructions,
+            timeout=timeout or None,
+            message_id=ctx.message_id or None,
+            agent=agent.strip(),
         )
     except TaskError as e:
         raise ToolError(str(e), "CANNOT_DELEGATE") from None
+    kind = f" as a {handle.job.agent} agent" if handle.job.agent else ""
     text = (
-        f"Subagent started on task {handle.task_id} ({handle.job.task['title']}) with model "
-        f"{handle.model}. Call wait_for_subagents for its result."
+        f"Subagent started on task {handle.task_id} ({handle.job.task['title']}){kind} with "
+        f"model {handle.model}. Call wait_for_subagents for its result."
     )
     return ToolOutput(text, summary=f"delegated {handle.task_id}")
 

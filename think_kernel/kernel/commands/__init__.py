@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .agents import think_agent
 from .memory import think_memory
 from .outputs import think_output, think_tasks, whole_output_markdown
 from .reply import CommandError, CommandReply
@@ -37,6 +38,7 @@ HELP = """\
 | `%think_instructions [TEXT\\|-]` | extra instructions for this session |
 | `%think_config [key=value]` | show or change settings |
 | `%think_approve [MODE\\|RULE\\|reset]` | which tool calls wait for your approval |
+| `%think_agent [NAME\\|default]` | this session's agent type (its tools, model, instructions) |
 | `%think_status` | models, context window, endpoint, sandbox limits, tokens and cost per role |
 | `%think_doctor [all]` | try the sandbox's containment here (`jupyter think doctor`) |
 | `%think_mcp [refresh]` | MCP servers, their state and tools (`refresh` restarts them) |
@@ -60,6 +62,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_config": think_config,
     "think_status": think_status,
     "think_approve": think_approve,
+    "think_agent": think_agent,
     "think_attach": think_attach,
     "think_output": think_output,
     "think_tasks": think_tasks,
