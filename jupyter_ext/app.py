@@ -26,6 +26,7 @@ from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
 
 from . import identity, kernelidentity
+from .agents import agent_routes
 from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
@@ -289,6 +290,7 @@ class ThinkExtension(ExtensionApp):
         self.handlers.extend((pattern, cls, kw) for pattern, cls in routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in model_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in question_routes())
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in agent_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in search_routes())
         inspecting = {**kw, "inspector": self.variables}
         self.handlers.extend((pattern, cls, inspecting) for pattern, cls in variables_routes())

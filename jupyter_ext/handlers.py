@@ -11,6 +11,7 @@ from tornado import web
 from think_kernel.agent.attachments import MAX_IMAGE_BYTES, describe_attachment
 from think_kernel.tasks import TaskBoard
 
+from .agents import checked_agent
 from .approvals import (
     AlreadyDecided,
     ApprovalNotFound,
@@ -21,6 +22,7 @@ from .approvals import (
 )
 from .attachments import checked_attachments
 from .base import ThinkHandler, field
+from .jobs import JobsHandler
 from .openapi import OPENAPI
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
 from .rewind import branch_page, rewind_routes, tell_tabs
@@ -37,7 +39,8 @@ KINDS = ("chat", "notebook", "magic", "mcp")
 
 
 class SessionsHandler(ThinkHandler):
-    """``GET ?kind=`` lists sessions; ``POST {"title"?, "path"?}`` creates a chat session."""
+    """``GET ?kind=`` lists sessions; ``POST {"title"?, "path"?, "agent"?}`` creates a chat
+    session (``agent``: its agent type, 400 when no usable type has that name)."""
 
     @authorized
     async def get(self) -> None:
@@ -60,12 +63,19 @@ class SessionsHandler(ThinkHandler):
         body = self.body()
         title = field(body, "title", str) or ""
         path = field(body, "path", str) or ""
-        session = await self.svc.store.create_session(title=title[:500], path=path[:4096])
+        options: dict[str, Any] = {}
+        agent = field(body, "agent", str)
+        if agent:
+            options["agent"] = await checked_agent(self, agent)
+        session = await self.svc.store.create_session(
+            title=title[:500], path=path[:4096], options=options or None
+        )
         self.send(session, 201)
 
 
 class SessionHandler(ThinkHandler):
-    """One session: ``GET``, ``PATCH {"title"}``, ``DELETE``."""
+    """One session: ``GET``, ``PATCH {"title"?, "path"?, "approval"?, "agent"?}``, ``DELETE``
+    (``agent``: its agent type, null for the default)."""
 
     @authorized
     async def get(self, session_id: str) -> None:
@@ -88,9 +98,18 @@ class SessionHandler(ThinkHandler):
             changes["title"] = (field(body, "title", str) or "")[:500]
         if "path" in body:
             changes["path"] = (field(body, "path", str) or "")[:4096]
+        options: dict[str, Any] | None = None
         if "approval" in body:  # the session's approval policy, None: config's
             session = await self.session_or_404(session_id)
-            changes["options"] = session_approval(session, body["approval"])
+            options = changes["options"] = session_approval(session, body["approval"])
+        if "agent" in body:  # the session's agent type, None: the default
+            agent = field(body, "agent", str)
+            if options is None:
+                options = dict((await self.session_or_404(session_id)).get("options") or {})
+            options.pop("agent", None)
+            if agent:
+                options["agent"] = await checked_agent(self, agent)
+            changes["options"] = options
         if not changes:
             raise web.HTTPError(400, "nothing to change: send a 'title'")
         await self.svc.store.update_session(session_id, **changes)
@@ -471,5 +490,6 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/approvals/(?P<approval_id>{ID})", ApprovalHandler),
         (f"{s}/schedules", SchedulesHandler),
         (f"{s}/schedules/(?P<schedule_id>{ID})", ScheduleHandler),
+        (f"{s}/jobs", JobsHandler),
         *rewind_routes(s),
     ]

@@ -8,7 +8,15 @@ from .parts import ERR, OBJ, RUN_STATUS, SID, ok_json, op, path_param, query, re
 
 _SESSION_BODY = {
     "type": "object",
-    "properties": {"title": {"type": "string"}, "path": {"type": "string"}},
+    "properties": {
+        "title": {"type": "string"},
+        "path": {"type": "string"},
+        "agent": {
+            "type": "string",
+            "nullable": True,
+            "description": "the agent type (GET /agents); 400 when none usable has that name",
+        },
+    },
 }
 
 SESSION_PATHS: dict[str, Any] = {
