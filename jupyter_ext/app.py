@@ -31,6 +31,7 @@ from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
 from .hub import Hub
+from .jobs import JOB_END, JobEndFiring
 from .kernelnames import COMPLETION_NAMES_INTERVAL, KernelNames
 from .link import KernelLinks, LinkHandler, RpcHandler
 from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
@@ -455,6 +456,7 @@ class ThinkExtension(ExtensionApp):
         scheduler.register(SUBAGENT_CHECK, checks)
         reminder_gate = ScheduleConfig(parent=self)  # c.ScheduleConfig, as kernels read it
         scheduler.register("reminder", ReminderFiring(svc, reminder_gate).fire)
+        scheduler.register(JOB_END, JobEndFiring(svc).fire)
         recovery = Recovery(
             store,
             chats,

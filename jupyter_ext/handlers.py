@@ -23,6 +23,7 @@ from .approvals import (
 from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .jobs import JobsHandler
+from .jobs import JobsHandler
 from .openapi import OPENAPI
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
 from .rewind import branch_page, rewind_routes, tell_tabs
@@ -490,6 +491,7 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/approvals/(?P<approval_id>{ID})", ApprovalHandler),
         (f"{s}/schedules", SchedulesHandler),
         (f"{s}/schedules/(?P<schedule_id>{ID})", ScheduleHandler),
+        (f"{s}/jobs", JobsHandler),
         (f"{s}/jobs", JobsHandler),
         *rewind_routes(s),
     ]

@@ -12,6 +12,7 @@ from typing import Any
 from think_kernel.wire.schema import components
 
 from .agents import AGENT_PATHS
+from .jobs import JOB_PATHS
 from .parts import ERR
 from .questions import QUESTION_PATHS
 from .rewind import REWIND_PATHS
@@ -29,6 +30,7 @@ OPENAPI: dict[str, Any] = {
     "paths": {**SERVER_PATHS, **SESSION_PATHS, **QUESTION_PATHS, **REWIND_PATHS},
 }
 OPENAPI["paths"].update(VARIABLE_PATHS)
+OPENAPI["paths"].update(JOB_PATHS)
 OPENAPI["paths"].update(AGENT_PATHS)
 OPENAPI["paths"].update(SEARCH_PATHS)
 for _path in OPENAPI["paths"].values():

@@ -21,9 +21,14 @@ import { SessionSocket } from './ws';
 /** The command (added by the chat plugin) that opens a session in the sidebar. */
 export const OPEN_SESSION = 'think:open-session';
 
-/** A `reminder` frame of the notifications socket. */
+/**
+ * A `reminder` frame of the notifications socket, or a `job` frame (a background job
+ * ended; `name` and `state` say which and how).
+ */
 export interface IReminderFrame {
-  type: 'reminder';
+  type: 'reminder' | 'job';
+  name?: string;
+  state?: string;
   key: string;
   session_id: string;
   session_title?: string;
@@ -91,7 +96,7 @@ export function takeFrame(
   frame: { type?: unknown; [k: string]: unknown }
 ): { show: IReminderFrame | null; memory: IReminderMemory } {
   if (
-    frame.type !== 'reminder' ||
+    (frame.type !== 'reminder' && frame.type !== 'job') ||
     typeof frame.key !== 'string' ||
     typeof frame.session_id !== 'string'
   ) {
@@ -109,6 +114,9 @@ export function takeFrame(
 /** The notification's text: the reminder, its session, and whether it is late. */
 export function reminderText(r: IReminderFrame): string {
   const where = r.session_title ? ` (${r.session_title})` : '';
+  if (r.type === 'job') {
+    return `Think${where}: ${r.message}`;
+  }
   const late = r.late
     ? ' — late: it fell due while Jupyter was not running'
     : '';
@@ -174,7 +182,9 @@ export class ReminderNotifier {
 
 /** Show a reminder as a JupyterLab notification whose action opens its session. */
 export function notify(app: JupyterFrontEnd, r: IReminderFrame): string {
-  return Notification.emit(reminderText(r), r.late ? 'warning' : 'info', {
+  const failed = r.type === 'job' && r.state !== 'done';
+  const level = r.late || failed ? 'warning' : 'info';
+  return Notification.emit(reminderText(r), level, {
     autoClose: false,
     actions: [
       {

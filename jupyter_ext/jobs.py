@@ -1,0 +1,111 @@
+"""Background jobs on the server: their end in every tab and, when the agent asked, in its
+chat; and ``GET /api/think/sessions/{id}/jobs``.
+
+    scheduler.register(JOB_END, JobEndFiring(services).fire)
+
+A kernel records a job's end as a ``job_end`` schedule row (``think_kernel/jobs/``). Its
+firing publishes a ``job`` frame to every tab on ``/api/think/notifications`` and, for a job
+started with ``wake``, posts a message into the job's session that starts a run (through
+``ChatSessions.send``, with a message id derived from the firing's key, so an attempt that
+runs again after a crash finds its message instead of posting another).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+
+from think_kernel.jobs import JOB_END, setting_key
+from think_kernel.schedules.scheduler import Firing, pid_alive
+
+from .base import ThinkHandler
+from .services import Services
+
+__all__ = ["JOB_END", "JobEndFiring", "JobsHandler", "end_text"]
+
+
+def message_id(key: str) -> str:
+    """The id of the message a job's end posts (the same for every attempt at that firing)."""
+    return "m_job_" + hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def end_text(job: dict[str, Any]) -> str:
+    """What the model (and the chat) read when a job it asked to be woken for ends."""
+    name = str(job.get("name", ""))
+    state = str(job.get("state", ""))
+    how = state
+    if job.get("exit_code") is not None:
+        how += f", exit code {job['exit_code']}"
+    if job.get("error"):
+        how += f": {job['error']}"
+    elapsed = float(job.get("elapsed") or 0)
+    lines = int(job.get("lines") or 0)
+    text = (f"Background job {name!r} ended ({how}) after {elapsed:.0f} s and {lines} lines "
+            "of output.")  # fmt: skip
+    tail = str(job.get("tail") or "")
+    if tail:
+        text += f" Its last lines:\n```\n{tail}\n```"
+    text += f"\njob_output({name!r}) shows more of its log."
+    return text
+
+
+class JobEndFiring:
+    """The ``job_end`` handler of the server's scheduler."""
+
+    def __init__(self, services: Services) -> None:
+        self.svc = services
+
+    async def fire(self, payload: dict[str, Any], firing: Firing) -> dict[str, Any]:
+        """Tell every tab; post the end into its session when the agent asked to be woken."""
+        svc = self.svc
+        sid = firing.session_id or ""
+        session = await svc.store.get_session(sid)
+        if session is None:
+            return {"skipped": "the session no longer exists"}
+        outcome: dict[str, Any] = {}
+        if payload.get("wake"):
+            attachment = {"kind": "job", "name": str(payload.get("name", "")),
+                          "state": str(payload.get("state", "")), "key": firing.key}  # fmt: skip
+            message, run = await svc.chats.send(
+                sid, end_text(payload), attachments=[attachment], message_id=message_id(firing.key)
+            )
+            outcome = {"message_id": message["id"], "run_id": run["id"]}
+        svc.notifier.publish(
+            {
+                "type": "job",
+                "key": firing.key,
+                "session_id": sid,
+                "session_title": session.get("title") or "",
+                "session_kind": session.get("kind") or "chat",
+                "name": payload.get("name", ""),
+                "state": payload.get("state", ""),
+                "message": end_text({**payload, "tail": ""}).split("\n", 1)[0],
+                "fired_at": time.time(),
+                **outcome,
+            }
+        )
+        return outcome
+
+
+class JobsHandler(ThinkHandler):
+    """``GET``: a session's background jobs (running ones with their progress)."""
+
+    @authorized
+    async def get(self, session_id: str) -> None:
+        """The jobs its kernels recorded, oldest first; a job whose kernel is gone is lost."""
+        await self.session_or_404(session_id)
+        saved = await self.svc.store.get_setting(setting_key(session_id))
+        jobs = saved.get("jobs") if isinstance(saved, dict) else None
+        rows = [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+        pid = saved.get("pid") if isinstance(saved, dict) else None
+        # The kernel that recorded them died (its next start records them lost): say so now.
+        gone = isinstance(pid, int) and pid != os.getpid() and not pid_alive(pid)
+        if gone:
+            why = "its kernel stopped while it ran"
+            rows = [{**j, "state": "lost", "error": why} if j.get("state") == "running" else j
+                    for j in rows]  # fmt: skip
+        self.send({"jobs": rows})

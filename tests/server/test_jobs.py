@@ -1,0 +1,107 @@
+"""Background jobs on a real server with a real chat kernel and sandbox: the model starts a
+job that prints progress, the person keeps chatting while it runs, the jobs API shows its
+progress, its end notifies every tab and wakes the agent, which reads its output.
+
+``THINK_JOB_TEST_SECONDS`` sets the job's length (default 3 s; 180 for the three-minute case
+of the benchmarks)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from jupyter_ext.jobs import message_id
+from tests.waiting import until
+
+from .conftest import WSClient
+
+SECONDS = float(os.environ.get("THINK_JOB_TEST_SECONDS", "3"))
+pytestmark = pytest.mark.timeout(120 + 2 * SECONDS)
+
+
+@pytest.fixture
+def think_config():
+    # The scheduler's own poll is a minute: a job's end that shows in seconds proves the
+    # kernel woke it over the link.
+    return {"heartbeat_interval": 0.2, "kernel_pool_size": 0, "scheduler_poll": 60.0}
+
+
+@pytest.fixture
+async def notifications(jp_ws_fetch, think):
+    """A tab's user-level notification socket."""
+    conn = await jp_ws_fetch("api", "think", "notifications")
+    client = WSClient(conn)
+    await until(lambda: client.of("hello"), 10, "the hello frame")
+    yield client
+    client.conn.close()
+
+
+def chat_text(tab: WSClient, text: str) -> bool:
+    """Whether the tab saw the assistant say ``text``."""
+    return any(f.get("type") == "chat" and text in json.dumps(f) for f in tab.frames)
+
+
+async def test_a_job_runs_while_the_person_chats_and_wakes_the_agent(
+    model_env, api, ws, think, notifications, jp_root_dir: Path
+) -> None:
+    steps = max(4, int(SECONDS * 4))
+    # The job's last line waits for a file the test writes once the person's second
+    # message is answered: the job is surely running during that exchange.
+    command = (f"for i in $(seq 1 {steps}); do echo \"step $i/{steps} "
+               f"$((i * 100 / {steps}))%\"; sleep 0.25; done; "
+               "while [ ! -e release ]; do sleep 0.05; done; echo finished")  # fmt: skip
+    model_env.reply(tool_calls=[("run_job", {"command": command, "name": "train", "wake": True})])
+    model_env.reply(text="Training started.")
+    model_env.reply(text="Sunny all week.")
+    model_env.reply(tool_calls=[("job_output", {"name": "train", "tail": 3})])
+    model_env.reply(text="Training finished.")
+    _, s = await api("POST", "sessions", {"title": "jobs"})
+    sid = s["id"]
+    tab = await ws(sid)
+    await api("POST", f"sessions/{sid}/messages", {"content": "train the model"})
+    await until(lambda: chat_text(tab, "Training started."), 60, "the job started")
+
+    async def progress():
+        _, body = await api("GET", f"sessions/{sid}/jobs")
+        jobs = body["jobs"]
+        return jobs if jobs and (jobs[0]["percent"] or 0) >= 25 else None
+
+    [job] = await until(progress, 30 + SECONDS, "the job's progress in the API", every=0.2)
+    assert job["name"] == "train" and job["state"] == "running" and job["lines"] >= 1
+    assert job["wake"] is True and job["limits"]["timeout_s"] > 30  # its own wall clock
+
+    # The person keeps chatting while it runs.
+    await api("POST", f"sessions/{sid}/messages", {"content": "and the weather?"})
+    await until(lambda: chat_text(tab, "Sunny all week."), 60, "the chat answered")
+    _, body = await api("GET", f"sessions/{sid}/jobs")
+    assert body["jobs"][0]["state"] == "running"
+
+    (jp_root_dir / "release").write_text("")
+    frame = (await until(lambda: notifications.of("job"), 60, "the job's notification"))[0]
+    assert frame["session_id"] == sid and frame["name"] == "train" and frame["state"] == "done"
+    assert frame["session_title"] == "jobs" and "ended (done, exit code 0)" in frame["message"]
+    await until(lambda: chat_text(tab, "Training finished."), 60, "the woken run answered")
+
+    _, page = await api("GET", f"sessions/{sid}/messages")
+    users = [m for m in page["messages"] if m["role"] == "user"]
+    woke = users[-1]
+    assert woke["id"] == frame["message_id"] == message_id(frame["key"])
+    assert woke["content"].startswith("Background job 'train' ended (done, exit code 0)")
+    assert "finished" in woke["content"] and woke["attachments"][0]["kind"] == "job"
+    # The woken run read the job's log through job_output.
+    sent = json.dumps(model_env.requests[-1]["messages"][-1])
+    assert "train: done, exit code 0" in sent and "finished" in sent, sent
+    _, body = await api("GET", f"sessions/{sid}/jobs")
+    [job] = body["jobs"]
+    assert job["state"] == "done" and job["lines"] == steps + 1 and job["percent"] == 100
+    assert job["tail"].endswith("finished")
+
+
+async def test_the_jobs_api_needs_a_session(api) -> None:
+    status, _ = await api("GET", "sessions/s_nope/jobs")
+    assert status == 404
+    _, s = await api("POST", "sessions", {"title": "none"})
+    assert await api("GET", f"sessions/{s['id']}/jobs") == (200, {"jobs": []})
