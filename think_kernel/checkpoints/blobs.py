@@ -54,6 +54,14 @@ class Blobs:
         """:meth:`save_sync` off the event loop."""
         return await asyncio.to_thread(self.save_sync, data)
 
+    def touch(self, key: str) -> bool:
+        """Mark a blob in use again (blocking); False if it is gone."""
+        try:
+            os.utime(self._path(key))
+        except FileNotFoundError:
+            return False
+        return True
+
     async def load(self, key: str) -> bytes:
         """A blob's bytes; KeyError if unknown."""
         path = self._path(key)

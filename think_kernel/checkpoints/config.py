@@ -7,7 +7,8 @@ from traitlets.config import Configurable
 
 
 class CheckpointConfig(Configurable):
-    """Whether checkpoints are recorded, and how long they are kept."""
+    """Whether checkpoints are recorded, how long they are kept, and how much of the
+    workspace is copied ahead for changes the agent's tools did not see coming."""
 
     enabled = Bool(
         True,
@@ -25,4 +26,20 @@ class CheckpointConfig(Configurable):
         30.0,
         config=True,
         help="Days a checkpoint is kept; older ones are pruned. Default: 30.",
+    )
+    prefetch_mb = Int(
+        32,
+        config=True,
+        help="MB of the workspace's small files (each at most prefetch_file_kb) copied into "
+        "the store when a session's file watch starts, and kept current by the watch, so a "
+        "file that sandboxed code changes without the agent having read it can still be "
+        "rewound. Hidden files and folders the watch skips (.git, virtual environments, "
+        "node_modules) are not copied. 0 turns it off: such a change is then recorded as "
+        "unknown and a rewind leaves that file alone. Default: 32.",
+    )
+    prefetch_file_kb = Int(
+        256,
+        config=True,
+        help="Largest file (KB) the prefetch copies; bigger files are copied only once the "
+        "agent reads or changes them with its tools. Default: 256.",
     )

@@ -23,12 +23,14 @@ Where each state comes from:
 - **Sandboxed code** (``bash``, ``execute_code``, ``%%bash``, ``%%python``, and the
   subagents' calls, which run through the parent) is known only after the fact: the run's
   file watch names what it created, changed or deleted, and ``post`` is read from disk then.
-  ``pre`` of a changed file is the last state this session recorded of it (a read, a change),
-  brought up to date just before the run by a stat of each remembered file (a file that
-  changed since, by a person or a save, is read again). A file code changed that the session
-  had never read has no recorded ``pre``: the step is *unknown*, and a rewind reports it and
-  leaves the file alone rather than guess. A file the watch saw created (not renamed onto
-  its path, which ``sed -i`` does) did not exist before.
+  ``pre`` of a changed file is the last state this session recorded of it: a read, a
+  change, or the copy made ahead when the watch started (:mod:`.prefetch`: the small,
+  visible files of the watched folders, within ``prefetch_mb``). Just before each run these
+  are brought up to date from the watch's events since the last run (a file a person saved
+  meanwhile is read again; without an event watch, a stat of each). A file code changed that
+  has no recorded ``pre`` (too big to copy ahead and never read, or hidden) makes the step
+  *unknown*, and a rewind reports it and leaves the file alone rather than guess. A file the
+  watch saw created (not renamed onto its path, which ``sed -i`` does) did not exist before.
 - **External MCP tools** carry no path Think can trust, so each call runs inside the same
   watch as sandboxed code (``think_kernel.mcp.servers``): what a server changed in the
   workspace during the call is recorded as a run's changes are.
@@ -41,12 +43,14 @@ import logging
 import stat
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..store.ids import new_id
-from .blobs import Blobs
+from .blobs import GRACE, Blobs
 from .config import CheckpointConfig
+from .prefetch import copy_ahead
 from .records import prune
 
 log = logging.getLogger(__name__)
@@ -69,6 +73,11 @@ CHANGING_TOOLS = frozenset(
     }
 )
 READING_TOOLS = frozenset({"read_file", "read_notebook"})
+#: Seconds the first run waits for the copies made ahead (then it goes on without the rest).
+PREFETCH_WAIT = 5.0
+#: A remembered content's blob is marked in use again after this long, so that pruning,
+#: which collects blobs no step names after :data:`~.blobs.GRACE`, leaves it.
+TOUCH_AFTER = GRACE / 3
 
 
 class TooLarge(OSError):
@@ -91,6 +100,7 @@ ABSENT = State(False, None)
 class _Known:
     state: State
     mtime_ns: int
+    touched: float = field(default_factory=time.time)  # when its blob was last saved or used
 
 
 class Checkpoints:
@@ -107,6 +117,9 @@ class Checkpoints:
         self.checkpoint: str | None = None
         self._pending: dict[str, State | None] = {}  # path -> state before a tool's call
         self._known: OrderedDict[str, _Known] = OrderedDict()
+        self._watcher: Any = None  # the workspace watch the runs use, once started
+        self._mark: Any = None  # its position when the remembered states were last current
+        self._prefetch: asyncio.Future[None] | None = None
 
     @property
     def blobs(self) -> Blobs:
@@ -185,27 +198,113 @@ class Checkpoints:
 
     # -- sandboxed runs ------------------------------------------------------------------
 
+    def watching(self, watcher: Any) -> None:
+        """The session's workspace watch started: copy the small files ahead (in the
+        background) and keep what is remembered current from its events from now on."""
+        self._watcher, self._mark = watcher, None
+        if self._prefetch is None or self._prefetch.done():
+            self._prefetch = asyncio.ensure_future(self._copy_ahead(watcher))
+
+    async def prefetched(self) -> None:
+        """Wait until the copies made ahead are done."""
+        if self._prefetch is not None:
+            await asyncio.wait({self._prefetch})
+
+    async def _copy_ahead(self, watcher: Any) -> None:
+        try:
+            folders = watcher.folders()
+            if not folders:  # a snapshot watch: a stat of each file before every run
+                return
+            # Marked first: a change made while the files are read is read again later.
+            mark = await watcher.mark()
+            # What was remembered before the watch started is brought up to date once.
+            await self._refresh(list(self._known), by_stat=True)
+            self._mark = mark
+            cfg = self.config
+            if self.store is None or not cfg.enabled or cfg.prefetch_mb <= 0:
+                return
+            found = await asyncio.to_thread(
+                copy_ahead, self.workspace.fs, self.blobs, Path(self.workspace.root), folders,
+                max_bytes=cfg.prefetch_mb << 20, max_file=cfg.prefetch_file_kb << 10,
+                max_files=MAX_KNOWN // 2,
+            )  # fmt: skip
+            for rel, blob, size, mtime_ns in found:
+                if rel not in self._known:  # a tool's state of it is as new or newer
+                    self._known[rel] = _Known(State(True, blob, size), mtime_ns)
+                    self._known.move_to_end(rel, last=False)  # the first to be forgotten
+            log.debug("checkpoints: %d files copied ahead", len(found))
+        except Exception:
+            log.exception("could not copy the workspace's files ahead")
+
     async def before_run(self) -> set[str]:
         """Before a sandboxed run (after the rooms were saved): bring the remembered states
-        up to date; return the files whose state is known now. A stat per remembered file,
-        a read per file that changed since it was recorded."""
-        fresh = set()
+        up to date; return the files whose state is known now. With an event watch, a read
+        per remembered file that changed since the last run; else a stat per remembered
+        file and a read per changed one."""
+        if self._prefetch is not None and not self._prefetch.done():
+            await asyncio.wait({self._prefetch}, timeout=PREFETCH_WAIT)
+        watcher, mark = self._watcher, self._mark
+        if watcher is not None and mark is not None:
+            self._mark = await watcher.mark()  # taken before reading the old one: no gap
+            changes = await watcher.since(mark)
+            if changes.incomplete:
+                await self._refresh(list(self._known), by_stat=True)
+            else:
+                await self._refresh([p for p in changes.paths() if p in self._known])
+        else:
+            await self._refresh(list(self._known), by_stat=True)
+        await self._keep_blobs()
+        return set(self._known)
+
+    async def _refresh(self, paths: list[str], by_stat: bool = False) -> None:
+        """Read these remembered files again (``by_stat``: only those whose size or mtime
+        differ); forget those that are gone or no longer regular files."""
+        items = [(rel, self._known[rel]) for rel in paths if rel in self._known]
+        if items:
+            found = await asyncio.to_thread(self._read_again, items, by_stat)
+            self._apply(found)
+
+    def _read_again(
+        self, items: list[tuple[str, _Known]], by_stat: bool
+    ) -> dict[str, _Known | None]:
         fs = self.workspace.fs
-        for rel, k in list(self._known.items()):
+        out: dict[str, _Known | None] = {}
+        for rel, k in items:
             try:
-                st = await asyncio.to_thread(fs.lstat, rel)
+                st = fs.lstat(rel)
                 if st is None or not stat.S_ISREG(st.st_mode):
-                    del self._known[rel]
-                    continue
-                if (st.st_size, st.st_mtime_ns) != (k.state.size, k.mtime_ns):
-                    data = await asyncio.to_thread(_disk, fs, rel)
-                    blob = await self.blobs.save(data)
-                    self._known[rel] = _Known(State(True, blob, len(data)), st.st_mtime_ns)
+                    out[rel] = None
+                elif not by_stat or (st.st_size, st.st_mtime_ns) != (k.state.size, k.mtime_ns):
+                    data = _disk(fs, rel)
+                    blob = self.blobs.save_sync(data)
+                    out[rel] = _Known(State(True, blob, len(data)), st.st_mtime_ns)
             except OSError:
+                out[rel] = None
+        return out
+
+    def _apply(self, found: dict[str, _Known | None]) -> None:
+        for rel, k in found.items():
+            if k is None:
                 self._known.pop(rel, None)
-                continue
-            fresh.add(rel)
-        return fresh
+            elif rel in self._known:
+                self._known[rel] = k
+
+    async def _keep_blobs(self) -> None:
+        """Mark the remembered contents' blobs in use again before pruning could collect
+        them; one already collected is saved again from the file (current by now)."""
+        old = time.time() - TOUCH_AFTER
+        items = [(rel, k) for rel, k in self._known.items() if k.touched < old]
+        if items:
+            self._apply(await asyncio.to_thread(self._touch, items))
+
+    def _touch(self, items: list[tuple[str, _Known]]) -> dict[str, _Known | None]:
+        gone = []
+        for rel, k in items:
+            if k.state.blob is not None and self.blobs.touch(k.state.blob):
+                k.touched = time.time()
+            else:
+                gone.append((rel, k))
+        return self._read_again(gone, by_stat=False) if gone else {}
 
     async def after_run(self, fresh: set[str], changes: Any) -> None:
         """A sandboxed run ended: record a step for each file it created, changed or

@@ -50,6 +50,10 @@ class RunObserver(Protocol):
         """The run ended having made ``changes`` (before they are merged into the rooms)."""
         ...
 
+    def watching(self, watcher: Watcher) -> None:
+        """The workspace watch has started (and is the one the runs will use)."""
+        ...
+
 
 SYNC_TIMEOUT = 10.0  # seconds a flush or merge may take before the run goes on without it
 
@@ -89,6 +93,8 @@ class FileSync:
             log.warning("file watch unavailable (%s); comparing snapshots instead", e)
             self.watcher = SnapshotWatcher(self.workspace.root)
         self._started = True
+        if self.observer is not None:
+            self.observer.watching(self.watcher)
 
     async def before(self, hold: float, out: RunFiles | None = None) -> tuple[Any, str | None, Any]:
         """Flush the rooms, then mark the watch; returns what :meth:`after` needs."""

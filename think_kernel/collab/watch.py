@@ -148,6 +148,11 @@ class Watcher(Protocol):
         """What changed between ``mark`` and now."""
         ...
 
+    def folders(self) -> list[str]:
+        """The folders whose files' changes are reported as they happen (shallowest first);
+        empty when changes are found by comparing snapshots."""
+        ...
+
     def close(self) -> None:
         """Stop watching."""
         ...
@@ -315,6 +320,10 @@ class InotifyWatcher:
         self._log = [e for e in self._log if e[0] > floor]
         return changes
 
+    def folders(self) -> list[str]:
+        """The watched folders, shallowest first ("" is the root)."""
+        return sorted(set(self._dirs.values()), key=lambda f: (f.count("/") + bool(f), f))
+
     def close(self) -> None:
         """Stop watching."""
         if self._inotify is not None:
@@ -378,6 +387,10 @@ class SnapshotWatcher:
                 out.modified.append(path)
         out.deleted = [p for p in before if p not in after]
         return out
+
+    def folders(self) -> list[str]:
+        """None: a snapshot watch reports changes only when asked."""
+        return []
 
     def close(self) -> None:
         """Nothing to release."""
