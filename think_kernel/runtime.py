@@ -42,6 +42,8 @@ from .collab import local_access
 from .collab.filesync import FileSync
 from .config import HOW_TO_CONFIGURE_CHAT, NotConfigured, ThinkConfig, chat_error
 from .endpoint import Endpoint
+from .hooks import RunEnd
+from .hooks.session import open_hooks
 from .jobs import Jobs, JobsConfig
 from .layers import AgentExtension, Layers, load_extensions
 from .layers.core import CORE_TOOLS
@@ -114,6 +116,10 @@ class Runtime:
             tools=self.extra_tools,
             models=self.models,
             extensions=load_extensions() if extensions is None else extensions,
+        )
+        # Extensions' lifecycle hooks, around model and tool calls; a failing one is skipped.
+        self.hooks = open_hooks(
+            self.layers.hooks(), self.config.config, lambda: self.store, str(root)
         )
         # The endpoint in force, its client and the roles' models.
         self.model_access = ModelAccess(self.config, named=self.layers.named_model, injected=model)
@@ -469,6 +475,7 @@ class Runtime:
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []
         answered = False
+        ending = RunEnd(self.session_id, "failed")
         # The request's id is known before it is stored: its root task refers to it.
         message_id = user_message_id or new_id("m_")
         assert self.subagents is not None
@@ -494,9 +501,15 @@ class Runtime:
                         await self.store.reword_error(self.session_id, event.message, said)
                         event = dataclasses.replace(event, message=said)
                 answered = answered or isinstance(event, Chat)
+                if isinstance(event, Chat):
+                    ending = RunEnd(self.session_id, "complete", event.content)
+                elif isinstance(event, ErrorEvent):
+                    status = "stopped" if event.code == "step_limit" else "failed"
+                    ending = RunEnd(self.session_id, status, error=event.message)
                 await self.emit(event)
                 yield event
         await self.checkpoints.end()
+        await self.hooks.run_end(ending)
         if answered and self.config.auto_title:
             await self._title_later(agent, request)
 
@@ -520,6 +533,7 @@ class Runtime:
             "summarize_outputs": self.config.summarize_outputs,
             "gate": self.gate,
             "before_step": step_hook(self.selftools, self),
+            "hooks": self.hooks,
         }
         return Agent(model, tools, store, **self.agents.apply(kind, {**settings, **overrides}))
 

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..hooks.spec import ModelCall
 from ..store.ids import new_id
 from ..tools.base import ToolRegistry
 from .attachments import load_history
@@ -49,6 +50,7 @@ from .toolspecs import fit_specs
 
 if TYPE_CHECKING:
     from ..approvals import ApprovalGate
+    from ..hooks import HookRunner
     from .stores import AgentStore
 
 
@@ -66,6 +68,8 @@ class _Step:
     usage: Chunk | None = None
     estimated_in: int = 0
     stored: Any = None  # the insert of the step's row (an asyncio future; see Agent.run)
+    #: What hooks added to this call's system message (never stored, never kept).
+    context: str = ""
 
 
 class Agent:
@@ -98,6 +102,7 @@ class Agent:
         gate: ApprovalGate | None = None,
         step_role: str = "primary",
         before_step: Callable[[], AsyncIterator[Event]] | None = None,
+        hooks: HookRunner | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -121,6 +126,8 @@ class Agent:
         # Run before each model step (tools the agent wrote load there); it may change the
         # registry, whose specs are then taken again.
         self.before_step = before_step
+        # Extensions' lifecycle hooks: before each model call, around each tool call.
+        self.hooks = hooks
 
     def caller(self, session_id: str) -> ModelCaller:
         """The model caller of a session (roles, usage records, calibration)."""
@@ -189,6 +196,7 @@ class Agent:
                 make_context,
                 caller,
                 summarize=self.summarize_outputs,
+                hooks=self.hooks,
             ):
                 yield event
             rows.extend(resumed[c["id"]] for c in calls if c["id"] in resumed)
@@ -220,11 +228,16 @@ class Agent:
             ):
                 yield event
             role = "vision" if ctx.has_images else self.step_role
+            step = _Step()
+            if self.hooks is not None and self.hooks.has("before_model"):
+                model = caller.model(role)
+                call = ModelCall(session_id, step_no, role, model, request, self.hooks.workspace)
+                change = await self.hooks.before_model(call)
+                role, step.context = change.role or role, change.context
             # The step's row is stored while the request is on its way: the model has it one
             # SQLite commit sooner. Nothing about the step is yielded, and no
             # update of the row is made, before the insert is done (``step.stored``).
             mid = new_id("m_")
-            step = _Step()
             step.stored = asyncio.ensure_future(
                 self.store.add_message(
                     session_id,
@@ -304,6 +317,7 @@ class Agent:
                 make_context,
                 caller,
                 summarize=self.summarize_outputs,
+                hooks=self.hooks,
             ):
                 yield event
             # Tool results go back in call order, as endpoints expect after the assistant turn.
@@ -415,10 +429,12 @@ class Agent:
     ) -> AsyncIterator[Event]:
         last_beat = time.monotonic()
         step.estimated_in = ctx.tokens()
+        messages = ctx.messages
+        if step.context:
+            system = {**messages[0], "content": f"{messages[0]['content']}\n\n{step.context}"}
+            messages = [system, *messages[1:]]
         chunk: Chunk
-        async for chunk in self.model.stream(
-            ctx.messages, specs, caller.model(role), purpose="step"
-        ):
+        async for chunk in self.model.stream(messages, specs, caller.model(role), purpose="step"):
             if step.stored is not None and not step.stored.done():
                 await step.stored  # the request is out: its row first (see ``run``)
             kind = chunk.kind

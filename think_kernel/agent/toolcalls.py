@@ -17,6 +17,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from ..hooks.spec import ToolUse
 from ..tools.base import CallOutcome, ToolContext, ToolOutput, ToolRegistry
 from ..tools.summarize import needs_whole, summarize_input, summarize_output
 from .calls import ModelCaller
@@ -25,6 +26,7 @@ from .outputs import model_view
 
 if TYPE_CHECKING:
     from ..approvals import ApprovalGate
+    from ..hooks import HookRunner
     from .stores import AgentStore, RunLog
 
 ContextFactory = Callable[[str, str], ToolContext]
@@ -43,10 +45,12 @@ async def run_tool_calls(
     caller: ModelCaller,
     *,
     summarize: bool = True,
+    hooks: HookRunner | None = None,
 ) -> AsyncIterator[Event]:
     """Run one step's calls concurrently (each after its approval, if the gate asks for one);
     yield their calls, progress and results as they happen, and fill ``results`` (call id ->
-    stored tool message) for the model's next request."""
+    stored tool message) for the model's next request. ``hooks`` see each call before its
+    approval (allow, block, rewrite) and its result after it."""
     queue: asyncio.Queue[Event | None] = asyncio.Queue()
     for c in calls:
         yield ToolCall(c["id"], c["name"], parsed_arguments(c["arguments"]), message_id=mid)
@@ -56,7 +60,20 @@ async def run_tool_calls(
         ctx.emit = queue.put_nowait
         arguments: Any = call["arguments"]
         outcome: CallOutcome | None = None
-        if gate is not None and call["name"] in tools:  # unknown: refused below
+        where = hooks.workspace if hooks is not None else ""
+        use = ToolUse(session_id, call["id"], call["name"], parsed_arguments(arguments), where)
+        if hooks is not None and hooks.has("before_tool"):
+            decided = await hooks.before_tool(use)
+            if decided.blocked_by:
+                # The model sees the hook's reason as the result of the call.
+                text = decided.refusal(call["name"])
+                out = ToolOutput(text=text, summary="blocked by a hook", ok=False, error=text)
+                args = decided.arguments if isinstance(decided.arguments, dict) else None
+                outcome = CallOutcome(out, 0.0, args)
+            elif decided.rewritten:
+                arguments = decided.arguments  # what a person approves and what runs
+                use = ToolUse(session_id, call["id"], call["name"], arguments, where)
+        if outcome is None and gate is not None and call["name"] in tools:  # unknown: below
             decision = await gate.check(
                 session_id,
                 mid,
@@ -81,6 +98,8 @@ async def run_tool_calls(
                 arguments = decision.input  # approved with edited arguments
         if outcome is None:
             outcome = await tools.call(call["name"], arguments, ctx)
+        if hooks is not None and hooks.has("after_tool"):
+            outcome.output = await hooks.after_tool(use, outcome.output)
         out = outcome.output
         whole = out.full if out.full is not None else out.text
         text, usage = await model_view(

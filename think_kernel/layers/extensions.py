@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..entrypoints import published
 from ..tools.base import ToolFunc
@@ -19,7 +19,8 @@ ENTRY_POINT_GROUP = "think_kernel.extensions"
 
 
 class AgentExtension:
-    """Adds instructions, tools and model choices (the "class" layer), e.g. from a package:
+    """Adds instructions, tools, model choices and lifecycle hooks (the "class" layer), e.g.
+    from a package:
 
     [project.entry-points."think_kernel.extensions"]
     sql = "my_pkg.think:SqlExtension"
@@ -29,6 +30,8 @@ class AgentExtension:
     instructions: ClassVar[str] = ""
     tools: ClassVar[list[ToolFunc]] = []
     models: ClassVar[dict[str, str]] = {}
+    #: :class:`think_kernel.hooks.Hook` objects, run in this order after earlier extensions'.
+    hooks: ClassVar[list[Any]] = []
 
 
 def load_extensions() -> list[type[AgentExtension] | AgentExtension]:

@@ -48,6 +48,13 @@ class Layers:
                 registry.add(func)
         return registry
 
+    def hooks(self) -> list[Any]:
+        """The extensions' lifecycle hooks, in the order the extensions were loaded."""
+        found: list[Any] = []
+        for ext in self.extensions:
+            found += list(getattr(ext, "hooks", None) or ())
+        return found
+
     def system_prompt(self, props: dict[str, Any], *more: str) -> str:
         """Core prompt + class + extensions + config + session instructions (+ ``more``)."""
         layers = [self.instructions]
