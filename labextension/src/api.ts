@@ -78,6 +78,31 @@ export interface ISkillsReport {
   };
 }
 
+/** One message that matched (the REST shape). */
+export interface ISearchHit {
+  session_id: string;
+  title: string;
+  kind: string;
+  message_id: string;
+  seq: number;
+  role: string;
+  created_at: number;
+  snippet: string;
+  /** `[start, end)` offsets of the matches in `snippet`. */
+  spans: [number, number][];
+  facet: string | null;
+  tool: string | null;
+  off_branch: boolean;
+  link: string;
+}
+
+/** `GET /api/think/search`: the hits, and a note when the query was read as plain words. */
+export interface ISearchResult {
+  query: string;
+  notice: string;
+  hits: ISearchHit[];
+}
+
 /** An HTTP error with the server's message. */
 export class ThinkApiError extends Error {
   constructor(
@@ -355,6 +380,13 @@ export class ThinkApi {
   async listSkills(sessionId: string): Promise<ISkillsReport> {
     return this.request<ISkillsReport>(
       `skills${query({ session: sessionId })}`
+    );
+  }
+
+  /** Full-text search over every session of the workspace, best first. */
+  searchSessions(q: string, limit = 20): Promise<ISearchResult> {
+    return this.request<ISearchResult>(
+      `search${query({ q, limit: String(limit) })}`
     );
   }
 

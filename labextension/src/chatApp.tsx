@@ -36,6 +36,8 @@ import { TaskPanel } from './taskPanel';
 import { TasksModel } from './tasksModel';
 import { useTimeTravel } from './timeTravel';
 import { defaultSession, kindOf, SessionsList } from './sessionsList';
+import { revealMessage, SessionSearch } from './sessionSearch';
+import type { ISearchHit } from './api';
 import { isRunning } from './reducer';
 import { ChatStore } from './store';
 import type {
@@ -332,6 +334,22 @@ export function ChatApp(
     [store, api]
   );
 
+  // A search hit opens its session, then shows its message once the history has it.
+  const bodyRef = useRef<HTMLDivElement>(null);
+  const openHit = async (hit: ISearchHit): Promise<void> => {
+    try {
+      const s =
+        sessions.find(x => x.id === hit.session_id) ??
+        (await api.getSession(hit.session_id));
+      select(s);
+      if (bodyRef.current) {
+        revealMessage(bodyRef.current, hit.message_id);
+      }
+    } catch (e) {
+      void showErrorMessage('Think: cannot open the session', String(e));
+    }
+  };
+
   const running = isRunning(state);
   const chatKind = kindOf(state.session);
   const onEditLast = (): void => {
@@ -349,7 +367,7 @@ export function ChatApp(
 
   return (
     <TranscriptCards approvals={approvals} questions={questions}>
-      <div className="jp-ThinkChat-body" data-running={running}>
+      <div className="jp-ThinkChat-body" data-running={running} ref={bodyRef}>
         <ChatHeader
           state={state}
           endpoint={endpoint}
@@ -369,6 +387,7 @@ export function ChatApp(
           onRename={(id, t) => void onRename(id, t)}
           onDelete={id => void onDelete(id)}
         />
+        <SessionSearch api={api} onOpen={hit => void openHit(hit)} />
         {loadError ? (
           <div className="jp-ThinkBanner jp-mod-error" role="alert">
             Cannot reach the Think server extension: {loadError}

@@ -8,3 +8,4 @@ import './cells.css';
 import './skills.css';
 import './askThink.css';
 import './rewind.css';
+import './search.css';
