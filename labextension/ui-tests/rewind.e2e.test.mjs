@@ -201,13 +201,10 @@ describe('time travel in the sidebar', () => {
     await waitCells(page, ['x = 1', 'y = 2']);
     await newSession(page, lab);
 
-    // Turn 1: the agent reads both files and edits its cell.
+    // Turn 1: the agent reads the notebook (never helper.py) and edits its cell.
     await lab.scriptReplies([
       {
-        tool_calls: [
-          ['read_notebook', { path: 'analysis.ipynb' }],
-          ['read_file', { path: 'helper.py' }]
-        ]
+        tool_calls: [['read_notebook', { path: 'analysis.ipynb' }]]
       },
       {
         tool_calls: [
