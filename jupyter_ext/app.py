@@ -31,7 +31,7 @@ from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
 from .hub import Hub
-from .jobs import JOB_END, JobEndFiring
+from .jobs import JOB_END, JobEndFiring, JobsWatch
 from .kernelnames import COMPLETION_NAMES_INTERVAL, KernelNames
 from .link import KernelLinks, LinkHandler, RpcHandler
 from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
@@ -427,6 +427,11 @@ class ThinkExtension(ExtensionApp):
             session_manager=getattr(serverapp, "session_manager", None),
         )
         chats.wake_scheduler = scheduler.wake
+        jobs_watch = JobsWatch(self.hub)
+        self.links.item_listeners.append(jobs_watch.on_item)
+        # A chat whose jobs run is in use: hibernating would end them with its kernel.
+        in_use = chats.pool.busy
+        chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid)
         svc = Services(
             limits=Limits(self.max_body_size, self.max_ws_frame, self.history_limit),
             store=store,

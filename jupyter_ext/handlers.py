@@ -22,8 +22,7 @@ from .approvals import (
 )
 from .attachments import checked_attachments
 from .base import ThinkHandler, field
-from .jobs import JobsHandler
-from .jobs import JobsHandler
+from .jobs import JobsHandler, JobsStopHandler
 from .openapi import OPENAPI
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
 from .rewind import branch_page, rewind_routes, tell_tabs
@@ -492,6 +491,6 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/schedules", SchedulesHandler),
         (f"{s}/schedules/(?P<schedule_id>{ID})", ScheduleHandler),
         (f"{s}/jobs", JobsHandler),
-        (f"{s}/jobs", JobsHandler),
+        (f"{s}/jobs/stop", JobsStopHandler),
         *rewind_routes(s),
     ]

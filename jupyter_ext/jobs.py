@@ -2,6 +2,12 @@
 chat; and ``GET /api/think/sessions/{id}/jobs``.
 
     scheduler.register(JOB_END, JobEndFiring(services).fire)
+    watch = JobsWatch(hub); links.item_listeners.append(watch.on_item)
+    watch.busy("s_1")       # it has running jobs: keep its kernel
+
+While jobs run, their kernel sends each change of its record as a ``jobs`` link item:
+:class:`JobsWatch` passes it to the session's tabs (a ``jobs`` frame, not stored) and keeps a
+chat with running jobs from hibernating (which would end them with its kernel).
 
 A kernel records a job's end as a ``job_end`` schedule row (``think_kernel/jobs/``). Its
 firing publishes a ``job`` frame to every tab on ``/api/think/notifications`` and, for a job
@@ -15,17 +21,23 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
+from tornado import web
 
 from think_kernel.jobs import JOB_END, setting_key
 from think_kernel.schedules.scheduler import Firing, pid_alive
+from think_kernel.wire.link import JobsStopFrame
 
 from .base import ThinkHandler
 from .services import Services
 
-__all__ = ["JOB_END", "JobEndFiring", "JobsHandler", "end_text"]
+if TYPE_CHECKING:
+    from .hub import Hub
+    from .link import KernelInfo
+
+__all__ = ["JOB_END", "JobEndFiring", "JobsHandler", "JobsStopHandler", "JobsWatch", "end_text"]
 
 
 def message_id(key: str) -> str:
@@ -51,6 +63,34 @@ def end_text(job: dict[str, Any]) -> str:
         text += f" Its last lines:\n```\n{tail}\n```"
     text += f"\njob_output({name!r}) shows more of its log."
     return text
+
+
+class JobsWatch:
+    """What each session's kernel last said of its jobs."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._running: dict[str, str] = {}  # session -> the kernel epoch with running jobs
+
+    def on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
+        """A ``jobs`` item: remember whether jobs run, and send the jobs to the tabs."""
+        if item.get("kind") != "jobs":
+            return
+        sid = str(item.get("session_id") or "")
+        record = item.get("record")
+        rows = record.get("jobs") if isinstance(record, dict) else None
+        if not sid or not isinstance(rows, list):
+            return
+        jobs = [j for j in rows if isinstance(j, dict)]
+        if any(j.get("state") == "running" for j in jobs):
+            self._running[sid] = info.epoch
+        else:
+            self._running.pop(sid, None)
+        self.hub.publish(sid, {"type": "jobs", "jobs": jobs})
+
+    def busy(self, session_id: str) -> bool:
+        """Whether the session's kernel said jobs run (its kernel must not be culled)."""
+        return session_id in self._running
 
 
 class JobEndFiring:
@@ -109,3 +149,21 @@ class JobsHandler(ThinkHandler):
             rows = [{**j, "state": "lost", "error": why} if j.get("state") == "running" else j
                     for j in rows]  # fmt: skip
         self.send({"jobs": rows})
+
+
+class JobsStopHandler(ThinkHandler):
+    """``POST {"name"?}``: stop one of the session's jobs, or all (a person's Stop)."""
+
+    @authorized
+    async def post(self, session_id: str) -> None:
+        """Ask the session's kernel to stop them (202); 409 when no kernel runs it."""
+        await self.session_or_404(session_id)
+        name = self.body().get("name") or ""
+        if not isinstance(name, str) or len(name) > 64:
+            raise web.HTTPError(400, "name is a job's name (or absent: every job)")
+        kernel = self.svc.chats.pool.kernels.get(session_id)
+        if kernel is None:
+            raise web.HTTPError(409, "no kernel runs this session now, so none of its jobs runs")
+        # The jobs' next record (the jobs frame, GET .../jobs) tells how they ended.
+        self.svc.links.send(kernel, JobsStopFrame(session_id=session_id, name=name))
+        self.send({"sent": True, "name": name}, status=202)

@@ -43,4 +43,25 @@ JOB_PATHS: dict[str, Any] = {
             params=[path_param("session_id")],
         ),
     },
+    "/sessions/{session_id}/jobs/stop": {
+        "post": op(
+            "Stop one of the session's background jobs (body {name}) or every one (no name): "
+            "the session's kernel is told (202); how they ended shows in GET .../jobs and in "
+            "the session's jobs frames. 409 when no kernel runs the session",
+            {
+                "description": "accepted",
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {"sent": {"type": "boolean"}, "name": {"type": "string"}},
+                        }
+                    }
+                },
+            },
+            params=[path_param("session_id")],
+            body={"type": "object", "properties": {"name": {"type": "string", "maxLength": 64}}},
+            status="202",
+        ),
+    },
 }

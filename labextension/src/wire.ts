@@ -376,6 +376,16 @@ export interface ISessionErrorFrame extends ILiveFields {
   approval?: Record<string, unknown> | null;
 }
 
+/**
+ * The session's background jobs as its kernel last recorded them (sent on each
+ * change, at most every few seconds while one prints; not stored): see `GET
+ * .../jobs`.
+ */
+export interface IJobsFrame extends ILiveFields {
+  type: 'jobs';
+  jobs: Record<string, unknown>[];
+}
+
 /** A tab asks whether the socket is alive (answered `pong`). */
 export interface ISessionPingFrame {
   type: 'ping';
@@ -443,7 +453,8 @@ export type ServerFrame =
   | ICancelledFrame
   | IApprovalDecidedFrame
   | ISessionPongFrame
-  | ISessionErrorFrame;
+  | ISessionErrorFrame
+  | IJobsFrame;
 
 /** Everything a tab may send. */
 export type ClientFrame =

@@ -1,6 +1,7 @@
 """Background jobs on a real server with a real chat kernel and sandbox: the model starts a
-job that prints progress, the person keeps chatting while it runs, the jobs API shows its
-progress, its end notifies every tab and wakes the agent, which reads its output.
+job that prints progress, the person keeps chatting while it runs, the jobs API and the
+session's tabs show its progress, its chat does not hibernate meanwhile, its end notifies
+every tab and wakes the agent, which reads its output; a person's Stop ends jobs.
 
 ``THINK_JOB_TEST_SECONDS`` sets the job's length (default 3 s; 180 for the three-minute case
 of the benchmarks)."""
@@ -25,8 +26,9 @@ pytestmark = pytest.mark.timeout(120 + 2 * SECONDS)
 @pytest.fixture
 def think_config():
     # The scheduler's own poll is a minute: a job's end that shows in seconds proves the
-    # kernel woke it over the link.
-    return {"heartbeat_interval": 0.2, "kernel_pool_size": 0, "scheduler_poll": 60.0}
+    # kernel woke it over the link. A chat idle for a second hibernates, unless jobs run.
+    return {"heartbeat_interval": 0.2, "kernel_pool_size": 0, "scheduler_poll": 60.0,
+            "hibernate_after": 1.0}  # fmt: skip
 
 
 @pytest.fixture
@@ -39,6 +41,11 @@ async def notifications(jp_ws_fetch, think):
     client.conn.close()
 
 
+def jobs_frames(tab: WSClient) -> list[list[dict]]:
+    """The jobs of each ``jobs`` frame the tab got (frames of no job left out)."""
+    return [f["jobs"] for f in tab.of("jobs") if f["jobs"]]
+
+
 def chat_text(tab: WSClient, text: str) -> bool:
     """Whether the tab saw the assistant say ``text``."""
     return any(f.get("type") == "chat" and text in json.dumps(f) for f in tab.frames)
@@ -48,11 +55,11 @@ async def test_a_job_runs_while_the_person_chats_and_wakes_the_agent(
     model_env, api, ws, think, notifications, jp_root_dir: Path
 ) -> None:
     steps = max(4, int(SECONDS * 4))
-    # The job's last line waits for a file the test writes once the person's second
-    # message is answered: the job is surely running during that exchange.
+    # The job's end waits for a file the test writes once the person's second message is
+    # answered and the chat has been idle past hibernate_after: the job surely runs then.
     command = (f"for i in $(seq 1 {steps}); do echo \"step $i/{steps} "
                f"$((i * 100 / {steps}))%\"; sleep 0.25; done; "
-               "while [ ! -e release ]; do sleep 0.05; done; echo finished")  # fmt: skip
+               "until [ -e release ]; do echo waiting; sleep 0.2; done; echo finished")  # fmt: skip
     model_env.reply(tool_calls=[("run_job", {"command": command, "name": "train", "wake": True})])
     model_env.reply(text="Training started.")
     model_env.reply(text="Sunny all week.")
@@ -78,6 +85,13 @@ async def test_a_job_runs_while_the_person_chats_and_wakes_the_agent(
     await until(lambda: chat_text(tab, "Sunny all week."), 60, "the chat answered")
     _, body = await api("GET", f"sessions/{sid}/jobs")
     assert body["jobs"][0]["state"] == "running"
+    # The tab follows it live; idle for longer than hibernate_after, the chat keeps its
+    # kernel (hibernating would end the job with it).
+    idle_from = body["jobs"][0]["elapsed"]
+    seen = await until(lambda: [f for f in jobs_frames(tab) if f[0]["elapsed"] >= idle_from + 3],
+                       30 + SECONDS, "the tab's jobs frames")  # fmt: skip
+    assert seen[-1][0]["name"] == "train" and seen[-1][0]["state"] == "running"
+    assert think.services.chats.pool.culled == 0
 
     (jp_root_dir / "release").write_text("")
     frame = (await until(lambda: notifications.of("job"), 60, "the job's notification"))[0]
@@ -96,8 +110,8 @@ async def test_a_job_runs_while_the_person_chats_and_wakes_the_agent(
     assert "train: done, exit code 0" in sent and "finished" in sent, sent
     _, body = await api("GET", f"sessions/{sid}/jobs")
     [job] = body["jobs"]
-    assert job["state"] == "done" and job["lines"] == steps + 1 and job["percent"] == 100
-    assert job["tail"].endswith("finished")
+    assert job["state"] == "done" and job["lines"] > steps and job["percent"] == 100
+    assert job["tail"].endswith("waiting\nfinished")
 
 
 async def test_the_jobs_api_needs_a_session(api) -> None:
@@ -105,3 +119,30 @@ async def test_the_jobs_api_needs_a_session(api) -> None:
     assert status == 404
     _, s = await api("POST", "sessions", {"title": "none"})
     assert await api("GET", f"sessions/{s['id']}/jobs") == (200, {"jobs": []})
+
+
+async def test_a_persons_stop_ends_the_jobs(model_env, api, ws, think, notifications) -> None:
+    model_env.reply(tool_calls=[("run_job", {"command": "while true; do echo tick; sleep 0.1; "
+                                             "done", "name": "forever"})])  # fmt: skip
+    model_env.reply(text="Running.")
+    _, s = await api("POST", "sessions", {"title": "stop"})
+    sid = s["id"]
+    tab = await ws(sid)
+    await api("POST", f"sessions/{sid}/messages", {"content": "run forever"})
+    await until(lambda: chat_text(tab, "Running."), 60, "the job started")
+    await until(lambda: jobs_frames(tab), 30, "the tab's jobs frame")
+
+    status, body = await api("POST", f"sessions/{sid}/jobs/stop", {})
+    assert status == 202 and body == {"sent": True, "name": ""}
+
+    def stopped():
+        return [jobs for jobs in jobs_frames(tab) if jobs[0]["state"] == "stopped"]
+
+    frame = (await until(stopped, 30, "the stopped job's frame"))[-1][0]
+    assert frame["error"] == "stopped from the sidebar (Stop all)"
+    bell = (await until(lambda: notifications.of("job"), 30, "the notification"))[0]
+    assert bell["state"] == "stopped" and "message_id" not in bell  # it did not ask to wake
+    _, listed = await api("GET", f"sessions/{sid}/jobs")
+    assert listed["jobs"][0]["state"] == "stopped"
+    _, other = await api("POST", "sessions", {"title": "no kernel"})
+    assert (await api("POST", f"sessions/{other['id']}/jobs/stop", {}))[0] == 409

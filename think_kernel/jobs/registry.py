@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
 import time
@@ -32,6 +33,8 @@ from .job import Job, follow
 if TYPE_CHECKING:
     from ..sandbox import Sandbox
     from ..store import Store
+
+log = logging.getLogger(__name__)
 
 #: The schedule kind of a job's end.
 JOB_END = "job_end"
@@ -50,6 +53,15 @@ def setting_key(session_id: str) -> str:
     return f"jobs.{session_id}"
 
 
+def link_items(push: Callable[[dict[str, Any]], None]) -> Callable[[str, dict[str, Any]], None]:
+    """An ``on_record`` that sends each record as a ``jobs`` item over the kernel link."""
+
+    def send(session_id: str, record: dict[str, Any]) -> None:
+        push({"kind": "jobs", "session_id": session_id, "record": record})
+
+    return send
+
+
 class Jobs:
     """The background jobs of one kernel (each belongs to the session that started it)."""
 
@@ -66,6 +78,15 @@ class Jobs:
         self._saved_at: dict[str, float] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        #: Called with (session id, record) after each save: a linked kernel sends it to
+        #: the server (the sidebar's progress; a session with running jobs stays awake).
+        self.on_record: Callable[[str, dict[str, Any]], None] | None = None
+
+    def attach(self, on_record: Callable[[str, dict[str, Any]], None], session_id: str) -> None:
+        """Send every later record to ``on_record``, and the session's record now."""
+        self.on_record = on_record
+        if session_id in self._stores or session_id in self._jobs:
+            on_record(session_id, self.record(session_id))
 
     # ------------------------------------------------------------------ queries
 
@@ -225,8 +246,14 @@ class Jobs:
             return
         async with self._locks.setdefault(session_id, asyncio.Lock()):
             self._saved_at[session_id] = time.time()
+            record = self.record(session_id)
             with contextlib.suppress(Exception):  # a closed store must not end the job's task
-                await store.set_setting(setting_key(session_id), self.record(session_id))
+                await store.set_setting(setting_key(session_id), record)
+            if self.on_record is not None:
+                try:
+                    self.on_record(session_id, record)
+                except Exception:  # the link's trouble, not the job's
+                    log.debug("could not send the jobs record", exc_info=True)
 
     async def recover(
         self, store: Store, session_id: str, wake_scheduler: Callable[[], Any] | None = None

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..collab.linked import linked_setup
 from ..config import ThinkConfig
+from ..jobs import link_items
 from ..runtime import Runtime
 from ..schedules.notebook import KernelReminders
 from ..store.location import store_dir
@@ -130,6 +131,8 @@ class KernelRuntime:
 
     async def _start_reminders(self, runtime: Runtime) -> None:
         """Reminders: the server fires them when there is one; else this kernel."""
+        if self.link is not None:  # the server shows the jobs and keeps their chat awake
+            runtime.jobs.attach(link_items(self.link.push), runtime.session_id)
         self.reminders = KernelReminders(runtime, self.link)
         try:
             await self.reminders.start()

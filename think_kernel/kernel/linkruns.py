@@ -17,7 +17,14 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..wire.link import ApprovalFrame, CancelFrame, ChatFrame, ToolCancelFrame, ToolFrame
+from ..wire.link import (
+    ApprovalFrame,
+    CancelFrame,
+    ChatFrame,
+    JobsStopFrame,
+    ToolCancelFrame,
+    ToolFrame,
+)
 
 log = logging.getLogger(__name__)
 # MCP call ids remembered to drop a resend (the oldest are forgotten past this many).
@@ -47,9 +54,27 @@ class LinkRuns:
         self._tools: dict[str, asyncio.Task[None]] = {}
         self._tool_ids: OrderedDict[str, None] = OrderedDict()
         self._busy = 0
+        self._stops: set[asyncio.Task[None]] = set()  # jobs being stopped
         #: Called with True when a chat run starts and False when it ends (the kernel
         #: publishes busy / idle, so jupyter_server reports the kernel's real state).
         self.on_run: Callable[[bool], None] | None = None
+
+    def on_jobs_stop(self, frame: JobsStopFrame) -> None:
+        """Stop a session's background jobs (one, or all): a person's Stop in the sidebar."""
+        task = asyncio.ensure_future(self._stop_jobs(frame))
+        self._stops.add(task)
+        task.add_done_callback(self._stops.discard)
+
+    async def _stop_jobs(self, frame: JobsStopFrame) -> None:
+        try:
+            jobs = (await self._runtime()).jobs
+            if frame.name:
+                if jobs.get(frame.session_id, frame.name) is not None:
+                    await jobs.stop(frame.session_id, frame.name, "stopped from the sidebar")
+            else:
+                await jobs.stop_all(frame.session_id, "stopped from the sidebar (Stop all)")
+        except Exception:
+            log.exception("stopping jobs failed")
 
     def tasks(self) -> list[asyncio.Task[None]]:
         """Every run and approval task not yet done."""

@@ -147,6 +147,16 @@ class ToolFrame(Frame):
 
 
 @dataclass(frozen=True, slots=True)
+class JobsStopFrame(Frame):
+    """Stop a session's background jobs: ``name``, or every one when it is empty (a
+    person's Stop in the sidebar; the jobs' next record tells how they ended)."""
+
+    type: ClassVar[str] = "jobs_stop"
+    session_id: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCancelFrame(Frame):
     """Cancel an MCP tool call."""
 
@@ -193,11 +203,11 @@ TO_SERVER = frame_table((ItemsFrame, RpcFrame, PingFrame, PongFrame, ErrorFrame)
 #: What the server sends an authenticated kernel.
 TO_KERNEL = frame_table(
     (AckFrame, RpcResultFrame, RpcErrorFrame, ChatFrame, CancelFrame, ApprovalFrame, ToolFrame,
-     ToolCancelFrame, RoomsFrame, PingFrame, PongFrame, ErrorFrame)
+     ToolCancelFrame, RoomsFrame, PingFrame, PongFrame, ErrorFrame, JobsStopFrame)
 )  # fmt: skip
 #: Every link frame, the handshake included, in the order the reference lists them.
 LINK_FRAMES: tuple[type[Frame], ...] = (
     ChallengeFrame, HelloFrame, WelcomeFrame, ItemsFrame, AckFrame, RpcFrame, RpcResultFrame,
     RpcErrorFrame, ChatFrame, CancelFrame, ApprovalFrame, ToolFrame, ToolCancelFrame,
-    RoomsFrame, PingFrame, PongFrame, ErrorFrame,
+    RoomsFrame, PingFrame, PongFrame, ErrorFrame, JobsStopFrame,
 )  # fmt: skip

@@ -98,6 +98,15 @@ class ApprovalDecidedFrame(Frame):
 
 
 @dataclass(frozen=True, slots=True)
+class JobsFrame(Frame):
+    """The session's background jobs as its kernel last recorded them (sent on each change,
+    at most every few seconds while one prints; not stored): see ``GET .../jobs``."""
+
+    type: ClassVar[str] = "jobs"
+    jobs: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class SessionPongFrame(Frame):
     """The answer to a ``ping``."""
 
@@ -155,7 +164,7 @@ class SessionApprovalFrame(Frame):
 #: What the server sends a tab, besides the agent events.
 SESSION_FRAMES: tuple[type[Frame], ...] = (
     SyncFrame, HistoryFrame, PartialFrame, MessageFrame, CancelledFrame, ApprovalDecidedFrame,
-    SessionPongFrame, SessionErrorFrame,
+    SessionPongFrame, SessionErrorFrame, JobsFrame,
 )  # fmt: skip
 #: What a tab may send.
 CLIENT_FRAMES: tuple[type[Frame], ...] = (
