@@ -168,3 +168,21 @@ async def test_ten_thousand_messages_answer_within_50_ms(tmp_path: Path) -> None
         assert found.hits, query
         assert best <= 0.050, (query, best)
     await s.close()
+
+
+async def test_a_word_in_very_many_messages_ranks_the_newest_matches(tmp_path: Path) -> None:
+    from think_kernel.store.search import RANK_WINDOW
+
+    s = await Store.open(tmp_path / "t.db")
+    sid = (await s.create_session())["id"]
+    now = time.time()
+    rows = [(f"m_{n}", sid, n + 1, "user", "alpha " * (9 if n == 0 else 1), now, now)
+            for n in range(RANK_WINDOW + 500)]  # fmt: skip
+    await s.db.executemany(
+        "INSERT INTO messages (id, session_id, seq, role, content, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    hits = (await s.search_messages("alpha", 50)).hits
+    assert len(hits) == 50 and min(h.seq for h in hits) > 500  # the oldest are not ranked
+    await s.close()

@@ -5,6 +5,10 @@
         hit.session_id, hit.title, hit.created_at, hit.snippet, hit.spans
     found.notice    # set when the query was not valid search syntax and was read as words
 
+Hits are ranked by BM25 among the ``RANK_WINDOW`` most recently stored matches: ranking
+scores every match, and a word found in nearly every message would cost a score per message
+(at 100,000 messages, ten times the time of the whole search otherwise).
+
 The index (migration ``m017_search``) is kept by triggers on ``messages``: every insert, edit
 and delete of a message, by any process, changes it in the same transaction; deleting a
 session deletes its messages and so its entries. Subagents' messages (their facet) and the
@@ -32,6 +36,9 @@ MAX_LIMIT = 50
 SNIPPET_TOKENS = 16
 #: Characters of a query (a longer one is refused: it cannot be what a person meant).
 MAX_QUERY_CHARS = 1000
+#: Matches ranked at most, the newest: ranking scores every match, and a word found in most
+#: messages would cost a score per message; past this many the newest ones are ranked.
+RANK_WINDOW = 1000
 _OPEN, _CLOSE = "\x02", "\x03"  # match markers inside snippets; never in stored text shown
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -40,7 +47,10 @@ SELECT f.rid, f.snip, m.id AS message_id, m.session_id, m.seq, m.role, m.name, m
        m.created_at, m.off_branch, s.title, s.kind, s.path
 FROM (SELECT rowid AS rid, rank,
              snippet(search_fts, 0, char(2), char(3), '…', {SNIPPET_TOKENS}) AS snip
-      FROM search_fts WHERE search_fts MATCH ? ORDER BY rank LIMIT ?) f
+      FROM search_fts WHERE search_fts MATCH ?1 AND rowid >= COALESCE(
+          (SELECT rowid FROM search_fts WHERE search_fts MATCH ?1
+           ORDER BY rowid DESC LIMIT 1 OFFSET {RANK_WINDOW - 1}), 0)
+      ORDER BY rank LIMIT ?2) f
 JOIN search_map k ON k.rid = f.rid
 JOIN messages m ON m.id = k.message_id
 LEFT JOIN sessions s ON s.id = m.session_id
