@@ -79,6 +79,27 @@ export interface ISkillsReport {
 }
 
 /** One message that matched (the REST shape). */
+/** One agent type a session can run as (`GET /api/think/agents`). */
+export interface IAgentType {
+  name: string;
+  description: string;
+  /** `builtin`, `workspace`, `user` or `package:<dist>`. */
+  source: string;
+  path: string;
+  /** `allow`: null for every tool. */
+  tools: { allow: string[] | null; deny: string[] };
+  model: string;
+  approval_policy: string;
+}
+
+/** The agent types, the files refused, and (given a session) the session's type. */
+export interface IAgentsReport {
+  agents: IAgentType[];
+  default: string;
+  current?: string;
+  invalid: { name: string; source: string; path: string; reason: string }[];
+}
+
 export interface ISearchHit {
   session_id: string;
   title: string;
@@ -381,6 +402,18 @@ export class ThinkApi {
     return this.request<ISkillsReport>(
       `skills${query({ session: sessionId })}`
     );
+  }
+
+  /** The agent types a session can run as, and its current one. */
+  listAgents(sessionId: string): Promise<IAgentsReport> {
+    return this.request<IAgentsReport>(
+      `agents${query({ session: sessionId })}`
+    );
+  }
+
+  /** Change a session's agent type (null: the default); 400 names what is wrong. */
+  setSessionAgent(id: string, agent: string | null): Promise<ISession> {
+    return this.request<ISession>(`sessions/${enc(id)}`, 'PATCH', { agent });
   }
 
   /** Full-text search over every session of the workspace, best first. */

@@ -23,6 +23,7 @@ import {
   type IContextSummary
 } from './context';
 import { DebugEvents } from './debugEvents';
+import { AgentPicker } from './agentPicker';
 import { ChatHeader } from './chatHeader';
 import { ForeignNote } from './foreignNote';
 import { MessageList } from './messageView';
@@ -378,6 +379,9 @@ export function ChatApp(
           onToggleDebug={() => setShowDebug(!showDebug)}
           onModel={() => (setupOpen ? closeSetup() : openSetup())}
           onOpenActionLog={props.openActionLog}
+          agentPicker={
+            currentId ? <AgentPicker api={api} sessionId={currentId} /> : null
+          }
         />
         <SessionsList
           sessions={sessions}

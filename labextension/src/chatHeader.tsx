@@ -1,6 +1,6 @@
 /**
- * The chat's header: title, status, the model badge, usage, and the action log and debug
- * buttons.
+ * The chat's header: title, status, the agent type picker, the model badge, usage, and the
+ * action log and debug buttons.
  */
 
 import { bugIcon, listIcon } from '@jupyterlab/ui-components';
@@ -27,6 +27,8 @@ export interface IChatHeaderProps {
   /** The model badge was clicked (open or close the setup card). */
   onModel: () => void;
   onOpenActionLog: () => void;
+  /** The agent type picker of the current session (none without a session). */
+  agentPicker?: JSX.Element | null;
 }
 
 /** The header row above the sessions list. */
@@ -44,6 +46,7 @@ export function ChatHeader(props: IChatHeaderProps): JSX.Element {
         connected={state.connected || currentId === null}
       />
       <span className="jp-ThinkComposer-spacer" />
+      {props.agentPicker ?? null}
       {endpoint?.configured ? (
         <button
           className="jp-ThinkModelBadge"

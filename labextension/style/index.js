@@ -9,3 +9,4 @@ import './skills.css';
 import './askThink.css';
 import './rewind.css';
 import './search.css';
+import './agents.css';
