@@ -38,8 +38,9 @@ class CheckpointConfig(Configurable):
         "unknown and a rewind leaves that file alone. Default: 32.",
     )
     prefetch_file_kb = Int(
-        256,
+        1024,
         config=True,
-        help="Largest file (KB) the prefetch copies; bigger files are copied only once the "
-        "agent reads or changes them with its tools. Default: 256.",
+        help="Largest file (KB) the prefetch copies (a notebook with plots is often several "
+        "hundred KB); bigger files are copied only once the agent reads or changes them with "
+        "its tools. Default: 1024.",
     )

@@ -9,7 +9,7 @@ the next run), so a run's change to one of them has its prior state. Hidden file
 copied (``.env`` and the like stay where they are), nor what the watch skips.
 
     found = copy_ahead(fs, blobs, root, watcher.folders(), max_bytes=32 << 20,
-                       max_file=256 << 10, max_files=1000)   # [(path, blob, size, mtime_ns)]
+                       max_file=1 << 20, max_files=1000)   # [(path, blob, size, mtime_ns)]
 """
 
 from __future__ import annotations
