@@ -74,7 +74,7 @@ CHANGING_TOOLS = frozenset(
 )
 READING_TOOLS = frozenset({"read_file", "read_notebook"})
 #: Seconds the first run waits for the copies made ahead (then it goes on without the rest).
-PREFETCH_WAIT = 5.0
+PREFETCH_WAIT = 2.0
 #: A remembered content's blob is marked in use again after this long, so that pruning,
 #: which collects blobs no step names after :data:`~.blobs.GRACE`, leaves it.
 TOUCH_AFTER = GRACE / 3
