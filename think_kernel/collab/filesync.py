@@ -94,7 +94,10 @@ class FileSync:
             self.watcher = SnapshotWatcher(self.workspace.root)
         self._started = True
         if self.observer is not None:
-            self.observer.watching(self.watcher)
+            try:
+                self.observer.watching(self.watcher)
+            except Exception:  # runs matter more than their checkpoints
+                log.exception("could not tell the checkpoints that the watch started")
 
     async def before(self, hold: float, out: RunFiles | None = None) -> tuple[Any, str | None, Any]:
         """Flush the rooms, then mark the watch; returns what :meth:`after` needs."""
