@@ -33,6 +33,7 @@ import { RewindNote } from './rewind';
 import { SetupCard } from './setupCard';
 import { SkillsList } from './skillsList';
 import { SubagentView } from './subagentView';
+import { JobsStrip } from './jobsView';
 import { TaskPanel } from './taskPanel';
 import { TasksModel } from './tasksModel';
 import { useTimeTravel } from './timeTravel';
@@ -398,6 +399,13 @@ export function ChatApp(
           </div>
         ) : null}
         {showSetup ? null : <TaskPanel model={tasks} running={running} />}
+        {showSetup || !currentId ? null : (
+          <JobsStrip
+            store={store}
+            sessionId={currentId}
+            settings={api.settings}
+          />
+        )}
         {showSetup || !currentId ? null : (
           <SkillsList api={api} sessionId={currentId} running={running} />
         )}

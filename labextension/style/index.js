@@ -6,6 +6,7 @@ import './reminders.css';
 import './untrusted.css';
 import './cells.css';
 import './skills.css';
+import './jobs.css';
 import './askThink.css';
 import './rewind.css';
 import './search.css';
