@@ -6,13 +6,15 @@ from __future__ import annotations
 import time
 
 from ..store.search import MAX_LIMIT, SearchQueryError
-from ..tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, read_only
+from ..tools.base import ToolContext, ToolError, ToolFunc, ToolOutput, optional, read_only
 
 
 def _when(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
+# Both are aids the model can do without: on a window too small for every tool, they go.
+@optional
 @read_only
 async def search_sessions(ctx: ToolContext, query: str, limit: int = 10) -> ToolOutput:
     """Search every message and tool result of this workspace's past and current sessions.
@@ -49,6 +51,7 @@ async def search_sessions(ctx: ToolContext, query: str, limit: int = 10) -> Tool
     )
 
 
+@optional
 async def remember(ctx: ToolContext, text: str) -> ToolOutput:
     """Add one short, durable note (a fact, preference or decision) to the person's memory
     file, which every later session's instructions include. The person sees it and can undo it.
