@@ -126,6 +126,21 @@ async def test_an_unknown_type_fails_the_request_and_never_falls_back(
     assert not result["ok"] and "no usable agent type 'nope'" in result["output"]
 
 
+async def test_think_agent_lists_chooses_and_resets(runtime: Runtime) -> None:
+    folder = runtime.workspace.root / ".think" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "bad.md").write_text("---\nname: bad\ndescription: d\ntools: 5\n---\n")
+    listed = (await run_command(runtime, "think_agent", "")).markdown
+    assert "Agent type of this session: **general**" in listed
+    assert "explorer (builtin)" in listed and "reviewer (builtin)" in listed
+    assert "`bad` invalid (.think/agents/bad.md): 'tools' must be" in listed
+    chosen = (await run_command(runtime, "think_agent", "explorer")).markdown
+    assert "**explorer** (builtin)" in chosen and "allows only read_file" in chosen
+    assert "**explorer**" in (await run_command(runtime, "think_agent", "")).markdown
+    await run_command(runtime, "think_agent", "default")
+    assert "agent" not in await runtime.props()
+
+
 async def test_a_type_sets_the_approval_policy_and_the_model(
     runtime: Runtime, fake_model: FakeModel
 ) -> None:

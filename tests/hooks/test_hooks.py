@@ -133,6 +133,8 @@ async def test_a_hook_blocks_bash_and_the_model_sees_the_reason(
     )
     assert "secrets stay secret" in str(fake_model.requests[-1]["messages"][-1]["content"])
     assert rt.sandbox is None  # nothing ran: the sandbox was never needed
+    calls, total_ms, slowest_ms = rt.hooks.timings[("no-secrets", "before_tool")]
+    assert calls == 1 and 0 < slowest_ms <= total_ms  # each call is timed
     # In order: the first hook saw the call, the one after the block did not.
     assert seen[0] == ("first", {"command": "cat secrets.txt"})
     assert [s[0] for s in seen[1:]] == ["first", "last"]  # then both saw the run end
