@@ -59,7 +59,7 @@ from .store import Store, location, new_id
 from .subagents import Subagents
 from .subagents.session import SessionSubagents
 from .tasks import TasksConfig
-from .tools.base import ToolContext, ToolFunc
+from .tools.base import ToolContext, ToolFunc, ToolRegistry
 from .tools.sandboxcalls import call_from_sandbox
 from .tools.services import ToolServices
 from .tools.warm import ToolWarmer
@@ -163,6 +163,9 @@ class Runtime:
                 lambda: self.box.identity(self.session_id)
             )
         self.tools = self.layers.tools(CORE_TOOLS)
+        # The tools each running agent may call (its agent type's), by task id ("": the
+        # session's own run): calls back from its sandboxed code are held to them.
+        self.running_tools: dict[str, ToolRegistry] = {}
         self.warmer = ToolWarmer(self.tools)
         self.approvals = SessionApprovals(
             self.config, self.tools, self, agent_policy=self.agents.policy_of
@@ -470,6 +473,7 @@ class Runtime:
                 await self.emit(ev)
                 yield ev
             return
+        self.running_tools[""] = agent.tools
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
         attachments = [*self.pending_attachments, *(attachments or [])]

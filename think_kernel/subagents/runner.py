@@ -62,6 +62,8 @@ class Host(Protocol):
     tools: ToolRegistry
     gate: ApprovalGate | None
     agents: SessionAgents
+    #: The tools each running agent may call, by task id (its sandboxed code's calls back).
+    running_tools: dict[str, ToolRegistry]
 
     @property
     def sandbox(self) -> Any:
@@ -174,16 +176,20 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
 
     outcome = Outcome()
     event: Event
-    async for event in agent.run(job.session_id, request_text(job), make_context):
-        await job.stream.feed(event)
-        if isinstance(event, ToolCall):
-            job.tool_calls += 1
-        elif isinstance(event, Chat):
-            outcome.result = event.content
-        elif isinstance(event, ErrorEvent):
-            outcome.error, outcome.code = event.message, "error"
-        elif isinstance(event, Usage) and event.purpose == "step":
-            job.steps += 1
+    host.running_tools[task_id] = agent.tools
+    try:
+        async for event in agent.run(job.session_id, request_text(job), make_context):
+            await job.stream.feed(event)
+            if isinstance(event, ToolCall):
+                job.tool_calls += 1
+            elif isinstance(event, Chat):
+                outcome.result = event.content
+            elif isinstance(event, ErrorEvent):
+                outcome.error, outcome.code = event.message, "error"
+            elif isinstance(event, Usage) and event.purpose == "step":
+                job.steps += 1
+    finally:
+        host.running_tools.pop(task_id, None)
     await job.stream.close()
     if outcome.result is None and outcome.error is None:
         outcome.error = "the subagent stopped without an answer"

@@ -26,6 +26,8 @@ class Host(Protocol):
     """What a call from sandboxed code uses of the runtime."""
 
     tools: ToolRegistry
+    #: The tools each running agent may call, by task id ("": the session's own run).
+    running_tools: dict[str, ToolRegistry]
     files: FileSync
     store: Store | None
     session_id: str
@@ -45,7 +47,9 @@ async def call_from_sandbox(host: Host, tool: str, args: dict[str, Any]) -> Tool
     if rooms is not None and isinstance(path, str):
         with contextlib.suppress(Exception):  # best effort: the poll merges it soon
             await rooms.sync_rooms([path], None)
-    outcome = await host.tools.call(tool, args, ctx)
+    # The agent whose code calls back is held to its agent type's tool limits here too.
+    tools = host.running_tools.get(WORKING_ON.get() or "", host.tools)
+    outcome = await tools.call(tool, args, ctx)
     if rooms is not None:
         with contextlib.suppress(Exception):
             await rooms.flush_rooms(0)
