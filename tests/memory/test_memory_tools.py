@@ -115,9 +115,15 @@ async def test_think_memory_shows_and_undoes_what_remember_added(tmp_path: Path)
     rows = await s.list_actions(sid, tool="think_memory")
     assert [r["action"] for r in rows] == ["undo remember", "undo remember"]
 
+    await s.add_message(sid, "user", "we chose DuckDB for the joins")
+    found = (await run_command(rt, "think_memory", "search duckdb")).markdown
+    assert f"`{sid}` (user): we chose **DuckDB** for the joins" in found
+    found = (await run_command(rt, "think_memory", "search c++")).markdown
+    assert found.startswith("_not valid search syntax")
+
     from think_kernel.kernel.commands.reply import CommandError
 
-    for arg in ("undo", f"undo {ids[0]}", "undo a_nope", "frobnicate"):
+    for arg in ("undo", f"undo {ids[0]}", "undo a_nope", "frobnicate", "search", "search ()"):
         try:
             await run_command(rt, "think_memory", arg)
         except CommandError as e:
