@@ -137,6 +137,10 @@ async def test_think_agent_lists_chooses_and_resets(runtime: Runtime) -> None:
     chosen = (await run_command(runtime, "think_agent", "explorer")).markdown
     assert "**explorer** (builtin)" in chosen and "allows only read_file" in chosen
     assert "**explorer**" in (await run_command(runtime, "think_agent", "")).markdown
+    # The %think_status rows (the command itself starts the sandbox to show its tier).
+    status = runtime.agents.status(await runtime.props())
+    assert status.startswith("`explorer` (builtin; allows only read_file")
+    assert runtime.hooks.status() == "none"
     await run_command(runtime, "think_agent", "default")
     assert "agent" not in await runtime.props()
 

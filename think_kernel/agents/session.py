@@ -92,6 +92,14 @@ class SessionAgents:
         except UnknownAgentType:
             return ""  # the request itself fails and says why
 
+    def status(self, props: dict[str, Any]) -> str:
+        """The session's type for ``%think_status`` (Markdown)."""
+        try:
+            kind = self.of(props)
+        except UnknownAgentType as e:
+            return f"**unavailable**: {e}"
+        return f"`{kind.name}` ({kind.source}; {kind.limits.describe()})"
+
     def prompt(self, kind: AgentType, skills: SessionSkills | None = None) -> str:
         """The type's section of the system prompt ("" for a type that changes nothing)."""
         parts = []

@@ -113,6 +113,10 @@ class HookRunner:
         #: (hook, stage) -> [calls, total milliseconds, slowest milliseconds].
         self.timings: dict[tuple[str, str], list[float]] = {}
 
+    def status(self) -> str:
+        """The hooks, in order, for ``%think_status`` (Markdown)."""
+        return ", ".join(f"`{hook_name(h)}`" for h in self.hooks) or "none"
+
     def has(self, stage: str) -> bool:
         """Whether any hook acts at ``stage``."""
         return bool(self._stages[stage])

@@ -79,6 +79,8 @@ async def think_status(rt: Any, arg: str) -> CommandReply:
         ("workspace", code_span(str(rt.workspace.root))),
         ("sandbox", tier or "none (code cells run in a plain subprocess)"),
         ("approvals", await _approvals(rt)),
+        ("agent type", rt.agents.status(props)),
+        ("hooks", rt.hooks.status()),
         ("MCP servers", _mcp_summary(rt)),
         *rt.skills.status_rows(),  # AGENTS.md files and skills, as the next request reads them
         ("memory", rt.services.memory.status() if rt.services.memory else "none"),
