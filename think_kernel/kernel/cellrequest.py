@@ -23,6 +23,7 @@ from .cellcode import run_cell_code
 from .celloutput import CellOutput
 from .commands import CommandError, run_command, whole_output_markdown
 from .completion import CELL_MAGICS
+from .jobcell import job_cell
 from .lifecycle import KernelRuntime
 from .resume import remember_session
 
@@ -61,7 +62,11 @@ class CellRequest:
         if first.startswith("%%"):
             name = first.split()[0]
             if name not in CELL_MAGICS:
-                return self._usage_error(f"unknown cell magic `{name}`; known: %%python, %%bash.")
+                known = ", ".join(CELL_MAGICS)
+                return self._usage_error(f"unknown cell magic `{name}`; known: {known}.")
+            if name == "%%think_job":  # a background job, followed in the cell
+                runtime = await self.life.ensure_runtime()
+                return await job_cell(runtime, first[len(name) :], body, self._out)
             return await self._code_cell(name[2:], body)
         lines = text.splitlines()
         n = 0

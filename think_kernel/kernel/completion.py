@@ -14,7 +14,7 @@ from typing import Any
 
 from .commands import COMMANDS
 
-CELL_MAGICS = ("%%python", "%%bash")
+CELL_MAGICS = ("%%python", "%%bash", "%%think_job")
 LINE_MAGICS = tuple(f"%{name}" for name in COMMANDS)
 
 

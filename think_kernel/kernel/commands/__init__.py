@@ -29,6 +29,7 @@ HELP = """\
 | command | does |
 |---|---|
 | `%%python` / `%%bash` | run the cell's code (sandboxed when a sandbox is available) |
+| `%%think_job [NAME]` | the cell's bash as a background job, followed here (Stop: it runs on) |
 | `%think_session [ID\\|new]` | show, resume or start the agent session |
 | `%think_sessions` | list sessions |
 | `%think_model [NAME\\|ROLE=NAME]` | this session's models (`fast=`, `summarizer=`, `vision=`) |
