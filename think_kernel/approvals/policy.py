@@ -48,6 +48,8 @@ READS = frozenset(
         "check_subagent_status",
         "wait_for_subagents",
         "list_reminders",
+        "job_status",
+        "job_output",
     }
 )
 DEFAULT_ASK = frozenset({"delete_file", "delete_cell", "revert", "run_in_kernel"})
@@ -65,8 +67,13 @@ WRITES = frozenset(
         "execute_code",
         "run_in_kernel",
         "interact_with_page",
+        "run_job",
+        "stop_job",
     }
 )
+#: Tools that run a command as another does: a rule naming the other governs them too (a
+#: rule that asks before ``bash`` commands matching ``rm\s`` asks before such a job).
+SAME_AS = {"run_job": "bash"}
 #: File tools whose ``path`` argument names what they change.
 FILE_CHANGES = frozenset({"write_file", "edit_file", "delete_file"})
 #: The workspace folder whose files steer the agent (``think_kernel.skills.places``).
@@ -173,7 +180,9 @@ class Rule:
 
     def matches(self, tool: str, args: Mapping[str, Any]) -> bool:
         """Whether this rule applies to the call."""
-        if not fnmatch.fnmatchcase(tool, self.tool):
+        if not fnmatch.fnmatchcase(tool, self.tool) and not (
+            tool in SAME_AS and fnmatch.fnmatchcase(SAME_AS[tool], self.tool)
+        ):
             return False
         if not self.arg:
             return True
