@@ -162,3 +162,42 @@ async def test_a_type_sets_the_approval_policy_and_the_model(
     await collect(runtime, "hi")
     assert fake_model.requests[-1]["model"] == FAST
     assert "Be careful." in fake_model.requests[-1]["messages"][0]["content"]
+
+
+async def test_a_subagent_asks_as_its_type_says(
+    tmp_path: Path, fake_model: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    rt = await make_runtime(tmp_path / "ws", fake_model, approval_timeout=0.2)
+    try:
+        folder = rt.workspace.root / ".think" / "agents"
+        folder.mkdir(parents=True)
+        (folder / "careful.md").write_text(
+            "---\nname: careful\ndescription: Asks first.\napproval_policy: strict\n---\n"
+        )
+        rt.agents.library.trust.trust_all = True  # as c.AgentsConfig.trust_workspace_agents
+        fake_model.reply(
+            tool_calls=[("write_file", {"path": "parent.txt", "content": "p"})]
+            + [
+                (
+                    "delegate_to_subagent",
+                    {"task": "SUB-C write", "instructions": "Write c.", "agent": "careful"},
+                )
+            ]
+        )
+        fake_model.reply(tool_calls=[("wait_for_subagents", {})])
+        fake_model.reply(text="Done.")
+        fake_model.reply_for(
+            "SUB-C", tool_calls=[("write_file", {"path": "c.txt", "content": "c"})]
+        )
+        fake_model.reply_for("SUB-C", text="no one approved")
+        await collect(rt, "write both")
+        root = rt.workspace.root
+        assert (root / "parent.txt").exists()  # the parent's type (general, default): no ask
+        assert not (root / "c.txt").exists()  # the subagent's (strict) asked; no one answered
+        assert rt.store is not None
+        (asked,) = await rt.store.list_approvals(rt.session_id)
+        assert asked["tool"] == "write_file" and asked["task_id"]
+        assert asked["status"] != "approved"
+    finally:
+        await rt.close()

@@ -97,11 +97,16 @@ class ApprovalGate:
         self._wakers: dict[str, asyncio.Event] = {}
         self.task_id: str | None = None
 
-    def for_task(self, task_id: str) -> ApprovalGate:
-        """This gate (same policy, same waiting calls, same decisions) for the calls of a
-        subagent working on a task: its approvals carry the task's id."""
+    def for_task(
+        self, task_id: str, policy: Callable[[], Awaitable[Policy]] | None = None
+    ) -> ApprovalGate:
+        """This gate (same policy unless ``policy`` replaces it, same waiting calls, same
+        decisions) for the calls of a subagent working on a task: its approvals carry the
+        task's id."""
         tagged = copy.copy(self)  # shares _wakers: a decision wakes the subagent's call too
         tagged.task_id = task_id
+        if policy is not None:
+            tagged.policy = policy
         return tagged
 
     # -- deciding from this process ---------------------------------------------------------

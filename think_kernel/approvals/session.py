@@ -65,12 +65,12 @@ class SessionApprovals:
             on_always=self.always_allow,
         )
 
-    async def policy(self) -> Policy:
-        """The approval policy in force: config, the session's agent type, then the
-        session's ``approval`` prop."""
+    async def policy(self, mode: str = "") -> Policy:
+        """The approval policy in force: config, the session's agent type (or ``mode``: a
+        subagent's type), then the session's ``approval`` prop."""
         props = await self.session.props()
         return Policy.from_settings(
-            self.agent_policy(props) or self.config.approval_policy,
+            mode or self.agent_policy(props) or self.config.approval_policy,
             self.config.approval_rules,
             props,
             kernel_exec=self.config.kernel_exec,

@@ -15,6 +15,7 @@ sandbox (:class:`.SandboxWorker`). Its events go to the parent's clients through
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..agent.loop import Agent
     from ..agents import SessionAgents
     from ..approvals import ApprovalGate
+    from ..approvals.session import SessionApprovals
     from ..store import Store
 
 #: Tools only the parent has: a subagent works on its task, it does not plan or delegate,
@@ -62,6 +64,7 @@ class Host(Protocol):
     tools: ToolRegistry
     gate: ApprovalGate | None
     agents: SessionAgents
+    approvals: SessionApprovals
     #: The tools each running agent may call, by task id (its sandboxed code's calls back).
     running_tools: dict[str, ToolRegistry]
 
@@ -146,14 +149,18 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
     props = await host.props()
     # Never more tools than the parent's type allows; its own type limits them further.
     parent = limited(host.tools, host.agents.of(props))
+    gate = host.gate.for_task(task_id) if host.gate is not None else None
     if job.agent:
         props = {**props, "agent": job.agent}
+        mode = host.agents.find(job.agent).approval_policy
+        if mode and host.gate is not None:  # its calls ask as its type says
+            gate = host.gate.for_task(task_id, functools.partial(host.approvals.policy, mode))
     store = FacetStore(host.store, task_id)
     agent = host.make_agent(
         props,
         store=store,
         tools=tools_for_subagent(parent),
-        gate=host.gate.for_task(task_id) if host.gate is not None else None,
+        gate=gate,
         system=host.system_prompt(props) + "\n" + SUBAGENT_PROMPT,
         step_role="fast",
         max_steps=job.max_steps,
