@@ -201,3 +201,26 @@ async def test_a_subagent_asks_as_its_type_says(
         assert asked["status"] != "approved"
     finally:
         await rt.close()
+
+
+async def test_a_user_type_carries_its_skills(
+    runtime: Runtime, fake_model: FakeModel, tmp_path: Path
+) -> None:
+    think = tmp_path / "data" / "think"  # the user-level Think folder (JUPYTER_DATA_DIR)
+    (think / "skills" / "csv-tips").mkdir(parents=True)
+    (think / "skills" / "csv-tips" / "SKILL.md").write_text(
+        "---\nname: csv-tips\ndescription: Reading the CSV exports.\n---\nUse sep=';'.\n"
+    )
+    (think / "agents").mkdir()
+    (think / "agents" / "analyst.md").write_text(
+        "---\nname: analyst\ndescription: Analyses data.\nskills: [csv-tips, missing]\n"
+        "tools: {deny: [delete_file]}\n---\nShow your numbers.\n"
+    )
+    await run_command(runtime, "think_agent", "analyst")
+    fake_model.reply(text="ok")
+    await collect(runtime, "analyse")
+    (request,) = fake_model.requests
+    system = request["messages"][0]["content"]
+    assert "# Agent type: analyst" in system and "Show your numbers." in system
+    assert '<skill name="csv-tips" source="user"' in system and "Use sep=';'." in system
+    assert "delete_file" not in offered(request) and "write_file" in offered(request)
