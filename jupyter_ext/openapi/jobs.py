@@ -13,7 +13,17 @@ _JOB = {
         "command": {"type": "string", "description": "its first 500 characters"},
         "state": {
             "type": "string",
-            "enum": ["running", "done", "failed", "timeout", "memory", "stopped", "killed", "lost"],
+            "enum": [
+                "running",
+                "done",
+                "failed",
+                "timeout",
+                "memory",
+                "disk",
+                "stopped",
+                "killed",
+                "lost",
+            ],
         },
         "started_at": {"type": "number", "description": "seconds since the epoch"},
         "ended_at": {"type": "number", "nullable": True},

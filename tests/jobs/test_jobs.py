@@ -170,3 +170,12 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+async def test_a_job_past_its_write_budget_ends_as_disk(sandbox: Sandbox, store: Store) -> None:
+    jobs = jobs_in(sandbox, max_write_mb=2)
+    cmd = "head -c 8M /dev/zero > big.bin && sync big.bin; sleep 60"
+    job = await jobs.start(SID, cmd, "writer", store=store)
+    await until(lambda: job.state != "running", 60, "the job's end")
+    assert job.state == "disk" and "c.JobsConfig.max_write_mb" in job.error, job.describe()
+    (sandbox.workspace / "big.bin").unlink(missing_ok=True)

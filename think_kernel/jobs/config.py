@@ -32,6 +32,15 @@ class JobsConfig(Configurable):
         "limit (SandboxConfig.session_memory_mb) still holds over everything it runs. "
         "0 = only the session's limit. Default: 3072.",
     )
+    max_write_mb = Int(
+        0,
+        min=0,
+        config=True,
+        help="Bytes one job may write to disk, in MiB, counted as SandboxConfig.max_write_mb "
+        "is (the session's writes while the job runs); past it the job ends as 'disk'. "
+        "0 = no budget of its own: the session's write budget (session_write_mb) and the "
+        "free-space floor (min_free_mb) hold for jobs as for every run. Default: 0.",
+    )
     check_interval = Float(
         0.25,
         min=0.01,

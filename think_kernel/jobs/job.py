@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from ..sandbox import Sandbox
     from ..sandbox.runs import Run
 
-#: How a job ended: exit 0, another exit code, its wall clock, its memory limit, Stop, a
-#: signal, or its kernel (and sandbox) went away while it ran.
-STATES = ("running", "done", "failed", "timeout", "memory", "stopped", "killed", "lost")
+#: How a job ended: exit 0, another exit code, its wall clock, its memory limit, a disk
+#: budget, Stop, a signal, or its kernel (and sandbox) went away while it ran.
+STATES = ("running", "done", "failed", "timeout", "memory", "disk", "stopped", "killed", "lost")
 
 _EXIT_GRACE = 1.0  # seconds for its pipes to close once the process is gone
 _KILL_GRACE = 3.0  # seconds for the launcher to report a killed job
@@ -131,6 +131,23 @@ async def follow(job: Job, sandbox: Sandbox, on_change: Any) -> None:
     loop = asyncio.get_running_loop()
     ooms = sandbox.oom_kills()
     deadline = loop.time() + cfg.timeout if cfg.timeout > 0 else float("inf")
+    watch = sandbox.watch_job(run, cfg.max_write_mb)
+    try:
+        await _read(job, sandbox, on_change, deadline)
+    finally:
+        if watch is not None:
+            watch.stop()
+    for stream in ("stdout", "stderr"):
+        job.log.feed(stream, b"", final=True)
+    job.end(*_outcome(job, run, sandbox.oom_kills() > ooms))
+
+
+async def _read(job: Job, sandbox: Sandbox, on_change: Any, deadline: float) -> None:
+    """The job's events until it ended (or its kill was never reported)."""
+    run = job.run
+    assert run is not None
+    cfg = job.config
+    loop = asyncio.get_running_loop()
     next_check = loop.time()
     eofs: set[str] = set()
     exit_by: float | None = None
@@ -163,9 +180,8 @@ async def follow(job: Job, sandbox: Sandbox, on_change: Any) -> None:
             on_change()
         elif kind == "eof":
             eofs.add(a)
-    for stream in ("stdout", "stderr"):
-        job.log.feed(stream, b"", final=True)
-    job.end(*_outcome(job, run, sandbox.oom_kills() > ooms))
+        elif kind == "wake":  # the disk watch killed it: its exit is due shortly
+            deadline = min(deadline, loop.time() + _KILL_GRACE)
 
 
 async def _kill(job: Job, sandbox: Sandbox, reason: str) -> None:
@@ -185,6 +201,11 @@ def _outcome(job: Job, run: Run, oom: bool) -> tuple[str, str, int | None]:
     if reason == "memory":
         return "memory", (f"killed: its processes used more than {cfg.memory_mb} MiB "
                           "(c.JobsConfig.memory_mb)"), None  # fmt: skip
+    if reason == "disk":
+        why = run.kill_detail.replace(
+            "allowed per run (max_write_mb)", "allowed per job (c.JobsConfig.max_write_mb)"
+        )
+        return "disk", why or "it wrote past a disk budget", None
     if reason == "stopped":
         return job.stop_state, job.stop_reason or "stopped", None
     if run.exit is None or ex.get("lost"):

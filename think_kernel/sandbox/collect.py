@@ -58,16 +58,18 @@ class CollectRuns:
             res.warnings.insert(0, TIER3_WARNING)
         return res
 
-    def _watch(self, run: Run, written: int) -> WriteWatch | None:
+    def _watch(self, run: Run, written: int, budget_mb: int | None = None) -> WriteWatch | None:
         """Start the disk watch of one run from ``written``, the session's written bytes before
-        it started (None when there is no budget and no floor)."""
+        it started (None when there is no budget and no floor). ``budget_mb``: its own write
+        budget instead of ``max_write_mb`` (a background job's)."""
         cfg = self.config
-        if cfg.max_write_mb <= 0 and cfg.session_write_mb <= 0 and cfg.min_free_mb <= 0:
+        per_run = cfg.max_write_mb if budget_mb is None else budget_mb
+        if per_run <= 0 and cfg.session_write_mb <= 0 and cfg.min_free_mb <= 0:
             return None
         watch = WriteWatch(
             self.session_pids,
             lambda: self.resources.known_pids(self._root_pid()),
-            max(0, cfg.max_write_mb) << 20,
+            max(0, per_run) << 20,
             cfg.write_check_interval,
             in_thread=self.cgroup is None,
             ledger=self.disk,

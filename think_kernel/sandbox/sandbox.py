@@ -26,7 +26,7 @@ from .errors import SandboxError
 from .launcher import Launcher, LauncherError, LaunchSpec
 from .limits import LimitRow, with_disk_use
 from .loopback import LoopbackHandler, LoopbackServer
-from .meter import DiskLedger
+from .meter import DiskLedger, WriteWatch
 from .result import ExecResult
 from .runs import KILL_GRACE, PING_DEADLINE, Run, open_pipes, send_line
 from .session import ResourceError, SessionResources
@@ -316,6 +316,12 @@ class Sandbox(StartRuns, CollectRuns):
             raise SandboxError(refused.error)
         ack = 4 * self.config.launcher_timeout  # _ack takes a quarter of it
         return await self._spawn("bash", {"command": command}, ack, worker, limits)
+
+    def watch_job(self, run: Run, budget_mb: int) -> WriteWatch | None:
+        """Watch a job's disk writes as a run's are (its own ``budget_mb``, the session's
+        budget, the free-space floor); past one it is killed with reason ``disk`` and a
+        ``wake`` event in its queue. The caller stops the watch when the job ends."""
+        return self._watch(run, self._written(), budget_mb)
 
     async def kill_run(self, run: Run, reason: str) -> None:
         """Kill a run's process group (a job's), recording ``reason`` as why."""
