@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets.config import Config
 
+from ..skills.session import skill_block
 from ..skills.trust import SkillTrust
 from .agenttype import AgentType
 from .config import AgentsConfig
@@ -113,8 +114,6 @@ class SessionAgents:
         if kind.instructions:
             parts.append(kind.instructions)
         if kind.skills and skills is not None:
-            from ..skills.session import skill_block
-
             for name in kind.skills:
                 loaded = skills.find(name)
                 if loaded is not None:
