@@ -124,6 +124,13 @@ async def test_jobs_of_an_ended_kernel_are_lost_not_gone(sandbox: Sandbox, store
     assert await stored(store, "crashed", "lost") and await stored(store, "orphan", "lost")
     ends = await store.list_schedules(SID, JOB_END)
     assert sorted(r["payload"]["name"] for r in ends) == ["crashed", "orphan"]
+    # The next kernel's tools still tell of them, with the last lines their record kept.
+    ctx = ToolContext(SID, LocalWorkspace(str(sandbox.workspace)), store=store,
+                      services=ToolServices(jobs=fresh))  # fmt: skip
+    status = (await ToolRegistry(JOB_TOOLS).call("job_status", {}, ctx)).output
+    assert "crashed: lost (its kernel stopped" in status.text, status.text
+    log = (await ToolRegistry(JOB_TOOLS).call("job_output", {"name": "orphan"}, ctx)).output
+    assert log.ok and log.text.startswith("orphan: lost (its kernel shut down"), log.text
 
 
 async def test_the_tools_start_follow_read_and_stop_jobs(sandbox: Sandbox, store: Store) -> None:

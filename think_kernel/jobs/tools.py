@@ -99,9 +99,16 @@ async def job_output(ctx: ToolContext, name: str, tail: int = 50) -> ToolOutput:
         name: the job's name
         tail: how many of the last lines (default 50)
     """
-    job = _jobs(ctx).get(ctx.session_id, name)
+    jobs = _jobs(ctx)
+    job = jobs.get(ctx.session_id, name)
     if job is None:
-        raise ToolError(f"no job {name!r} in this kernel's log (job_status lists them)",
+        past = [p for p in jobs.past(ctx.session_id) if p.get("name") == name]
+        if past:  # an earlier kernel's job: only the last lines its record kept
+            row = past[-1]
+            head = f"{name}: {row.get('state')} ({row.get('error') or 'an earlier kernel'})"
+            text = f"{head}\n[its last lines, as recorded]\n{row.get('tail') or '(none)'}"
+            return ToolOutput(text=text, summary=f"{name}: {row.get('state')}")
+        raise ToolError(f"no job {name!r} in this session (job_status lists them)",
                         "NO_SUCH_JOB")  # fmt: skip
     tail = max(1, min(int(tail), 5000))
     body = job.log.tail(tail)
