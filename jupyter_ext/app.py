@@ -444,6 +444,7 @@ class ThinkExtension(ExtensionApp):
             mcp_calls=KernelCalls(
                 store, chats, self.links, start_timeout=self.kernel_start_timeout
             ),
+            jobs=jobs_watch,
         )
         self._stoppable = svc
         early, self._early_spare = self._early_spare, None

@@ -71,6 +71,7 @@ class JobsWatch:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         self._running: dict[str, str] = {}  # session -> the kernel epoch with running jobs
+        self._kernels: dict[str, str] = {}  # session -> the kernel that last told of its jobs
 
     def on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
         """A ``jobs`` item: remember whether jobs run, and send the jobs to the tabs."""
@@ -82,11 +83,16 @@ class JobsWatch:
         if not sid or not isinstance(rows, list):
             return
         jobs = [j for j in rows if isinstance(j, dict)]
+        self._kernels[sid] = info.kernel_id
         if any(j.get("state") == "running" for j in jobs):
             self._running[sid] = info.epoch
         else:
             self._running.pop(sid, None)
         self.hub.publish(sid, {"type": "jobs", "jobs": jobs})
+
+    def kernel_of(self, session_id: str) -> str | None:
+        """The kernel that last told of the session's jobs (a chat's or a notebook's)."""
+        return self._kernels.get(session_id)
 
     def busy(self, session_id: str) -> bool:
         """Whether the session's kernel said jobs run (its kernel must not be culled)."""
@@ -161,8 +167,8 @@ class JobsStopHandler(ThinkHandler):
         name = self.body().get("name") or ""
         if not isinstance(name, str) or len(name) > 64:
             raise web.HTTPError(400, "name is a job's name (or absent: every job)")
-        kernel = self.svc.chats.pool.kernels.get(session_id)
-        if kernel is None:
+        kernel = self.svc.jobs.kernel_of(session_id) or self.svc.chats.pool.kernels.get(session_id)
+        if kernel is None or not await self.svc.chats.kernel_alive(kernel):
             raise web.HTTPError(409, "no kernel runs this session now, so none of its jobs runs")
         # The jobs' next record (the jobs frame, GET .../jobs) tells how they ended.
         self.svc.links.send(kernel, JobsStopFrame(session_id=session_id, name=name))

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from think_kernel.store import Store
 
     from .hub import Hub
+    from .jobs import JobsWatch
     from .link import KernelLinks
     from .mcp.calls import KernelCalls
     from .pipeline import EventPipeline
@@ -51,6 +52,8 @@ class Services:
     scheduler: Scheduler
     notifier: Notifier
     mcp_calls: KernelCalls
+    #: What each session's kernel last said of its background jobs.
+    jobs: JobsWatch
 
 
 class StartFailed(RuntimeError):
