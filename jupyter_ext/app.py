@@ -35,6 +35,7 @@ from .jobs import JOB_END, JobEndFiring, JobsWatch
 from .kernelnames import COMPLETION_NAMES_INTERVAL, KernelNames
 from .link import KernelLinks, LinkHandler, RpcHandler
 from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
+from .memory import memory_routes
 from .modelsetup import model_routes
 from .pipeline import EventPipeline
 from .questions import question_routes
@@ -293,6 +294,7 @@ class ThinkExtension(ExtensionApp):
         self.handlers.extend((pattern, cls, kw) for pattern, cls in question_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in agent_routes())
         self.handlers.extend((pattern, cls, kw) for pattern, cls in search_routes())
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in memory_routes())
         inspecting = {**kw, "inspector": self.variables}
         self.handlers.extend((pattern, cls, inspecting) for pattern, cls in variables_routes())
         self.completer = Completer(

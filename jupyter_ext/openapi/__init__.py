@@ -17,7 +17,7 @@ from .parts import ERR
 from .questions import QUESTION_PATHS
 from .rewind import REWIND_PATHS
 from .schemas import REST_SCHEMAS
-from .search import SEARCH_PATHS
+from .search import MEMORY_PATHS, SEARCH_PATHS
 from .server import SERVER_PATHS
 from .sessions import SESSION_PATHS
 from .variables import VARIABLE_PATHS
@@ -33,6 +33,7 @@ OPENAPI["paths"].update(VARIABLE_PATHS)
 OPENAPI["paths"].update(JOB_PATHS)
 OPENAPI["paths"].update(AGENT_PATHS)
 OPENAPI["paths"].update(SEARCH_PATHS)
+OPENAPI["paths"].update(MEMORY_PATHS)
 for _path in OPENAPI["paths"].values():
     for _method, _operation in _path.items():
         if _method in ("post", "patch", "delete"):

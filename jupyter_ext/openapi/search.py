@@ -1,4 +1,5 @@
-"""The route of full-text search over the workspace's sessions."""
+"""The routes of memory across sessions: search over the workspace's sessions, and the
+person's memory file."""
 
 from __future__ import annotations
 
@@ -50,6 +51,52 @@ SEARCH_PATHS: dict[str, Any] = {
                 {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
                 query("limit", {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}),
             ],
+        ),
+    },
+}
+
+_NOTE = {
+    "type": "object",
+    "properties": {
+        "action_id": {"type": "string"},
+        "session_id": {"type": "string"},
+        "ts": {"type": "number"},
+        "line": {"type": "string"},
+        "present": {"type": "boolean", "description": "the memory file still has the line"},
+    },
+}
+
+MEMORY_PATHS: dict[str, Any] = {
+    "/memory": {
+        "get": op(
+            "The person's memory file (in every prompt) and the notes remember added to it, "
+            "newest first",
+            ok_json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "text": {"type": "string"},
+                        "notes": {"type": "array", "items": _NOTE},
+                    },
+                }
+            ),
+        ),
+    },
+    "/memory/undo": {
+        "post": op(
+            "Take out of the memory file the line one remember call added (by action_id or "
+            "line; the action log records it). 404 for no such call, 409 when the file no "
+            "longer has the line",
+            ok_json({"type": "object", "properties": {"removed": {"type": "string"}}}),
+            body={
+                "type": "object",
+                "properties": {
+                    "action_id": {"type": "string"},
+                    "line": {"type": "string"},
+                    "session_id": {"type": "string"},
+                },
+            },
         ),
     },
 }

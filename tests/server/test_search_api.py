@@ -68,3 +68,42 @@ async def test_search_sees_neither_other_workspaces_nor_anonymous_callers(
     except HTTPClientError as e:
         code = e.code
     assert code == 403
+
+
+async def test_the_memory_file_and_an_undo_of_remember_over_rest(
+    api, think, monkeypatch, tmp_path
+) -> None:
+    from think_kernel.agent.toolcalls import record_action
+    from think_kernel.memory import MEMORY_TOOLS, MemoryFile
+    from think_kernel.tools.base import ToolContext, ToolRegistry
+    from think_kernel.tools.services import ToolServices
+    from think_kernel.tools.workspace import LocalWorkspace
+
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    memory = MemoryFile()  # the default file, as the server finds it
+    store = think.services.store
+    sid = (await store.create_session())["id"]
+    (tmp_path / "ws").mkdir()
+    ctx = ToolContext(
+        sid, LocalWorkspace(tmp_path / "ws"), store=store, services=ToolServices(memory=memory)
+    )
+    outcome = await ToolRegistry(MEMORY_TOOLS).call("remember", {"text": "use uv"}, ctx)
+    action = await record_action(store, sid, "remember", outcome, {"text": "use uv"}, "m_1")
+    line = outcome.output.summary.removeprefix("remembered: ")
+
+    code, body = await api("GET", "memory")
+    assert code == 200 and body["path"] == str(memory.path) and body["text"] == f"{line}\n"
+    assert body["notes"] == [
+        {"action_id": action, "session_id": sid, "ts": body["notes"][0]["ts"], "line": line,
+         "present": True}
+    ]  # fmt: skip
+    code, body = await api("POST", "memory/undo", {"line": line, "session_id": sid})
+    assert code == 200 and body == {"removed": line} and memory.read() == ""
+    code, body = await api("POST", "memory/undo", {"action_id": action})
+    assert code == 409 and "nothing to undo" in body["message"]
+    code, body = await api("POST", "memory/undo", {"action_id": "a_nope"})
+    assert code == 404
+    code, body = await api("POST", "memory/undo", {})
+    assert code == 400
+    rows = await store.list_actions(sid, tool="think_memory")
+    assert [r["output_summary"] for r in rows] == [f"removed: {line}"]
