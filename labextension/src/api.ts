@@ -423,6 +423,15 @@ export class ThinkApi {
     );
   }
 
+  /** Take out of the memory file the line a `remember` call added; the line removed. */
+  async undoRemember(line: string, sessionId: string): Promise<string> {
+    const r = await this.request<{ removed: string }>('memory/undo', 'POST', {
+      line,
+      session_id: sessionId
+    });
+    return r.removed;
+  }
+
   /** The variables of an open notebook's kernel, read without running its code. */
   inspectVariables(path: string, names: string[]): Promise<IVariablesAnswer> {
     return this.request<IVariablesAnswer>(

@@ -10,6 +10,7 @@ import React from 'react';
 import type { IAskRequest } from './askRequest';
 import { ChatApp, type IChatPanelOptions, type IPendingAsk } from './chatApp';
 import { thinkIcon } from './icons';
+import { MemoryUndoContext } from './memoryUndo';
 
 export type { IChatPanelOptions } from './chatApp';
 
@@ -73,13 +74,21 @@ export class ChatPanel extends ReactWidget {
 
   protected render(): JSX.Element {
     return (
-      <ChatApp
-        {...this.options}
-        asks={this._asks}
-        settingsVersion={++this._version}
-      />
+      <MemoryUndoContext.Provider value={this._undoRemember}>
+        <ChatApp
+          {...this.options}
+          asks={this._asks}
+          settingsVersion={++this._version}
+        />
+      </MemoryUndoContext.Provider>
     );
   }
+
+  // Undo on a remember card: the line it added leaves the person's memory file.
+  private _undoRemember = (line: string): Promise<string> => {
+    const store = this.options.store;
+    return store.api.undoRemember(line, store.sessionId ?? '');
+  };
 
   private _version = 0;
   private _asks: IPendingAsk[] = [];

@@ -8,6 +8,7 @@ import React, { useState } from 'react';
 import { DecidedApproval, useDecidedApproval } from './approvalCards';
 import { AnsweredQuestion, useAnsweredQuestion } from './questionCards';
 import { formatDuration, summariseInput } from './format';
+import { RememberUndo } from './memoryUndo';
 import type { IToolCallState } from './reducer';
 import { storedToolImages, ToolImages, toolImages } from './toolImages';
 import {
@@ -134,6 +135,7 @@ export const ToolCard = React.memo(function ToolCard({
       {approval ? <DecidedApproval approval={approval} /> : null}
       {question ? <AnsweredQuestion question={question} /> : null}
       <ToolImages images={images} />
+      <RememberUndo call={call} />
       {status.kind === 'error' && !open && call.summary ? (
         <div className="jp-ThinkToolCard-error">{call.summary}</div>
       ) : null}

@@ -1,12 +1,16 @@
 /**
  * Browser test of the sidebar's search over all sessions, against a real JupyterLab, real
  * think kernels and the real store; only the model is scripted (see harness.mjs): a decision
- * said in one chat is found from another, and the hit opens the first chat at its message.
+ * said in one chat is found from another, and the hit opens the first chat at its message;
+ * a `remember` card shows the line the agent added to the memory file, and undoes it.
  *
  * Run: `npm run test:e2e` (needs `npm run build` first and Chromium at /usr/bin/chromium).
  */
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
 import { launchLab, shot } from './harness.mjs';
@@ -45,7 +49,9 @@ async function search(p, text) {
 
 describe('Search over all sessions in the sidebar', () => {
   before(async () => {
-    ui = await launchLab({ sidebar: true });
+    // A user folder of its own: the memory file (and store) of no one else.
+    const data = fs.mkdtempSync(path.join(os.tmpdir(), 'think-e2e-data-'));
+    ui = await launchLab({ sidebar: true, env: { JUPYTER_DATA_DIR: data } });
     ({ lab, page } = ui);
   });
 
@@ -99,5 +105,35 @@ describe('Search over all sessions in the sidebar', () => {
       .locator('.jp-ThinkSearch-hit')
       .first()
       .waitFor({ timeout: TIMEOUT });
+  });
+
+  test('a remember card shows the line and its Undo takes it out of the file', async () => {
+    await newSession(page);
+    await ask(
+      page,
+      [
+        { tool_calls: [['remember', { text: 'The team uses uv, not pip' }]] },
+        { text: 'I will remember that.' }
+      ],
+      'Remember that we use uv.'
+    );
+    const note = page.locator('.jp-ThinkMemoryUndo');
+    await note.waitFor({ timeout: TIMEOUT });
+    assert.match(
+      await note.textContent(),
+      /Added to your memory file: - \d{4}-\d\d-\d\d: The team uses uv, not pip/
+    );
+    let memory = await lab.api('GET', 'memory');
+    assert.match(memory.text, /The team uses uv, not pip/);
+    await shot(page, 'remember-undo', page.locator('.jp-ThinkChat'));
+    await note.getByRole('button', { name: /^Undo/ }).click();
+    await page
+      .locator('.jp-ThinkMemoryUndo', {
+        hasText: 'Taken out of your memory file'
+      })
+      .waitFor({ timeout: TIMEOUT });
+    memory = await lab.api('GET', 'memory');
+    assert.equal(memory.text, '');
+    assert.equal(memory.notes[0].present, false);
   });
 });
