@@ -94,7 +94,8 @@ async def test_a_job_runs_while_the_person_chats_and_wakes_the_agent(
     assert think.services.chats.pool.culled == 0
 
     (jp_root_dir / "release").write_text("")
-    frame = (await until(lambda: notifications.of("job"), 60, "the job's notification"))[0]
+    # The job ends once its steps are done (THINK_JOB_TEST_SECONDS) and it sees the file.
+    frame = (await until(lambda: notifications.of("job"), 60 + SECONDS, "its notification"))[0]
     assert frame["session_id"] == sid and frame["name"] == "train" and frame["state"] == "done"
     assert frame["session_title"] == "jobs" and "ended (done, exit code 0)" in frame["message"]
     await until(lambda: chat_text(tab, "Training finished."), 60, "the woken run answered")

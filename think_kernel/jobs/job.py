@@ -151,6 +151,7 @@ async def _read(job: Job, sandbox: Sandbox, on_change: Any, deadline: float) -> 
     next_check = loop.time()
     eofs: set[str] = set()
     exit_by: float | None = None
+    kill_by: float | None = None
     while True:
         now = loop.time()
         if run.exit is not None and (len(eofs) == 2 or (exit_by is not None and now >= exit_by)):
@@ -159,17 +160,20 @@ async def _read(job: Job, sandbox: Sandbox, on_change: Any, deadline: float) -> 
             exit_by = now + _EXIT_GRACE
         if run.kill_reason is None and now >= deadline:
             await _kill(job, sandbox, "timeout")
-            deadline = now + _KILL_GRACE
-        elif run.kill_reason is not None and now >= deadline:
-            break  # the launcher never reported the kill: give up on it
+        if run.kill_reason is not None:  # killed (here, by Stop or by the disk watch)
+            if kill_by is None:
+                kill_by = deadline = min(deadline, now + _KILL_GRACE)
+            elif now >= kill_by:
+                break  # the launcher never reported the kill: give up on it
         if cfg.memory_mb > 0 and run.kill_reason is None and now >= next_check:
             next_check = now + cfg.check_interval
             used = await asyncio.to_thread(job_memory, sandbox.session_pids(), run.pid or -1)
             job.peak_memory = max(job.peak_memory, used)
             if used > cfg.memory_mb << 20:
                 await _kill(job, sandbox, "memory")
-                deadline = now + _KILL_GRACE
-        wait = min(deadline, next_check if cfg.memory_mb > 0 else deadline,
+                kill_by = deadline = now + _KILL_GRACE
+        checking = cfg.memory_mb > 0 and run.kill_reason is None
+        wait = min(deadline, next_check if checking else deadline,
                    exit_by if exit_by is not None else deadline) - loop.time()  # fmt: skip
         try:
             kind, a, b = await wait_for(run.queue.get(), max(0.0, min(wait, 3600.0)))
@@ -180,8 +184,7 @@ async def _read(job: Job, sandbox: Sandbox, on_change: Any, deadline: float) -> 
             on_change()
         elif kind == "eof":
             eofs.add(a)
-        elif kind == "wake":  # the disk watch killed it: its exit is due shortly
-            deadline = min(deadline, loop.time() + _KILL_GRACE)
+        # "wake" (a kill from outside this loop) and "exit" only wake it up.
 
 
 async def _kill(job: Job, sandbox: Sandbox, reason: str) -> None:

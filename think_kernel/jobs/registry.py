@@ -166,6 +166,7 @@ class Jobs:
         if job.state == "running" and job.run is not None:
             job.stop_reason = job.stop_reason or reason
             await job.sandbox.kill_run(job.run, "stopped")
+            job.run.queue.put_nowait(("wake", "", b""))  # its loop counts the kill's grace
             await job.ended.wait()
         return job
 
