@@ -8,6 +8,7 @@ of the benchmarks)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from jupyter_ext.jobs import message_id
 from tests.waiting import until
+from think_kernel.jobs import setting_key
 
 from .conftest import WSClient
 
@@ -115,11 +117,19 @@ async def test_a_job_runs_while_the_person_chats_and_wakes_the_agent(
     assert job["tail"].endswith("waiting\nfinished")
 
 
-async def test_the_jobs_api_needs_a_session(api) -> None:
+async def test_the_jobs_api_needs_a_session_and_tells_lost_jobs(api, think) -> None:
     status, _ = await api("GET", "sessions/s_nope/jobs")
     assert status == 404
     _, s = await api("POST", "sessions", {"title": "none"})
     assert await api("GET", f"sessions/{s['id']}/jobs") == (200, {"jobs": []})
+    # A kernel that died with a job running left it recorded as running: shown lost.
+    gone = await asyncio.create_subprocess_exec("true")
+    await gone.wait()
+    row = {"name": "orphan", "state": "running", "error": ""}
+    record = {"kernel": "k", "pid": gone.pid, "jobs": [row]}
+    await think.services.store.set_setting(setting_key(s["id"]), record)
+    _, body = await api("GET", f"sessions/{s['id']}/jobs")
+    assert body["jobs"] == [{**row, "state": "lost", "error": "its kernel stopped while it ran"}]
 
 
 async def test_a_persons_stop_ends_the_jobs(model_env, api, ws, think, notifications) -> None:
