@@ -28,13 +28,12 @@ from ..skills.places import WORKSPACE_DIR, package_dirs, user_think_dir
 from ..skills.report import Found, Problem, Report, Review
 from ..skills.trust import SkillTrust, content_hash, review_reason
 from .agenttype import AgentType, InvalidAgentType, parse_agent_type
+from .builtin import BUILTIN_TYPES
 
 #: The entry point group through which installed packages publish folders of agent types.
 ENTRY_POINT_GROUP = "think_kernel.agents"
 #: The workspace's agent types, relative to its root.
 WORKSPACE_AGENTS = f"{WORKSPACE_DIR}/agents"
-#: The agent types that ship with Think.
-BUILTIN_DIR = Path(__file__).parent / "builtin"
 #: Bytes of one agent type file; a longer one is refused.
 MAX_BYTES = 64 * 1024
 
@@ -78,14 +77,14 @@ class AgentLibrary:
         self._cache: dict[str, tuple[tuple[int, int, int], LoadedType | Problem]] = {}
 
     def folders(self) -> list[tuple[str, Path, str]]:
-        """The places searched, in precedence order, as (source, folder, shown prefix)."""
+        """The folders searched, in precedence order, as (source, folder, shown prefix); the
+        built-in types (:mod:`.builtin`) come after them all."""
         if self._package_list is None:
             # Entry points change only when packages are installed: read them once.
             self._package_list = self._packages()
         out = [("workspace", self.workspace.root / WORKSPACE_AGENTS, WORKSPACE_AGENTS)]
         out.append(("user", self.user_dir, str(self.user_dir)))
         out += [(source, path, str(path)) for source, path in self._package_list]
-        out.append(("builtin", BUILTIN_DIR, "builtin"))
         return out
 
     def scan(self) -> AgentScan:
@@ -108,6 +107,10 @@ class AgentLibrary:
                 scan.report.loaded.append(
                     Found(name, source, result.kind.where, result.kind.description)
                 )
+        for kind in BUILTIN_TYPES:  # last: any file of the same name replaces it
+            if kind.name not in scan.types:
+                scan.types[kind.name] = LoadedType(kind)
+                scan.report.loaded.append(Found(kind.name, "builtin", kind.where, kind.description))
         return scan
 
     def _trusted(self, loaded: LoadedType) -> bool:
