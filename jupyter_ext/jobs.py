@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from .hub import Hub
     from .link import KernelInfo
 
+#: How long a chat whose job just ended stays awake for the end's message, at most (s).
+ENDING_GRACE = 120.0
+
 __all__ = ["JOB_END", "JobEndFiring", "JobsHandler", "JobsStopHandler", "JobsWatch", "end_text"]
 
 
@@ -72,6 +75,8 @@ class JobsWatch:
         self.hub = hub
         self._running: dict[str, str] = {}  # session -> the kernel epoch with running jobs
         self._kernels: dict[str, str] = {}  # session -> the kernel that last told of its jobs
+        # session -> when its last running job ended, until the end's firing has posted
+        self._ending: dict[str, float] = {}
 
     def on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
         """A ``jobs`` item: remember whether jobs run, and send the jobs to the tabs."""
@@ -86,17 +91,28 @@ class JobsWatch:
         self._kernels[sid] = info.kernel_id
         if any(j.get("state") == "running" for j in jobs):
             self._running[sid] = info.epoch
-        else:
-            self._running.pop(sid, None)
+        elif self._running.pop(sid, None) is not None:
+            # Its end's message (and the run it starts) comes through the scheduler: a
+            # kernel culled meanwhile would race that run.
+            self._ending[sid] = time.monotonic()
         self.hub.publish(sid, {"type": "jobs", "jobs": jobs})
 
     def kernel_of(self, session_id: str) -> str | None:
         """The kernel that last told of the session's jobs (a chat's or a notebook's)."""
         return self._kernels.get(session_id)
 
+    def announced(self, session_id: str) -> None:
+        """The end of the session's jobs was told (its message posted): it may idle now."""
+        self._ending.pop(session_id, None)
+
     def busy(self, session_id: str) -> bool:
-        """Whether the session's kernel said jobs run (its kernel must not be culled)."""
-        return session_id in self._running
+        """Whether the session's kernel must not be culled: its jobs run, or one just ended
+        and its end is not yet told (for at most ``ENDING_GRACE`` seconds)."""
+        ended = self._ending.get(session_id)
+        if ended is not None and time.monotonic() - ended > ENDING_GRACE:
+            del self._ending[session_id]
+            ended = None
+        return session_id in self._running or ended is not None
 
 
 class JobEndFiring:
@@ -120,6 +136,7 @@ class JobEndFiring:
                 sid, end_text(payload), attachments=[attachment], message_id=message_id(firing.key)
             )
             outcome = {"message_id": message["id"], "run_id": run["id"]}
+        svc.jobs.announced(sid)
         svc.notifier.publish(
             {
                 "type": "job",
