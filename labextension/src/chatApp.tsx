@@ -38,7 +38,7 @@ import { TaskPanel } from './taskPanel';
 import { TasksModel } from './tasksModel';
 import { useTimeTravel } from './timeTravel';
 import { defaultSession, kindOf, SessionsList } from './sessionsList';
-import { revealMessage, SessionSearch } from './sessionSearch';
+import { loadUntil, revealMessage, SessionSearch } from './sessionSearch';
 import type { ISearchHit } from './api';
 import { isRunning } from './reducer';
 import { ChatStore } from './store';
@@ -338,12 +338,15 @@ export function ChatApp(
 
   // A search hit opens its session, then shows its message once the history has it.
   const bodyRef = useRef<HTMLDivElement>(null);
+  const [reveal, setReveal] = useState<string | null>(null);
   const openHit = async (hit: ISearchHit): Promise<void> => {
     try {
       const s =
         sessions.find(x => x.id === hit.session_id) ??
         (await api.getSession(hit.session_id));
       select(s);
+      await loadUntil(store, hit);
+      setReveal(hit.message_id);
       if (bodyRef.current) {
         revealMessage(bodyRef.current, hit.message_id);
       }
@@ -454,6 +457,7 @@ export function ChatApp(
             siblings={travel.siblings}
             onShowSibling={travel.onShowSibling}
             onRewind={travel.onRewind}
+            reveal={reveal}
           />
         )}
         {travel.rewind ? (

@@ -70,6 +70,8 @@ export interface IMessageListProps {
   siblings?: ReadonlyMap<string, ISiblings>;
   onShowSibling?: (siblings: ISiblings, index: number, files: boolean) => void;
   onRewind?: (messageId: string, what: RestoreWhat) => void;
+  /** A message to mount (a search hit), however far back it is. */
+  reveal?: string | null;
 }
 
 /** The scrolling list of messages of a session. */
@@ -133,6 +135,12 @@ export function MessageList(props: IMessageListProps): JSX.Element {
         ...queued
       ]
     : state.order;
+  const revealAt = props.reveal ? order.indexOf(props.reveal) : -1;
+  if (revealAt >= 0 && revealAt < order.length - windowSize) {
+    // A search hit: mount down from it (the reader is taken there, not to the end).
+    stick.current = false;
+    setWindowSize(order.length - revealAt + INITIAL_WINDOW / 2);
+  }
   const start = Math.max(0, order.length - windowSize);
   const visible = order.slice(start);
   const idle = !isRunning(state);

@@ -8,6 +8,10 @@ import { searchIcon } from '@jupyterlab/ui-components';
 import React, { useRef, useState } from 'react';
 
 import type { ISearchHit, ISearchResult, ThinkApi } from './api';
+import type { ChatStore } from './store';
+
+/** Pages of older history read at most to reach a hit. */
+const MAX_PAGES = 200;
 
 /** The snippet as text and `<mark>` elements (never HTML: the snippet is stored text). */
 export function markedSnippet(hit: ISearchHit): (string | JSX.Element)[] {
@@ -23,6 +27,39 @@ export function markedSnippet(hit: ISearchHit): (string | JSX.Element)[] {
   });
   out.push(hit.snippet.slice(last));
   return out;
+}
+
+/** Once the opened session's history arrived, read older pages until it holds the hit's
+ * message (a hit in a subagent's conversation, or on a branch left, is not in it). */
+export async function loadUntil(
+  store: ChatStore,
+  hit: ISearchHit
+): Promise<void> {
+  if (hit.facet || hit.off_branch) {
+    return;
+  }
+  const arrived = (): boolean =>
+    store.sessionId !== hit.session_id || store.getSnapshot().order.length > 0;
+  if (!arrived()) {
+    await new Promise<void>(resolve => {
+      const timer = window.setTimeout(done, 10000);
+      const stop = store.subscribe(() => arrived() && done());
+      function done(): void {
+        window.clearTimeout(timer);
+        stop();
+        resolve();
+      }
+    });
+  }
+  for (let n = 0; n < MAX_PAGES; n++) {
+    if (
+      store.sessionId !== hit.session_id ||
+      store.getSnapshot().messages[hit.message_id] ||
+      !(await store.loadOlder())
+    ) {
+      return;
+    }
+  }
 }
 
 /** Scroll to a message once the chat shows it, and mark it for a moment. */

@@ -11,11 +11,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { after, afterEach, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 import { launchLab, shot } from './harness.mjs';
 
 const TIMEOUT = 60000;
+const extDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 
 let ui;
 let lab;
@@ -39,6 +42,29 @@ async function ask(p, replies, text) {
   await p.waitForSelector('.jp-ThinkChat-body[data-running="false"]', {
     timeout: TIMEOUT
   });
+}
+
+/** A session with `n` stored messages (ids `<session id>-seed-<i>`), through the store. */
+async function seeded(title, n) {
+  const session = await lab.api('POST', 'sessions', { title });
+  const store = fs
+    .readFileSync(lab.log, 'utf8')
+    .match(/Think store: (\S+think\.db)/)[1];
+  const r = spawnSync(
+    'python3',
+    [
+      path.join(extDir, 'ui-tests', 'seed_store.py'),
+      store,
+      session.id,
+      String(n)
+    ],
+    {
+      env: { ...process.env, PYTHONPATH: path.dirname(extDir) },
+      encoding: 'utf8'
+    }
+  );
+  assert.equal(r.status, 0, `seeding failed: ${r.stderr}`);
+  return session;
 }
 
 async function search(p, text) {
@@ -135,5 +161,19 @@ describe('Search over all sessions in the sidebar', () => {
     memory = await lab.api('GET', 'memory');
     assert.equal(memory.text, '');
     assert.equal(memory.notes[0].present, false);
+  });
+
+  test('a hit far back in a long session reads older pages until it shows', async () => {
+    const long = await seeded('long history', 400);
+    await newSession(page); // another session is open when the search starts
+    await search(page, '"code_1"');
+    const hit = page.locator(
+      `.jp-ThinkSearch-hit[data-hit="${long.id}-seed-1"]`
+    );
+    await hit.waitFor({ timeout: TIMEOUT });
+    await hit.click();
+    await page
+      .locator(`.jp-ThinkSearch-found[data-message-id="${long.id}-seed-1"]`)
+      .waitFor({ timeout: TIMEOUT });
   });
 });
