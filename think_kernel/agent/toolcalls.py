@@ -138,7 +138,9 @@ async def run_tool_calls(
         )
         # In memory the model's text stays whole (the stored row may hold a preview).
         results[call["id"]] = {**row, "content": text}
-        await record_action(store, session_id, call["name"], outcome, call["arguments"], mid)
+        await record_action(
+            store, session_id, call["name"], outcome, call["arguments"], mid, call_id=call["id"]
+        )
         queue.put_nowait(
             ToolResult(
                 call["id"],
@@ -182,9 +184,11 @@ async def record_action(
     message_id: str,
     via: str = "",
     task_id: str | None = None,
+    call_id: str | None = None,
 ) -> str:
     """Write one action-log row for a tool call (summaries only, never whole content);
-    ``task_id``: a subagent's call, made for that task."""
+    ``task_id``: a subagent's call, made for that task; ``call_id``: the call's id (the
+    files it changed are its checkpoint steps of that id, undone from this row)."""
     out = outcome.output
     action = out.summary.split(":")[0] if out.summary else tool
     return await store.log_action(
@@ -198,6 +202,7 @@ async def record_action(
         error=out.error or None,
         message_id=message_id or None,
         **({"task_id": task_id} if task_id else {}),
+        **({"call_id": call_id} if call_id else {}),
     )
 
 

@@ -39,6 +39,7 @@ Where each state comes from:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import stat
 import time
@@ -78,6 +79,15 @@ PREFETCH_WAIT = 2.0
 #: A remembered content's blob is marked in use again after this long, so that pruning,
 #: which collects blobs no step names after :data:`~.blobs.GRACE`, leaves it.
 TOUCH_AFTER = GRACE / 3
+
+
+#: The tool call running in this context, ``(message id, call id)``: each step it makes names
+#: it, so that the call's action-log row can undo exactly those (:mod:`.undo`). Set by
+#: :meth:`~think_kernel.tools.base.ToolRegistry.call`; a sandboxed run inside a call is in
+#: the call's context, so the run's steps name the call too.
+CALL: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "think_call", default=None
+)
 
 
 class TooLarge(OSError):
@@ -376,9 +386,11 @@ class Checkpoints:
         known = pre is not None and post is not None
         pre = pre or ABSENT
         post = post or ABSENT
+        message, call = CALL.get() or (None, None)
         await self.store._write(
             "INSERT INTO checkpoint_steps (checkpoint_id, path, known, pre_exists, pre_blob,"
-            " post_exists, post_blob, size, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " post_exists, post_blob, size, created_at, call_message, call_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 self.checkpoint,
                 rel,
@@ -389,6 +401,8 @@ class Checkpoints:
                 post.blob,
                 pre.size + post.size,
                 time.time(),
+                message or None,
+                call or None,
             ),
         )
 

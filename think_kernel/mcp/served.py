@@ -108,7 +108,7 @@ async def _record(
         **extra,
     )
     via = f"mcp {client}".strip()
-    await record_action(store, sid, name, outcome, raw, mid, via)
+    await record_action(store, sid, name, outcome, raw, mid, via, call_id=call_id)
     await rt.emit(
         ToolResult(
             call_id,

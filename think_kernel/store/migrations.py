@@ -520,6 +520,21 @@ migration(
     """,
 )
 
+# Undo of one action (think_kernel/checkpoints/undo.py): each step names the tool call that
+# made it (the model's message and call id), as does the call's action-log row; an undone
+# row names the undo that reverted it.
+migration(
+    "m018_action_undo",
+    """
+    ALTER TABLE checkpoint_steps ADD COLUMN call_message TEXT;
+    ALTER TABLE checkpoint_steps ADD COLUMN call_id TEXT;
+    CREATE INDEX checkpoint_steps_call ON checkpoint_steps(call_id);
+    ALTER TABLE action_log ADD COLUMN call_id TEXT;
+    ALTER TABLE action_log ADD COLUMN undone_by TEXT;
+    """,
+)
+
+
 async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 

@@ -42,6 +42,7 @@ ACTION_COLUMNS = (
     "error",
     "message_id",
     "task_id",
+    "call_id",
 )
 # SQLite allows 32,766 bound parameters per statement; 5 per event row.
 _EVENT_CHUNK = 5_000

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..checkpoints.recorder import around_tool
+from ..checkpoints.recorder import CALL, around_tool
 from .schema import (
     first_paragraph,
     is_json,
@@ -408,6 +408,8 @@ class ToolRegistry:
         tool = self.tools.get(name)
         acting = ctx.services.acting
         token = ACTING.set(acting) if acting is not None else None
+        # The files this call changes are recorded as its steps (undone from its log row).
+        call_token = CALL.set((ctx.message_id, ctx.call_id)) if ctx.call_id else None
         try:
             if tool is None:
                 known = ", ".join(sorted(self.tools))
@@ -428,4 +430,6 @@ class ToolRegistry:
         finally:
             if token is not None:
                 ACTING.reset(token)
+            if call_token is not None:
+                CALL.reset(call_token)
         return CallOutcome(out, (time.perf_counter() - start) * 1000, args)

@@ -64,5 +64,6 @@ async def call_from_sandbox(host: Host, tool: str, args: dict[str, Any]) -> Tool
         host.current_message_id,
         "loopback",
         WORKING_ON.get() or None,
+        call_id=ctx.call_id,
     )
     return outcome.output
