@@ -9,8 +9,10 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from think_kernel.agent.attachments import MAX_IMAGE_BYTES, describe_attachment
+from think_kernel.checkpoints.undo import with_files
 from think_kernel.tasks import TaskBoard
 
+from .actionundo import undo_routes
 from .agents import checked_agent
 from .approvals import (
     AlreadyDecided,
@@ -340,7 +342,8 @@ class ActionsHandler(ThinkHandler):
             limit=limit,
             task_id=self.get_query_argument("task_id", None) or None,
         )
-        self.send({"actions": rows})
+        # Each row names the files its call changed: those rows can be undone.
+        self.send({"actions": await with_files(self.svc.store, session_id, rows)})
 
 
 class TasksHandler(ThinkHandler):
@@ -493,4 +496,5 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/jobs", JobsHandler),
         (f"{s}/jobs/stop", JobsStopHandler),
         *rewind_routes(s),
+        *undo_routes(s, ID),
     ]

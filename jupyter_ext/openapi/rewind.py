@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .parts import OBJ, SID, ok_json, op, ref
+from .parts import OBJ, SID, ok_json, op, path_param, ref
 
 _ARRAY = {"type": "array", "items": OBJ}
 _FILE = {
@@ -112,6 +112,24 @@ REWIND_PATHS: dict[str, Any] = {
                 "required": ["branch_id"],
                 "properties": {"branch_id": {"type": "string"}, "files": {"type": "boolean"}},
             },
+        ),
+    },
+    "/sessions/{session_id}/actions/{action_id}/undo": {
+        "post": op(
+            "Undo the file changes of one action (its tool call) alone, three-way through the"
+            " rooms; 404 for an unknown action, 409 for one that changed no file or was undone",
+            ok_json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "undo_id": {"type": "string"},
+                        "restored": {"type": "array", "items": {"type": "string"}},
+                        "deleted": {"type": "array", "items": {"type": "string"}},
+                        "conflicts": {"type": "array", "items": _CONFLICT},
+                    },
+                }
+            ),
+            params=[SID, path_param("action_id")],
         ),
     },
     "/sessions/{session_id}/fork": {

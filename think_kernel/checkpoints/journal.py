@@ -148,6 +148,8 @@ async def complete(store: Any, files: Any, row: dict[str, Any]) -> None:
                     "input_summary": (
                         f"switch to branch {row['message_id']} with its files"
                         if row["restore"] == "switch"
+                        else f"undo {row['message_id']}"
+                        if row["restore"] == "undo"
                         else f"rewind {row['restore']} to before {row['message_id']}"
                     ),
                     "output_summary": "finished after a restart: " + (", ".join(done) or "-"),
