@@ -1,5 +1,7 @@
 /**
- * The action log panel: every tool call of a session, filterable by tool and outcome.
+ * The action log panel: every tool call of a session, filterable by tool and outcome. A row
+ * whose call changed files has Undo: that change alone is reverted, three-way (a person's
+ * later typing stands, and an overlap is reported rather than overwritten).
  */
 
 import { ReactWidget } from '@jupyterlab/apputils';
@@ -9,6 +11,7 @@ import React, { useEffect, useState, useSyncExternalStore } from 'react';
 import type { ChatStore } from './store';
 import type { IAction } from './tokens';
 import { formatDuration } from './format';
+import { conflictPlace, type IUndoResult } from './rewind';
 
 type Outcome = 'all' | 'success' | 'failure';
 
@@ -36,6 +39,26 @@ function ActionLog({ store }: { store: ChatStore }): JSX.Element {
   const [error, setError] = useState<string | null>(null);
   const [tools, setTools] = useState<string[]>([]);
   const [tick, setTick] = useState(0);
+  const [undoing, setUndoing] = useState<string | null>(null);
+  const [undone, setUndone] = useState<{ ok: boolean; text: string } | null>(
+    null
+  );
+
+  const undo = async (a: IAction): Promise<void> => {
+    if (!sessionId) {
+      return;
+    }
+    setUndoing(String(a.id));
+    try {
+      const r = await store.api.undoAction(sessionId, String(a.id));
+      setUndone({ ok: r.conflicts.length === 0, text: undoSummary(a, r) });
+    } catch (e) {
+      setUndone({ ok: false, text: `Could not undo ${a.tool}: ${String(e)}` });
+    } finally {
+      setUndoing(null);
+      setTick(t => t + 1);
+    }
+  };
 
   useEffect(() => {
     if (!sessionId) {
@@ -127,6 +150,14 @@ function ActionLog({ store }: { store: ChatStore }): JSX.Element {
           {error}
         </div>
       ) : null}
+      {undone ? (
+        <div
+          className={`jp-ThinkBanner jp-ThinkActionLog-undone ${undone.ok ? 'jp-mod-info' : 'jp-mod-warning'}`}
+          role="status"
+        >
+          {undone.text}
+        </div>
+      ) : null}
       <table className="jp-ThinkActionLog-table">
         <thead>
           <tr>
@@ -137,6 +168,7 @@ function ActionLog({ store }: { store: ChatStore }): JSX.Element {
             <th>Output</th>
             <th>Duration</th>
             <th>Outcome</th>
+            <th>Undo</th>
           </tr>
         </thead>
         <tbody>
@@ -154,6 +186,21 @@ function ActionLog({ store }: { store: ChatStore }): JSX.Element {
               </td>
               <td>{formatDuration(a.duration_ms)}</td>
               <td>{a.success ? 'ok' : 'failed'}</td>
+              <td>
+                {a.undone_by ? (
+                  <span className="jp-ThinkActionLog-undoneMark">undone</span>
+                ) : a.files?.length ? (
+                  <button
+                    className="jp-ThinkActionLog-undo"
+                    title={`Revert this change of ${a.files.join(', ')} alone (later changes stay)`}
+                    aria-label={`Undo ${a.tool} of ${a.files.join(', ')}`}
+                    disabled={undoing !== null}
+                    onClick={() => void undo(a)}
+                  >
+                    Undo
+                  </button>
+                ) : null}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -171,4 +218,20 @@ function formatTime(ts: string | number): string {
       ? new Date(ts < 1e12 ? ts * 1000 : ts)
       : new Date(ts);
   return Number.isNaN(d.getTime()) ? String(ts) : d.toLocaleTimeString();
+}
+
+/** The banner's sentence for a finished undo. */
+export function undoSummary(a: IAction, r: IUndoResult): string {
+  const said: string[] = [];
+  if (r.restored.length) {
+    said.push(`restored ${r.restored.join(', ')}`);
+  }
+  if (r.deleted.length) {
+    said.push(`removed ${r.deleted.join(', ')}`);
+  }
+  if (r.conflicts.length) {
+    const kept = r.conflicts.map(conflictPlace).join('; ');
+    said.push(`kept as changed since by someone else (conflict): ${kept}`);
+  }
+  return `Undid ${a.tool}: ${said.join('; ') || 'nothing needed changing'}.`;
 }

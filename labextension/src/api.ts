@@ -6,7 +6,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { IBranch } from './branches';
-import type { IRewindResult, RestoreWhat } from './rewind';
+import type { IRewindResult, IUndoResult, RestoreWhat } from './rewind';
 import type {
   IAction,
   IAttachment,
@@ -286,6 +286,15 @@ export class ThinkApi {
       `sessions/${enc(id)}/actions${query(q)}`
     );
     return r.actions;
+  }
+
+  /** Undo the file changes of one action-log row alone (three-way, through the rooms). */
+  undoAction(id: string, actionId: string): Promise<IUndoResult> {
+    return this.request<IUndoResult>(
+      `sessions/${enc(id)}/actions/${enc(actionId)}/undo`,
+      'POST',
+      {}
+    );
   }
 
   /** Tokens and estimated cost of a session, in total and by role and model. */

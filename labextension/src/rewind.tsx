@@ -18,6 +18,14 @@ import type { ISiblings } from './branches';
 /** What a rewind restores. */
 export type RestoreWhat = 'files' | 'conversation' | 'both';
 
+/** `POST sessions/{id}/actions/{aid}/undo`'s answer. */
+export interface IUndoResult {
+  undo_id: string;
+  restored: string[];
+  deleted: string[];
+  conflicts: IRewindConflict[];
+}
+
 /** What the note reports: a rewind, or a switch of versions that took the files along. */
 export type TravelWhat = RestoreWhat | 'switch';
 

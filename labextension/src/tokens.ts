@@ -216,6 +216,10 @@ export interface IAction {
   success: boolean;
   error?: string | null;
   message_id?: string | null;
+  /** The files the call changed: a row with files has Undo. */
+  files?: string[];
+  /** The undo that reverted this call's changes, if one did. */
+  undone_by?: string | null;
 }
 
 /** Context attached to a message: the active document and selected cells. */
