@@ -18,7 +18,6 @@ runs again after a crash finds its message instead of posting another).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from think_kernel.jobs import JOB_END, setting_key
+from think_kernel.jobs.wake import attachment, end_text, message_id
 from think_kernel.schedules.scheduler import Firing, pid_alive
 from think_kernel.wire.link import JobsStopFrame
 
@@ -40,32 +40,15 @@ if TYPE_CHECKING:
 #: How long a chat whose job just ended stays awake for the end's message, at most (s).
 ENDING_GRACE = 120.0
 
-__all__ = ["JOB_END", "JobEndFiring", "JobsHandler", "JobsStopHandler", "JobsWatch", "end_text"]
-
-
-def message_id(key: str) -> str:
-    """The id of the message a job's end posts (the same for every attempt at that firing)."""
-    return "m_job_" + hashlib.sha256(key.encode()).hexdigest()[:24]
-
-
-def end_text(job: dict[str, Any]) -> str:
-    """What the model (and the chat) read when a job it asked to be woken for ends."""
-    name = str(job.get("name", ""))
-    state = str(job.get("state", ""))
-    how = state
-    if job.get("exit_code") is not None:
-        how += f", exit code {job['exit_code']}"
-    if job.get("error"):
-        how += f": {job['error']}"
-    elapsed = float(job.get("elapsed") or 0)
-    lines = int(job.get("lines") or 0)
-    text = (f"Background job {name!r} ended ({how}) after {elapsed:.0f} s and {lines} lines "
-            "of output.")  # fmt: skip
-    tail = str(job.get("tail") or "")
-    if tail:
-        text += f" Its last lines:\n```\n{tail}\n```"
-    text += f"\njob_output({name!r}) shows more of its log."
-    return text
+__all__ = [
+    "JOB_END",
+    "JobEndFiring",
+    "JobsHandler",
+    "JobsStopHandler",
+    "JobsWatch",
+    "end_text",
+    "message_id",
+]
 
 
 class JobsWatch:
@@ -130,10 +113,11 @@ class JobEndFiring:
             return {"skipped": "the session no longer exists"}
         outcome: dict[str, Any] = {}
         if payload.get("wake"):
-            attachment = {"kind": "job", "name": str(payload.get("name", "")),
-                          "state": str(payload.get("state", "")), "key": firing.key}  # fmt: skip
             message, run = await svc.chats.send(
-                sid, end_text(payload), attachments=[attachment], message_id=message_id(firing.key)
+                sid,
+                end_text(payload),
+                attachments=[attachment(payload, firing.key)],
+                message_id=message_id(firing.key),
             )
             outcome = {"message_id": message["id"], "run_id": run["id"]}
         svc.jobs.announced(sid)

@@ -1,13 +1,16 @@
 """``%%think_job`` cells in a real think kernel with its sandbox: the cell's body runs as a
 background job whose progress the cell follows in one display updated in place; interrupting
-the cell stops following, and the job runs on."""
+the cell stops following, and the job runs on. Without a server, a job that asked to wake the
+agent starts a run in its kernel when it ends."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
 
+from tests.fake_model import FakeModel
 from tests.kernel.conftest import Kernel, markdown_of
 from tests.procs import marked_loop, processes_with
 from tests.waiting import wait_until
@@ -45,3 +48,23 @@ def test_interrupting_a_job_cell_leaves_the_job_running(shared_kernel: Kernel) -
     assert processes_with(marker)  # the job goes on
     reply, outputs = shared_kernel.execute("%%think_job forever\necho again", timeout=30)
     assert reply["status"] == "error" and "is running" in reply["evalue"], reply
+
+
+def test_without_a_server_a_job_wakes_the_agent_in_its_kernel(
+    shared_kernel: Kernel, model: FakeModel
+) -> None:
+    command = "sleep 0.5; echo wake-marker"
+    model.reply(tool_calls=[("run_job", {"command": command, "name": "nap", "wake": True})])
+    model.reply(text="Started.")
+    model.reply(tool_calls=[("job_output", {"name": "nap"})])
+    model.reply(text="Read it.")
+    reply, _ = shared_kernel.execute("nap in the background, then tell me", timeout=60)
+    assert reply["status"] == "ok"
+
+    def woken() -> list[str]:
+        sent = [json.dumps(r["messages"]) for r in model.requests]
+        return [m for m in sent if "Background job 'nap' ended (done, exit code 0)" in m]
+
+    wait_until(woken, 60, "the run the job's end started")
+    wait_until(lambda: len(model.requests) >= 4, 60, "the woken run read the log")
+    assert "wake-marker" in json.dumps(model.requests[-1]["messages"][-1])

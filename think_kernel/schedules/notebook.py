@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..jobs.registry import JOB_END
+from ..jobs.wake import fire_here
 from ..waits import wait_for
 from . import reminders
 from .config import ScheduleConfig
@@ -64,6 +67,8 @@ class KernelReminders:
             store, poll=self.poll, owner="kernel", session_id=lambda: runtime.session_id
         )
         self.scheduler.register(reminders.KIND, self.fire)
+        # A background job's end that asked to wake the agent: run here too.
+        self.scheduler.register(JOB_END, functools.partial(fire_here, runtime))
         self._task = asyncio.ensure_future(self.scheduler.run())
 
     def wake(self) -> None:
