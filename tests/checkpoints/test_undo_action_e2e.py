@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import nbformat
+
 from tests.waiting import until
 
 from ..collab.conftest import disk_text
@@ -18,6 +20,10 @@ from ..collab.peers import wait_change
 from .conftest import turn
 
 LINES = "".join(f"l{i}\n" for i in range(1, 10))  # l1 .. l9, far enough apart to merge
+
+
+def _cell(peer: Any, cid: str) -> str:
+    return str(peer.cell_text(cid))
 
 
 def _edit(old: str, new: str) -> tuple[str, dict[str, Any]]:
@@ -55,7 +61,7 @@ async def test_undo_reverts_one_action_and_leaves_later_ones(
     fm.reply(tool_calls=[("bash", {"command": "sed -i 's/x = 1/x = 2/' other.txt"})])
     fm.reply(tool_calls=[_edit("l9\n", "L9 agent\n")])
     fm.reply(text="two done")
-    await turn(api, sid, "two", "two done")
+    second = await turn(api, sid, "two", "two done")
     await wait_change(tab, lambda: "L9 agent" in str(tab.text()), timeout=10)
     assert "l3  # mine" in str(tab.text())
 
@@ -97,6 +103,19 @@ async def test_undo_reverts_one_action_and_leaves_later_ones(
     assert out["restored"] == ["other.txt"]
     await until(lambda: disk_text(jp_root_dir, "other.txt") == "x = 1\n", 10, "other.txt")
 
+    # A rewind's row has Undo too: it puts back what the rewind changed.
+    before = str(tab.text())
+    code, rewound = await api(
+        "POST", f"sessions/{sid}/rewind", {"message_id": second, "restore": "files"}
+    )
+    assert code == 200 and "notes.txt" in rewound["restored"], rewound
+    await wait_change(tab, lambda: "L9 agent" not in str(tab.text()), timeout=10)
+    row = next(a for a in await _actions(api, sid) if a["id"] == rewound["rewind_id"])
+    assert "notes.txt" in row["files"]
+    code, out = await api("POST", f"sessions/{sid}/actions/{row['id']}/undo")
+    assert code == 200 and "notes.txt" in out["restored"], out
+    await wait_change(tab, lambda: str(tab.text()) == before, timeout=10)
+
     # Bad input: a clear 4xx, never a 500.
     code, err = await api("POST", f"sessions/{sid}/actions/a_nope/undo")
     assert code == 404 and "a_nope" in err["message"]
@@ -137,3 +156,57 @@ async def test_an_overlapping_change_of_a_person_stands_and_is_reported(
     actions = await _actions(api, sid)
     assert next(a for a in actions if a["id"] == edit["id"])["undone_by"] is None
     assert "kept notes.txt" in next(a for a in actions if a["tool"] == "undo")["output_summary"]
+
+
+async def test_undo_in_a_notebook_is_cell_by_cell(jp_root_dir, api, peers, model_env) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("a = 1", id="a"),
+        nbformat.v4.new_code_cell("b = 1", id="b"),
+        nbformat.v4.new_code_cell("p = 1", id="person"),
+    ]
+    nbformat.write(nb, jp_root_dir / "analysis.ipynb")
+    tab = await peers("analysis.ipynb")
+    fm = model_env
+    _, session = await api("POST", "sessions", {"title": "undo cells"})
+    sid = session["id"]
+    fm.reply(tool_calls=[("read_notebook", {"path": "analysis.ipynb"})])
+    for cid in ("a", "b"):
+        edit = {"path": "analysis.ipynb", "cell_id": cid, "source": f"{cid} = 2"}
+        fm.reply(tool_calls=[("edit_cell", edit)])
+    fm.reply(tool_calls=[("insert_cell", {"path": "analysis.ipynb", "index": -1, "source": "c"})])
+    fm.reply(text="cells done")
+    await turn(api, sid, "cells", "cells done")
+    await wait_change(tab, lambda: len(tab.doc.ycells) == 4, timeout=10)
+    # The person types in their own cell, and on the line the agent changed in cell a.
+    tab.type_at(tab.cell_text("person"), len("p = 1"), "  # mine")
+    tab.type_at(tab.cell_text("a"), len("a = 2"), "  # also mine")
+    await until(
+        lambda: "# also mine" in disk_text(jp_root_dir, "analysis.ipynb"), 10, "typing saved"
+    )
+    actions = await _actions(api, sid)
+    edit_a, edit_b = (a["id"] for a in actions if a["tool"] == "edit_cell")
+    insert = next(a["id"] for a in actions if a["tool"] == "insert_cell")
+
+    # Undo of the edit of cell b: that cell alone goes back.
+    code, out = await api("POST", f"sessions/{sid}/actions/{edit_b}/undo")
+    assert code == 200, out
+    assert out["restored"] == ["analysis.ipynb"] and out["conflicts"] == []
+    await wait_change(tab, lambda: _cell(tab, "b") == "b = 1", timeout=10)
+    assert _cell(tab, "a") == "a = 2  # also mine" and _cell(tab, "person") == "p = 1  # mine"
+    assert len(tab.doc.ycells) == 4
+    # Undo of the edit of cell a: the person changed those lines since; reported by cell.
+    code, out = await api("POST", f"sessions/{sid}/actions/{edit_a}/undo")
+    assert code == 200, out
+    assert out["restored"] == []
+    assert [(c["path"], c["cell"]) for c in out["conflicts"]] == [("analysis.ipynb", "a")]
+    assert _cell(tab, "a") == "a = 2  # also mine"
+    # Undo of the inserted cell: it goes, the rest stays.
+    code, out = await api("POST", f"sessions/{sid}/actions/{insert}/undo")
+    assert code == 200, out
+    await wait_change(tab, lambda: len(tab.doc.ycells) == 3, timeout=10)
+    assert [_cell(tab, c) for c in ("a", "b", "person")] == [
+        "a = 2  # also mine",
+        "b = 1",
+        "p = 1  # mine",
+    ]

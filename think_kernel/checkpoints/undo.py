@@ -102,7 +102,16 @@ async def undo_action(
 
 
 async def call_steps(store: Any, session_id: str, row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The checkpoint steps the call of action-log ``row`` made, oldest first."""
+    """The checkpoint steps the call of action-log ``row`` made, oldest first (a rewind's
+    row: the steps of the rewind's own checkpoint, which bears its id)."""
+    if row["tool"] == "rewind":
+        return list(
+            await store._all(
+                "SELECT s.* FROM checkpoint_steps s JOIN checkpoints c ON c.id = s.checkpoint_id"
+                " WHERE c.session_id = ? AND c.message_id = ? ORDER BY s.id",
+                (session_id, row["id"]),
+            )
+        )
     if not row.get("call_id"):
         return []
     return list(
@@ -125,6 +134,14 @@ async def changed_files(store: Any, session_id: str) -> dict[tuple[str | None, s
     out: dict[tuple[str | None, str], list[str]] = {}
     for r in rows:
         out.setdefault((r["call_message"], r["call_id"]), []).append(r["path"])
+    rewinds = await store._all(
+        "SELECT DISTINCT c.message_id, s.path FROM checkpoint_steps s"
+        " JOIN checkpoints c ON c.id = s.checkpoint_id JOIN action_log a ON a.id = c.message_id"
+        " WHERE c.session_id = ? AND a.tool = 'rewind' ORDER BY s.path",
+        (session_id,),
+    )
+    for r in rewinds:
+        out.setdefault((None, r["message_id"]), []).append(r["path"])
     return out
 
 
@@ -135,8 +152,12 @@ async def with_files(
     files can be undone)."""
     by_call = await changed_files(store, session_id)
     for a in actions:
-        key = (a.get("message_id"), a.get("call_id") or "")
-        a["files"] = by_call.get(key, []) if a.get("call_id") else []
+        if a.get("tool") == "rewind":
+            a["files"] = by_call.get((None, str(a["id"])), [])
+        elif a.get("call_id"):
+            a["files"] = by_call.get((a.get("message_id"), a["call_id"]), [])
+        else:
+            a["files"] = []
     return actions
 
 
