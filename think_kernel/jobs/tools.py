@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..tools.base import ToolContext, ToolError, ToolOutput, read_only
+from ..tools.base import ToolContext, ToolError, ToolOutput, optional, read_only
 from ..tools.summarize import for_model
 from .job import Job
 from .registry import JobError, Jobs
@@ -31,6 +31,9 @@ def _line(job: Job) -> str:
             f"{pct})")  # fmt: skip
 
 
+# The four go together and the model can do without them (it runs `bash` instead): on a
+# context window too small for every tool's spec, they are not offered.
+@optional
 async def run_job(ctx: ToolContext, command: str, name: str = "", wake: bool = False) -> ToolOutput:
     """Start a long command in the background (a training run, a big download into the
     sandbox, a slow build): it keeps running after this step and this turn, with larger limits
@@ -63,6 +66,7 @@ async def run_job(ctx: ToolContext, command: str, name: str = "", wake: bool = F
     return ToolOutput(text=text, summary=f"job {job.name} started")
 
 
+@optional
 @read_only
 async def job_status(ctx: ToolContext, name: str = "") -> ToolOutput:
     """The state of one background job, or of all of this session's: running or how it
@@ -90,6 +94,7 @@ async def job_status(ctx: ToolContext, name: str = "") -> ToolOutput:
     return ToolOutput(text="\n".join(lines), summary=f"{len(lines)} jobs")
 
 
+@optional
 @read_only
 async def job_output(ctx: ToolContext, name: str, tail: int = 50) -> ToolOutput:
     """The last lines of a background job's log (stdout and stderr as they came), with its
@@ -120,6 +125,7 @@ async def job_output(ctx: ToolContext, name: str, tail: int = 50) -> ToolOutput:
                       full=f"{head}\n{body}")  # fmt: skip
 
 
+@optional
 async def stop_job(ctx: ToolContext, name: str) -> ToolOutput:
     """Stop a background job (its whole process group is killed); `all` stops every one.
 
