@@ -9,6 +9,7 @@ overlapping change of the person stands and is reported; bad ids are refused wit
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import nbformat
@@ -73,9 +74,12 @@ async def test_undo_reverts_one_action_and_leaves_later_ones(
     assert read["files"] == [] and bash["files"] == ["other.txt"]
 
     # Undo of the middle edit: that line alone goes back, live in the person's tab.
+    # Two clicks at once: one undo, the other refused (never undone twice).
     middle = edits[1]["id"]
-    code, out = await api("POST", f"sessions/{sid}/actions/{middle}/undo")
-    assert code == 200, out
+    url = f"sessions/{sid}/actions/{middle}/undo"
+    both = await asyncio.gather(api("POST", url), api("POST", url))
+    assert sorted(code for code, _ in both) == [200, 409], both
+    out = next(body for code, body in both if code == 200)
     assert out["restored"] == ["notes.txt"] and out["conflicts"] == []
     want = LINES.replace("l1\n", "L1 agent\n").replace("l3", "l3  # mine")
     want = want.replace("l9\n", "L9 agent\n")

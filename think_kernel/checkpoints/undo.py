@@ -15,6 +15,7 @@ row, and its own changes are steps of that row, so it can be undone in turn.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -22,6 +23,10 @@ from . import journal
 from .blobs import Blobs
 from .records import steps_by_path
 from .rewind import FileAccess, _apply, plan_files, summary
+
+#: One undo at a time per session in this process: an undo first finishes a journaled plan
+#: left unfinished, which must never be one another undo is applying right now.
+_LOCKS: dict[str, asyncio.Lock] = {}
 
 
 class NotUndoable(Exception):
@@ -38,6 +43,12 @@ async def undo_action(
     """Undo the files one action-log row's call changed (see the module doc).
     :class:`NotUndoable` (404) for a row not of this session, (409) for one that changed no
     file or is undone already."""
+    lock = _LOCKS.setdefault(session_id, asyncio.Lock())
+    async with lock:
+        return await _undo(store, files, session_id, action_id)
+
+
+async def _undo(store: Any, files: FileAccess, session_id: str, action_id: str) -> dict[str, Any]:
     row = await store._one("SELECT * FROM action_log WHERE id = ?", (action_id,))
     if row is None or row["session_id"] != session_id:
         raise NotUndoable(404, f"no action {action_id!r} in this session")
