@@ -19,13 +19,13 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from think_kernel.agent.events import ApprovalRequested
 from think_kernel.agents import SessionAgents, UnknownAgentType, open_agents
 from think_kernel.skills.trust import TRUST_TOOL, review_diff, trust_key
 
 from .base import ThinkHandler
 from .modelsetup import kernel_config
 from .services import Services
+from .skills import announce_review, review_state
 
 #: Why the card asks (the sidebar shows it under the title).
 REVIEW_REASON = (
@@ -104,17 +104,8 @@ async def _ask(svc: Services, session_id: str, entry: dict[str, Any]) -> dict[st
             diff=review_diff(entry["path"], entry["text"]),
             expires_at=None,
         )
-        event = ApprovalRequested(
-            row["id"],
-            row["tool"],
-            row.get("input"),
-            summary=row.get("summary") or "",
-            diff=row.get("diff") or "",
-            reason=REVIEW_REASON,
-            call_id=row.get("call_id") or "",
-        )
-        await svc.pipeline.emit(session_id, event.to_dict())
-    return {"id": row["id"], "status": row["status"], "summary": row.get("summary") or ""}
+        await announce_review(svc, session_id, row, REVIEW_REASON)
+    return review_state(row)
 
 
 class AgentsHandler(ThinkHandler):

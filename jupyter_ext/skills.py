@@ -91,16 +91,26 @@ async def _ask(svc: Services, session_id: str, entry: dict[str, Any]) -> dict[st
         svc.store, session_id, entry["path"], entry["name"], entry["sha256"], entry["text"]
     )
     if made:
-        event = ApprovalRequested(
-            row["id"],
-            row["tool"],
-            row.get("input"),
-            summary=row.get("summary") or "",
-            diff=row.get("diff") or "",
-            reason=REVIEW_REASON,
-            call_id=row.get("call_id") or "",
-        )
-        await svc.pipeline.emit(session_id, event.to_dict())
+        await announce_review(svc, session_id, row, REVIEW_REASON)
+    return review_state(row)
+
+
+async def announce_review(svc: Services, session_id: str, row: dict[str, Any], why: str) -> None:
+    """Tell the session's tabs of a new review approval (its card, with ``why`` under it)."""
+    event = ApprovalRequested(
+        row["id"],
+        row["tool"],
+        row.get("input"),
+        summary=row.get("summary") or "",
+        diff=row.get("diff") or "",
+        reason=why,
+        call_id=row.get("call_id") or "",
+    )
+    await svc.pipeline.emit(session_id, event.to_dict())
+
+
+def review_state(row: dict[str, Any]) -> dict[str, Any]:
+    """A review approval as listings show it: ``{id, status, summary}``."""
     return {"id": row["id"], "status": row["status"], "summary": row.get("summary") or ""}
 
 
