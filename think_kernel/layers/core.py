@@ -5,8 +5,8 @@ registry = layers.tools(CORE_TOOLS)    # the core, then each layer's additions
 
 from __future__ import annotations
 
-from ..memory.tools import MEMORY_TOOLS
 from ..jobs.tools import JOB_TOOLS
+from ..memory.tools import MEMORY_TOOLS
 from ..questions.tool import QUESTION_TOOLS
 from ..schedules.tools import SCHEDULE_TOOLS
 from ..skills.tools import SKILL_TOOLS
