@@ -105,7 +105,8 @@ class ChatKernels:
             else:
                 task.cancel()
         await asyncio.gather(*self._tasks, *spares, return_exceptions=True)
-        await asyncio.gather(*list(self._stopping), return_exceptions=True)
+        while self._stopping:  # a discarded start adds its shutdown when it ends
+            await asyncio.gather(*list(self._stopping), return_exceptions=True)
         await asyncio.gather(
             *(self._stop_quietly(kid) for kid in set(self.kernels.values())),
             return_exceptions=True,
@@ -289,9 +290,17 @@ class ChatKernels:
         env = {**os.environ, **self.kernel_env()}
         # Chat kernels start at the server root: workspace paths and the default store
         # location then agree with the server's.
-        kid = str(
-            await self.kernel_manager.start_kernel(kernel_name=self.kernel_name, path="", env=env)
+        start = asyncio.ensure_future(
+            self.kernel_manager.start_kernel(kernel_name=self.kernel_name, path="", env=env)
         )
+        try:
+            kid = str(await asyncio.shield(start))
+        except asyncio.CancelledError:
+            # Never cut a start in half either (close() cancels the spares): jupyter_client
+            # lists a kernel that is still starting, and jupyter_server's shutdown_all then
+            # fails on it and the server never exits. It becomes a kernel, then goes.
+            self._track_stop(self._discard(start))
+            raise
         try:
             await wait_for(self._ready(kid), self.start_timeout)
         except BaseException:
@@ -372,13 +381,26 @@ class ChatKernels:
             with contextlib.suppress(Exception):
                 await self.session_manager.get_session(session_id=jsid)
 
+    def _track_stop(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
+        """Run ``coro`` to its end whatever is cancelled meanwhile; close() waits for it."""
+        stop = asyncio.ensure_future(coro)
+        self._stopping.add(stop)
+        stop.add_done_callback(self._stopping.discard)
+        return stop
+
+    async def _discard(self, start: asyncio.Future[Any]) -> None:
+        """Shut down the kernel a start no one waits for any more ends with."""
+        try:
+            kid = str(await start)
+        except Exception:
+            return  # it did not start: nothing to shut down
+        await self._shutdown_kernel(kid)
+
     async def _shutdown_kernel(self, kid: str) -> None:
         self.prepared.discard(kid)
         # Never cut a shutdown in half (close() cancels the culler): jupyter_client would keep
         # a half-removed kernel that its shutdown_all then fails on. close() waits for these.
-        stop = asyncio.ensure_future(self.kernel_manager.shutdown_kernel(kid, now=True))
-        self._stopping.add(stop)
-        stop.add_done_callback(self._stopping.discard)
+        stop = self._track_stop(self.kernel_manager.shutdown_kernel(kid, now=True))
         try:
             await asyncio.shield(stop)
         except asyncio.CancelledError:
