@@ -21,6 +21,9 @@ export const shotsDir = path.resolve(
   process.env.THINK_E2E_SHOTS ?? path.join(extDir, 'ui-tests', 'screenshots')
 );
 
+/** How long a stopped server may take to exit (ms). */
+const STOP_GRACE = 30000;
+
 export const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -240,15 +243,35 @@ export async function startLab({
     }
   };
   // SIGTERM to the server's process group, as a person's Ctrl-C or `jupyter server stop`.
+  // A server that does not exit is a failure of the test that stops it (its log says why),
+  // not a run that waits for ever: after STOP_GRACE it is killed and the stop throws.
   const halt = async () => {
     try {
       process.kill(-proc.pid, 'SIGTERM');
     } catch {
       // already gone
     }
-    await new Promise(r =>
-      proc.exitCode !== null ? r() : proc.once('exit', r)
+    const exited = new Promise(r =>
+      proc.exitCode !== null ? r(true) : proc.once('exit', () => r(true))
     );
+    let timer;
+    const late = new Promise(r => {
+      timer = setTimeout(() => r(false), STOP_GRACE);
+    });
+    const stopped = await Promise.race([exited, late]);
+    clearTimeout(timer);
+    if (!stopped) {
+      try {
+        process.kill(-proc.pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+      await exited;
+      throw new Error(
+        `jupyter lab did not exit within ${STOP_GRACE / 1000} s of SIGTERM; its log:\n` +
+          fs.readFileSync(path.join(tmp, 'lab.log'), 'utf8').slice(-4000)
+      );
+    }
   };
   await launch(port);
   return {
