@@ -64,15 +64,17 @@ function extensionInstalled(env) {
  * Tracebacks logged by upstream code for a tab that closes or reloads, which our code cannot
  * reach: jupyter_server's kernel WebSocket fails in `select_subprotocol` when a page connects
  * to a kernel that is shutting down (its `connection` is None), and jupyter_server_ydoc's
- * `YDocWebSocketHandler.send` logs every write to a room client that has gone.
+ * `YDocWebSocketHandler.send` logs every write to a room client that has gone (or, when the
+ * write fails later, leaves its future unread).
  */
 export const UPSTREAM_TRACEBACKS = [
   /'NoneType' object has no attribute 'kernel_ws_protocol'/,
   /\] Failed to write message\n[\s\S]*jupyter_server_ydoc\/handlers\.py/,
-  // jupyter_server's kernel channels handler writes without reading the write's future; a
-  // tab closed while the kernel still sends leaves this after "Starting buffering" (only
-  // tornado's frames: one of ours in it is still reported).
-  /\] Starting buffering for [\s\S]*Task exception was never retrieved\nfuture: <Task finished name='Task-\d+' coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\)[^\n]*\nTraceback(?:(?!\n {2}File "(?![^"]*\/tornado\/))[\s\S])*tornado\.websocket\.WebSocketClosedError\s*$/
+  // jupyter_server's kernel channels handler and jupyter_server_ydoc's room `send` write
+  // without reading the write's future; a tab closed while the kernel or the room still
+  // sends leaves this after "Starting buffering" (a kernel tab) or "Cleaning room" (the
+  // room's last tab gone). Only tornado's frames: one of ours in it is still reported.
+  /\] (?:Starting buffering for|Cleaning room:) [\s\S]*Task exception was never retrieved\nfuture: <Task finished name='Task-\d+' coro=<WebSocketProtocol13\.write_message\.<locals>\.wrapper\(\)[^\n]*\nTraceback(?:(?!\n {2}File "(?![^"]*\/tornado\/))[\s\S])*tornado\.websocket\.WebSocketClosedError\s*$/
 ];
 
 /**

@@ -33,7 +33,7 @@ describe('the server log check', () => {
     assert.match(found[1], /never retrieved[\s\S]*WebSocketClosedError/);
   });
 
-  test("a kernel tab's closed write is upstream's; one through our code is not", () => {
+  test("a kernel or room tab's closed write is upstream's; one through our code is not", () => {
     const closed = `[I 2026-11-28 18:53:37.131 ServerApp] Starting buffering for k1:s1
 Task exception was never retrieved
 future: <Task finished name='Task-3191' coro=<WebSocketProtocol13.write_message.<locals>.wrapper() done, defined at /v/tornado/websocket.py:1138> exception=WebSocketClosedError()>
@@ -56,6 +56,17 @@ tornado.websocket.WebSocketClosedError
       'in wrapper\n  File "/w/think_kernel/kernel/link.py", line 9, in _write\n    raise'
     );
     assert.equal(serverTracebacks(ours).length, 1);
+    // The same unread write of a collaboration room whose last tab closed.
+    const room = closed.replace(
+      'Starting buffering for k1:s1',
+      'Cleaning room: text:file:f1'
+    );
+    assert.deepEqual(serverTracebacks(room), []);
+    const elsewhere = closed.replace(
+      'Starting buffering for k1:s1',
+      'Think: a run of s_1 ended'
+    );
+    assert.equal(serverTracebacks(elsewhere).length, 1);
   });
 
   test('a test may allow the tracebacks it provokes; a clean log has none', () => {
