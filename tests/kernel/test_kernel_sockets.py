@@ -14,11 +14,14 @@ import stat
 from pathlib import Path
 
 import pytest
+from jupyter_client import KernelManager
 from jupyter_client.localinterfaces import localhost
 from jupyter_client.provisioning.local_provisioner import LocalPortCache
+from jupyter_core.paths import jupyter_runtime_dir
 
 from tests.fake_model import FakeModel
 from tests.kernel.conftest import kernel_env, start_kernel, workspace_in
+from think_kernel.kernel.provisioner import use_socket_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -68,3 +71,15 @@ def test_a_python_kernel_is_left_on_tcp(tmp_path: Path) -> None:
         assert kernel.km.transport == "tcp"
     finally:
         kernel.stop()
+
+
+def test_where_socket_files_cannot_be_made_the_kernel_stays_on_tcp() -> None:
+    """A runtime folder whose file system refuses Unix sockets (here /proc, where nothing
+    can be created, even by root): the channels stay on TCP rather than fail to bind."""
+    km = KernelManager(kernel_name="think", connection_file="/proc/kernel-x.json")
+    assert not use_socket_files(km)
+    assert km.transport == "tcp"
+    os.makedirs(jupyter_runtime_dir(), exist_ok=True)  # as the server's kernel manager does
+    ok = KernelManager(kernel_name="think", connection_file=f"{jupyter_runtime_dir()}/k.json")
+    assert use_socket_files(ok) and ok.transport == "ipc"
+    assert not os.path.exists(f"{ok.ip}-probe")  # the probe leaves nothing behind

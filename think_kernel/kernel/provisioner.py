@@ -26,9 +26,11 @@ transport set in configuration, Windows, and a socket path over the system's len
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from typing import Any
@@ -112,11 +114,28 @@ def use_socket_files(km: Any) -> bool:
         runtime = jupyter_runtime_dir()
         ensure_dir_exists(runtime, 0o700)
         base = os.path.join(runtime, f"kernel-{km.kernel_id}-ipc")
-    if len(os.fsencode(base)) > _SOCKET_PATH_MAX:
+    if len(os.fsencode(base)) > _SOCKET_PATH_MAX or not _can_bind_socket_files(base):
         return False
     km.transport = "ipc"
     km.ip = base
     km.cache_ports = False  # TCP's port cache: socket files need none
+    return True
+
+
+def _can_bind_socket_files(base: str) -> bool:
+    """Whether a Unix socket can be made where the kernel's will be (some network and
+    FUSE file systems refuse them): one is bound and removed at once."""
+    probe = f"{base}-probe"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(probe)
+    except OSError:
+        log.info("Think: no Unix sockets in %s; the kernel uses TCP", os.path.dirname(base))
+        return False
+    finally:
+        sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
     return True
 
 
