@@ -39,7 +39,9 @@ async function send(p, text) {
     ['tool', 'fail', 'slow', 'long'].find(k => text.includes(k)) ?? 'hello';
   await lab.script(kind === 'tool' && text.includes('fail') ? 'fail' : kind);
   await p.fill('.jp-ThinkComposer-input', text);
-  await p.keyboard.press('Enter');
+  // Pressed on the input itself: after a reload, JupyterLab's late layout restore can move
+  // the focus to another widget between the fill and a key sent to whatever has the focus.
+  await p.locator('.jp-ThinkComposer-input').press('Enter');
 }
 
 async function waitIdle(p) {
