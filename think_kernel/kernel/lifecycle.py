@@ -79,6 +79,16 @@ class KernelRuntime:
         except Exception:  # the first chat then builds it the ordinary way
             log.warning("preparing the chat runtime failed", exc_info=True)
 
+    async def linked_setup(self, root: Path, config: ThinkConfig) -> dict[str, Any]:
+        """The store and collaboration rooms a runtime built in this kernel uses."""
+        return await self._linked_setup(root, config)
+
+    async def take_prepared(self) -> Runtime | None:
+        """The runtime built ahead of any session (a hosting kernel's first chat takes it)."""
+        async with self._lock:
+            runtime, self._prepared = self._prepared, None
+            return runtime
+
     async def ensure_runtime(self) -> Runtime:
         """Create and start the runtime on first use, resuming the remembered session."""
         async with self._lock:
