@@ -2,7 +2,7 @@
  * Browser test of the sidebar's search over all sessions, against a real JupyterLab, real
  * think kernels and the real store; only the model is scripted (see harness.mjs): a decision
  * said in one chat is found from another, and the hit opens the first chat at its message;
- * a `remember` card shows the line the agent added to the memory file, and undoes it.
+ * `remember` asks first; its card shows the line it added to the memory file, and undoes it.
  *
  * Run: `npm run test:e2e` (needs `npm run build` first and Chromium at /usr/bin/chromium).
  */
@@ -133,16 +133,23 @@ describe('Search over all sessions in the sidebar', () => {
       .waitFor({ timeout: TIMEOUT });
   });
 
-  test('a remember card shows the line and its Undo takes it out of the file', async () => {
+  test('remember asks first; its card shows the line and Undo takes it out', async () => {
     await newSession(page);
-    await ask(
-      page,
-      [
-        { tool_calls: [['remember', { text: 'The team uses uv, not pip' }]] },
-        { text: 'I will remember that.' }
-      ],
-      'Remember that we use uv.'
-    );
+    await lab.scriptReplies([
+      { tool_calls: [['remember', { text: 'The team uses uv, not pip' }]] },
+      { text: 'I will remember that.' }
+    ]);
+    await page.fill('.jp-ThinkComposer-input', 'Remember that we use uv.');
+    await page.locator('.jp-ThinkComposer-input').press('Enter');
+    // Every later prompt carries the memory file: the line waits for a person's yes.
+    const card = page.locator('.jp-ThinkApproval[data-status="pending"]');
+    await card.waitFor({ timeout: TIMEOUT });
+    assert.match(await card.textContent(), /memory file/);
+    assert.equal((await lab.api('GET', 'memory')).text, '');
+    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await page.waitForSelector('.jp-ThinkChat-body[data-running="false"]', {
+      timeout: TIMEOUT
+    });
     const note = page.locator('.jp-ThinkMemoryUndo');
     await note.waitFor({ timeout: TIMEOUT });
     assert.match(

@@ -36,6 +36,10 @@ def test_a_decision_of_one_session_is_found_from_a_fresh_kernel(
 
     first = start_kernel(workspace, env)
     try:
+        # remember asks a person first (the line reaches every later prompt); no one is
+        # here to click, so a rule allows it, as a person would with %think_approve.
+        reply, _ = first.execute("%think_approve allow remember")
+        assert reply["status"] == "ok"
         model.reply(tool_calls=[("remember", {"text": note})])
         model.reply(text="Noted.")
         reply, _ = first.execute("We decided: results are stored as Parquet files, never CSV.")

@@ -16,10 +16,12 @@ Rules come first, session rules before configured ones, the first that matches d
     {"tool": "fetch", "arg": "method", "not": "GET"}                  ask unless equal
     {"tool": "run_in_kernel", "action": "allow"}                      never ask
 
-A session's "always allow" list (the Always button) wins over everything but two things: a
-destructive MCP tool, and a file tool changing ``.think/`` (skills, self-written tools, agent
-types: files that steer later requests of every session), which ask in ``default`` and
-``strict`` unless a rule allows them.
+A session's "always allow" list (the Always button) wins over everything but three things: a
+destructive MCP tool, a file tool changing ``.think/`` (skills, self-written tools, agent
+types: files that steer later requests of every session), and ``remember`` (a line in the
+person's memory file, which every later prompt of every session carries): these ask in
+``default`` and ``strict`` unless a rule allows them, so an instruction planted in a web page
+or a file cannot persist itself into later sessions unseen.
 """
 
 from __future__ import annotations
@@ -78,6 +80,10 @@ SAME_AS = {"run_job": "bash"}
 FILE_CHANGES = frozenset({"write_file", "edit_file", "delete_file"})
 #: The workspace folder whose files steer the agent (``think_kernel.skills.places``).
 STEERING_DIR = ".think"
+#: Tools whose effect steers every later session (asked for even when "always" allowed).
+STEERING_TOOLS = {
+    "remember": "remember adds a line to your memory file, which every session's prompt carries"
+}
 
 
 def steering_path(tool: str, args: Mapping[str, Any]) -> str:
@@ -255,6 +261,11 @@ class Policy:
                 if rule.action == "allow" and rule.arg and rule.matches(tool, args):
                     return None
             return f"{tool} changes {steering}, which steers the agent in every session"
+        if tool in STEERING_TOOLS and self.mode != "auto":
+            for rule in self.rules:
+                if rule.action == "allow" and rule.matches(tool, args):
+                    return None
+            return STEERING_TOOLS[tool]
         if tool in self.always:
             return None
         for rule in self.rules:
