@@ -185,6 +185,13 @@ class ThinkConfig(Configurable):
         help="Seconds a question of the agent (ask_user) waits for an answer before the "
         "model is told there was no answer. Default: 600 (10 minutes).",
     )
+    review_mode = Bool(
+        False,
+        config=True,
+        help="Review mode for sessions that do not choose (a session's %think_review or the "
+        "sidebar's toggle does): the agent's file and notebook edits go to a proposal a "
+        "person accepts or rejects, not to the live files. Default: False.",
+    )
     trust_workspace_tools = Bool(
         False,
         config=True,

@@ -37,6 +37,7 @@ from .agent.titles import Titler
 from .agents import UnknownAgentType, limited, open_agents
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
+from .apps import Apps, AppsConfig
 from .checkpoints import CheckpointConfig, Checkpoints
 from .collab import local_access
 from .collab.filesync import FileSync
@@ -49,6 +50,7 @@ from .layers import AgentExtension, Layers, load_extensions
 from .layers.core import CORE_TOOLS
 from .mcp import McpServers
 from .memory import MemoryConfig, MemoryFile
+from .proposals import in_review
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
 from .sandbox.lifecycle import SessionSandbox
@@ -194,6 +196,10 @@ class Runtime:
         self.jobs = self.services.jobs = Jobs(
             JobsConfig(config=self.config.config), self.ensure_sandbox
         )
+        # Live apps: in the session's sandbox, reachable through the server's proxy.
+        self.apps = self.services.apps = Apps(
+            AppsConfig(config=self.config.config), self.ensure_sandbox
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -287,6 +293,7 @@ class Runtime:
         await self.delegation.close()  # before the sandbox: their workers close first
         await self.titler.close()
         await self.jobs.close()  # before the sandbox: each job's end is recorded
+        await self.apps.close()  # the same for each app
         await self.box.close()
         await self.web.aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel
@@ -415,6 +422,7 @@ class Runtime:
         )
         # Edits carry the call's id; a write that waits for a person says so in the call.
         ctx.workspace = self.workspace.for_call(call_id, ctx.send)
+        in_review(self, ctx)  # in review mode, edits go to the session's proposal
         return ctx
 
     async def emit(self, event: Event) -> None:

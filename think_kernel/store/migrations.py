@@ -535,6 +535,33 @@ migration(
 )
 
 
+# Review mode (think_kernel/proposals/): a session's proposed changes, one row per file, with
+# the version the agent based it on (NULL: the file was created) and the proposed content
+# (NULL: deleted); and the decisions on them the model has not been told yet.
+migration(
+    "m019_proposals",
+    """
+    CREATE TABLE proposals (
+        session_id TEXT NOT NULL,
+        path TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        base BLOB,
+        proposed BLOB,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (session_id, path)
+    );
+    CREATE TABLE proposal_notes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        told_at REAL
+    );
+    CREATE INDEX proposal_notes_session ON proposal_notes(session_id, told_at);
+    """,
+)
+
+
 async def migrate(db: LoopConnection) -> list[str]:
     """Apply every migration not yet recorded; return the names applied.
 
