@@ -37,7 +37,6 @@ from .agent.titles import Titler
 from .agents import UnknownAgentType, limited, open_agents
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
-from .apps import Apps, AppsConfig
 from .checkpoints import CheckpointConfig, Checkpoints
 from .collab import local_access
 from .collab.filesync import FileSync
@@ -196,10 +195,6 @@ class Runtime:
         self.jobs = self.services.jobs = Jobs(
             JobsConfig(config=self.config.config), self.ensure_sandbox
         )
-        # Live apps: in the session's sandbox, reachable through the server's proxy.
-        self.apps = self.services.apps = Apps(
-            AppsConfig(config=self.config.config), self.ensure_sandbox
-        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -293,7 +288,6 @@ class Runtime:
         await self.delegation.close()  # before the sandbox: their workers close first
         await self.titler.close()
         await self.jobs.close()  # before the sandbox: each job's end is recorded
-        await self.apps.close()  # the same for each app
         await self.box.close()
         await self.web.aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel
