@@ -202,3 +202,24 @@ async def test_a_failing_or_hanging_hook_is_skipped_with_a_warning(
     assert len(hung) == 2  # once per model call, each bounded
     assert all(a["duration_ms"] < 2000 for a in hung)
     assert all("took longer than its limit of 0.2 s" in a["error"] for a in hung)
+
+
+async def test_a_subagents_run_end_reaches_the_hooks_with_its_task(
+    tmp_path: Path, fake_model: FakeModel, made: list[Runtime]
+) -> None:
+    seen: list[tuple[str, Any]] = []
+    rt = await runtime_with(tmp_path / "ws", fake_model, Recorder("r", seen))
+    made.append(rt)
+    fake_model.reply(
+        tool_calls=[("delegate_to_subagent", {"task": "SUB-Y count", "instructions": "Count."})]
+    )
+    fake_model.reply(tool_calls=[("wait_for_subagents", {})])
+    fake_model.reply(text="All counted.")
+    fake_model.reply_for("SUB-Y", text="three")
+    events = await collect(rt, "count with a helper")
+    assert events[-2]["content"] == "All counted."
+    ends = [s[1] for s in seen if isinstance(s[1], RunEnd)]
+    sub, main = ends  # the subagent's run ends first, then the session's
+    assert (sub.status, sub.answer, sub.session_id) == ("complete", "three", rt.session_id)
+    assert sub.task_id and sub.task_id != main.task_id == ""
+    assert (main.status, main.answer) == ("complete", "All counted.")

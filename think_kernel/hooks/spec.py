@@ -21,7 +21,8 @@ The four moments, each hook called in the order the extensions were loaded:
   input (the rewritten input is what a person approves and what runs).
 - ``after_tool(ToolUse, ToolOutput)``: after the call; a :class:`ResultChange` annotates the
   result (a note appended) or replaces its text.
-- ``run_end(RunEnd)``: when a run of the session ends (answered, failed or stopped by a limit).
+- ``run_end(RunEnd)``: when a run of the session or of one of its subagents ends (answered,
+  failed or stopped by a limit; ``task_id`` names the subagent).
 
 A method a hook does not define costs nothing; one that raises or runs past its time
 (``c.HooksConfig.hook_timeout``) is skipped, logged and written to the action log, and the run
@@ -113,6 +114,8 @@ class RunEnd:
     #: The final answer ("" when there is none).
     answer: str = ""
     error: str = ""
+    #: The task id when a subagent's run ended ("" for the session's own run).
+    task_id: str = ""
 
 
 class Hook:

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.events import Chat, ErrorEvent, Event, ToolCall, Usage
 from ..agents.limits import limited
+from ..hooks import RunEnd
+from ..hooks.runner import HookRunner
 from ..tools.base import ToolContext, ToolRegistry
 from .facet import WORKING_ON, FacetStore, SandboxWorker
 from .stream import SubagentStream
@@ -67,6 +69,8 @@ class Host(Protocol):
     approvals: SessionApprovals
     #: The tools each running agent may call, by task id (its sandboxed code's calls back).
     running_tools: dict[str, ToolRegistry]
+    #: The session's lifecycle hooks (a subagent's run end is told to them too).
+    hooks: HookRunner
 
     @property
     def sandbox(self) -> Any:
@@ -182,6 +186,7 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
         return ctx
 
     outcome = Outcome()
+    stopped = False
     event: Event
     host.running_tools[task_id] = agent.tools
     try:
@@ -193,6 +198,7 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
                 outcome.result = event.content
             elif isinstance(event, ErrorEvent):
                 outcome.error, outcome.code = event.message, "error"
+                stopped = event.code == "step_limit"
             elif isinstance(event, Usage) and event.purpose == "step":
                 job.steps += 1
     finally:
@@ -200,4 +206,9 @@ async def run_subagent(host: Host, job: Job) -> Outcome:
     await job.stream.close()
     if outcome.result is None and outcome.error is None:
         outcome.error = "the subagent stopped without an answer"
+    # A subagent's run ends as a session's does: hooks see it (its task id says whose).
+    status = "complete" if outcome.result is not None else "stopped" if stopped else "failed"
+    await host.hooks.run_end(
+        RunEnd(job.session_id, status, outcome.result or "", outcome.error or "", task_id)
+    )
     return outcome
