@@ -34,6 +34,7 @@ import { SetupCard } from './setupCard';
 import { SkillsList } from './skillsList';
 import { SubagentView } from './subagentView';
 import { JobsStrip } from './jobsView';
+import { AppsStrip } from './appsView';
 import { TaskPanel } from './taskPanel';
 import { TasksModel } from './tasksModel';
 import { useTimeTravel } from './timeTravel';
@@ -409,6 +410,7 @@ export function ChatApp(
             settings={api.settings}
           />
         )}
+        {showSetup || !currentId ? null : <AppsStrip sessionId={currentId} />}
         {showSetup || !currentId ? null : (
           <SkillsList api={api} sessionId={currentId} running={running} />
         )}

@@ -8,6 +8,7 @@ import type { Widget } from '@lumino/widgets';
 import React from 'react';
 
 import type { IAskRequest } from './askRequest';
+import { AppsContext, type IAppsContext } from './appsView';
 import { ChatApp, type IChatPanelOptions, type IPendingAsk } from './chatApp';
 import { thinkIcon } from './icons';
 import { MemoryUndoContext } from './memoryUndo';
@@ -21,7 +22,10 @@ type LuminoMessage = Parameters<Widget['processMessage']>[0];
 
 /** The chat sidebar widget. */
 export class ChatPanel extends ReactWidget {
-  constructor(readonly options: IChatPanelOptions) {
+  constructor(
+    readonly options: IChatPanelOptions,
+    private readonly _apps: IAppsContext | null = null
+  ) {
     super();
     this.id = 'think-chat';
     this.addClass('jp-ThinkChat');
@@ -75,11 +79,13 @@ export class ChatPanel extends ReactWidget {
   protected render(): JSX.Element {
     return (
       <MemoryUndoContext.Provider value={this._undoRemember}>
-        <ChatApp
-          {...this.options}
-          asks={this._asks}
-          settingsVersion={++this._version}
-        />
+        <AppsContext.Provider value={this._apps}>
+          <ChatApp
+            {...this.options}
+            asks={this._asks}
+            settingsVersion={++this._version}
+          />
+        </AppsContext.Provider>
       </MemoryUndoContext.Provider>
     );
   }

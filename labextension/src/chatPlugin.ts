@@ -19,6 +19,8 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { listIcon } from '@jupyterlab/ui-components';
 
 import { ActionLogPanel } from './actionLog';
+import { AppsModel } from './apps';
+import { AppTabs } from './appTab';
 import { AskCommandIDs, type IAskRequest } from './askRequest';
 import { ThinkApi } from './api';
 import { ChatPanel } from './chatPanel';
@@ -112,15 +114,25 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
     };
 
     let actionLog: MainAreaWidget<ActionLogPanel> | null = null;
-    const panel = new ChatPanel({
-      store,
-      rendermime: chatRendermime,
-      context: new ContextProvider(app, docManager, notebooks),
-      settings: () => settings,
-      openPath,
-      insertCell,
-      openActionLog: () => void app.commands.execute(CommandIDs.openActionLog)
-    });
+    // Live apps: the open session's list, and a main-area tab per app opened.
+    const apps = new AppsModel(store, api.settings);
+    const appTabs = new AppTabs(
+      apps,
+      w => app.shell.add(w, 'main'),
+      id => app.shell.activateById(id)
+    );
+    const panel = new ChatPanel(
+      {
+        store,
+        rendermime: chatRendermime,
+        context: new ContextProvider(app, docManager, notebooks),
+        settings: () => settings,
+        openPath,
+        insertCell,
+        openActionLog: () => void app.commands.execute(CommandIDs.openActionLog)
+      },
+      { model: apps, open: ref => void appTabs.open(ref) }
+    );
     app.shell.add(panel, 'right', { rank: 600 });
     restorer?.add(panel, 'think-chat');
 

@@ -6,6 +6,7 @@
 import React, { useState } from 'react';
 
 import { DecidedApproval, useDecidedApproval } from './approvalCards';
+import { OpenAppButton } from './appsView';
 import { AnsweredQuestion, useAnsweredQuestion } from './questionCards';
 import { formatDuration, summariseInput } from './format';
 import { RememberUndo } from './memoryUndo';
@@ -136,6 +137,7 @@ export const ToolCard = React.memo(function ToolCard({
       {question ? <AnsweredQuestion question={question} /> : null}
       <ToolImages images={images} />
       <RememberUndo call={call} />
+      <OpenAppButton call={call} />
       {status.kind === 'error' && !open && call.summary ? (
         <div className="jp-ThinkToolCard-error">{call.summary}</div>
       ) : null}
