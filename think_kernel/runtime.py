@@ -37,6 +37,7 @@ from .agent.titles import Titler
 from .agents import UnknownAgentType, limited, open_agents
 from .approvals import ApprovalGate, Policy
 from .approvals.session import SessionApprovals
+from .apps import Apps, AppsConfig
 from .checkpoints import CheckpointConfig, Checkpoints
 from .collab import local_access
 from .collab.filesync import FileSync
@@ -195,6 +196,10 @@ class Runtime:
         self.jobs = self.services.jobs = Jobs(
             JobsConfig(config=self.config.config), self.ensure_sandbox
         )
+        # Live apps: in the session's sandbox, reachable through the server's proxy.
+        self.apps = self.services.apps = Apps(
+            AppsConfig(config=self.config.config), self.ensure_sandbox
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -288,6 +293,7 @@ class Runtime:
         await self.delegation.close()  # before the sandbox: their workers close first
         await self.titler.close()
         await self.jobs.close()  # before the sandbox: each job's end is recorded
+        await self.apps.close()  # the same for each app
         await self.box.close()
         await self.web.aclose()  # browser, its driver and the egress proxy
         await self.mcp.close()  # no MCP server outlives its kernel
@@ -314,8 +320,13 @@ class Runtime:
         """The sandbox's settings (tier, timeouts, limits)."""
         return self.box.config
 
+    def prepare_sandbox(self) -> None:
+        """Take the sandbox's uid, cgroup and workspace access ahead, with no process yet
+        (the kernel does this at start; the processes start at first need)."""
+        self.box.prepare(self.session_id)
+
     def prewarm_sandbox(self) -> None:
-        """Start the session sandbox in the background (the kernel does this at start)."""
+        """Start the session sandbox in the background (a request is under way)."""
         self.box.prewarm(self.session_id)
 
     async def wait_sandbox(self) -> None:
@@ -442,6 +453,9 @@ class Runtime:
         if self.store is None:
             await self.start()
         assert self.store is not None
+        # Started now, in the background: a tool call in the model's first answer finds the
+        # sandbox starting or ready (a spare kernel held none).
+        self.prewarm_sandbox()
         if self.gate is None:
             self._make_gate()
         await self.recover_subagents()
@@ -515,6 +529,7 @@ class Runtime:
                 await self.emit(event)
                 yield event
         await self.checkpoints.end()
+        self.box.preload_soon()  # numpy & co, now that nothing waits on the sandbox
         await self.hooks.run_end(ending)
         if answered and self.config.auto_title:
             await self._title_later(agent, request)

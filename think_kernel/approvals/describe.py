@@ -75,7 +75,7 @@ async def describe_call(tool: str, args: Mapping[str, Any], workspace: Any) -> t
         )
     if tool == "delete_cell":
         return f"delete cell {args.get('cell_id')} of {path}", ""
-    if tool in ("bash", "execute_code", "run_in_kernel", "run_job"):
+    if tool in ("bash", "execute_code", "run_in_kernel", "run_job", "serve_app"):
         code = str(args.get("command") or args.get("code") or "")
         return f"{tool}: {_first_line(code)}", ""
     if tool == "fetch":

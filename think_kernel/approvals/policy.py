@@ -52,6 +52,7 @@ READS = frozenset(
         "list_reminders",
         "job_status",
         "job_output",
+        "app_logs",
     }
 )
 DEFAULT_ASK = frozenset({"delete_file", "delete_cell", "revert", "run_in_kernel"})
@@ -71,11 +72,13 @@ WRITES = frozenset(
         "interact_with_page",
         "run_job",
         "stop_job",
+        "serve_app",
+        "stop_app",
     }
 )
 #: Tools that run a command as another does: a rule naming the other governs them too (a
 #: rule that asks before ``bash`` commands matching ``rm\s`` asks before such a job).
-SAME_AS = {"run_job": "bash"}
+SAME_AS = {"run_job": "bash", "serve_app": "bash"}
 #: File tools whose ``path`` argument names what they change.
 FILE_CHANGES = frozenset({"write_file", "edit_file", "delete_file"})
 #: The workspace folder whose files steer the agent (``think_kernel.skills.places``).

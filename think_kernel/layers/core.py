@@ -5,6 +5,7 @@ registry = layers.tools(CORE_TOOLS)    # the core, then each layer's additions
 
 from __future__ import annotations
 
+from ..apps.tools import APP_TOOLS
 from ..jobs.tools import JOB_TOOLS
 from ..memory.tools import MEMORY_TOOLS
 from ..questions.tool import QUESTION_TOOLS
@@ -29,6 +30,7 @@ CORE_TOOLS: list[ToolFunc] = [
     *VARIABLE_TOOLS,
     *CODE_TOOLS,
     *JOB_TOOLS,
+    *APP_TOOLS,
     *FETCH_TOOLS,
     *WEB_TOOLS,
     *TASK_TOOLS,

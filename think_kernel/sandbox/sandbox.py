@@ -53,7 +53,10 @@ class Sandbox(StartRuns, CollectRuns):
         #: What the session's runs wrote, against its budget and the free-space floor.
         self.disk = DiskLedger(config, workspace)
         self.launcher_restarts = 0
+        #: What the zygote's preload imported, once it has (see :meth:`wait_preloaded`).
         self.preloaded: list[str] = []
+        self._preload_asked = False
+        self._preload_done = asyncio.Event()
         self._ids = iter(range(1, 1 << 62))
         self._runs: dict[int, Run] = {}
         self._active: set[Run] = set()
@@ -88,6 +91,20 @@ class Sandbox(StartRuns, CollectRuns):
         cls, workspace_root: Path, session_id: str, config: SandboxConfig | None = None
     ) -> Sandbox:
         """Pick the tier, take a uid and a cgroup, prepare workspace access, start the zygote."""
+        self = await cls.prepare(workspace_root, session_id, config)
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    @classmethod
+    async def prepare(
+        cls, workspace_root: Path, session_id: str, config: SandboxConfig | None = None
+    ) -> Sandbox:
+        """Pick the tier, take a uid and a cgroup, prepare workspace access: all a session
+        needs but its processes, which :meth:`start` starts (``close`` gives it all back)."""
         config = config or SandboxConfig()
         tiers = await asyncio.to_thread(available_tiers, config.bwrap_path)
         tier = Tier(config.force_tier) if config.force_tier else tiers[0]
@@ -102,11 +119,14 @@ class Sandbox(StartRuns, CollectRuns):
         self = cls(workspace, session_id, config, tier)
         try:
             await asyncio.to_thread(self._prepare)
-            await self._start_launcher()
         except BaseException:
             await self.close()
             raise
         return self
+
+    async def start(self) -> None:
+        """Start the zygote (once): ready for bash at once, the heavy preload follows."""
+        await self._ensure_launcher()
 
     def _prepare(self) -> None:
         try:
@@ -121,15 +141,17 @@ class Sandbox(StartRuns, CollectRuns):
     async def _start_launcher(self) -> None:
         cg = self.cgroup
         spec = LaunchSpec(self.config, self.tier, self.workspace, self.scratch, self.session_id,
-                          self.identity, cg.attach_fds if cg else list)  # fmt: skip
+                          self.identity, cg.attach_fds if cg else list,
+                          self.config.defer_preload and not self._preload_asked)  # fmt: skip
         launcher = Launcher(spec, lambda msg: None)
         launcher.on_event = functools.partial(self._on_ctl, launcher)
         self._launcher = launcher
+        self.preloaded = []
+        self._preload_done.clear()
         try:
-            msg = await launcher.start()
+            await launcher.start()
         except LauncherError as e:
             raise SandboxError(str(e)) from None
-        self.preloaded = msg.get("preloaded", [])
 
     async def _ensure_launcher(self) -> Launcher:
         if self._closed:
@@ -171,6 +193,20 @@ class Sandbox(StartRuns, CollectRuns):
         """The zygote's host pid (for diagnostics and tests)."""
         return self._launcher.host_pid() if self._launcher is not None else None
 
+    async def preload(self) -> None:
+        """Have the zygote import its heavy modules now, in the background (a Python run
+        would otherwise wait for them); a zygote started later imports them at once."""
+        self._preload_asked = True
+        launcher = self._launcher
+        if launcher is not None and launcher.alive:
+            with contextlib.suppress(OSError):  # gone: its successor preloads at once
+                await launcher.send({"op": "preload"})
+
+    async def wait_preloaded(self) -> list[str]:
+        """Wait until the zygote's preload is done; the modules it imported."""
+        await self._preload_done.wait()
+        return self.preloaded
+
     async def ping(self, deadline: float = PING_DEADLINE) -> bool:
         """True if the session's launcher answers within ``deadline`` seconds."""
         launcher = self._launcher
@@ -191,6 +227,11 @@ class Sandbox(StartRuns, CollectRuns):
 
     def _on_ctl(self, launcher: Launcher, msg: dict) -> None:
         ev = msg.get("ev")
+        if ev == "preloaded":
+            if launcher is self._launcher:
+                self.preloaded = msg.get("preloaded", [])
+                self._preload_done.set()
+            return
         if ev == "gone":
             # The zygote is gone: every run it owned is dead too.
             for lost in [r for r in self._runs.values() if r.launcher is launcher]:
@@ -302,11 +343,18 @@ class Sandbox(StartRuns, CollectRuns):
             await self._kill(warm, "closed")
         self._warm_locks.pop(worker, None)
 
-    async def start_job(self, command: str, limits: dict[str, int], worker: str) -> Run:
+    async def start_job(
+        self,
+        command: str,
+        limits: dict[str, int],
+        worker: str,
+        listen: socket.socket | None = None,
+    ) -> Run:
         """Start ``command`` in a fresh bash under ``limits`` (rlimits, the shape of
         ``config.limits()``) and return its run at once: a background job, which no wall
         clock of the sandbox's limits and no ``interrupt`` ends. Its owner reads
-        ``run.queue`` and ends it with :meth:`kill_run`; ``close`` kills it with the rest."""
+        ``run.queue`` and ends it with :meth:`kill_run`; ``close`` kills it with the rest.
+        ``listen``: a listening socket the process gets as ``$THINK_APP_FD`` (a live app)."""
         if "\0" in command:
             raise SandboxError("the command holds a NUL character, which bash cannot run")
         if too_long(command):
@@ -315,7 +363,7 @@ class Sandbox(StartRuns, CollectRuns):
         if refused is not None:
             raise SandboxError(refused.error)
         ack = 4 * self.config.launcher_timeout  # _ack takes a quarter of it
-        return await self._spawn("bash", {"command": command}, ack, worker, limits)
+        return await self._spawn("bash", {"command": command}, ack, worker, limits, listen)
 
     def watch_job(self, run: Run, budget_mb: int) -> WriteWatch | None:
         """Watch a job's disk writes as a run's are (its own ``budget_mb``, the session's

@@ -83,9 +83,11 @@ class StartRuns:
         limit: float,
         worker: str = "",
         limits: dict[str, int] | None = None,
+        listen: socket.socket | None = None,
     ) -> Run:
         """Start a process through the launcher; a launcher that does not acknowledge in
-        time is replaced once (a wedged launcher would stall the session).
+        time is replaced once (a wedged launcher would stall the session). ``listen``, a
+        listening socket, is handed to it as ``$THINK_APP_FD`` (an app's, ``serve_app``).
 
         Stopped (cancelled) once the request is out, it kills the run before it lets the
         cancellation on: the process may be running already, and nobody else knows of it."""
@@ -93,7 +95,7 @@ class StartRuns:
         notes: list[str] = []
         for attempt in (1, 2):
             launcher = await self._ensure_launcher()
-            run, sent = await self._start(launcher, kind, payload, worker, limits)
+            run, sent = await self._start(launcher, kind, payload, worker, limits, listen)
             if sent:
                 self._starting.add(run)
                 try:
@@ -122,6 +124,7 @@ class StartRuns:
         payload: dict,
         worker: str = "",
         limits: dict[str, int] | None = None,
+        listen: socket.socket | None = None,
     ) -> tuple[Run, bool]:
         """Make a run's pipes and sockets and ask ``launcher`` to start it (under ``limits``,
         the configured rlimits by default); True if the request went out."""
@@ -133,9 +136,12 @@ class StartRuns:
         self._spawn_task(self.loopback.serve(loop_k))
         self._runs[run.id] = run
         msg = {"op": "spawn", "id": run.id, "kind": kind, "limits": run.limits}
+        fds = [out_w, err_w, chan_c.fileno(), loop_c.fileno()]
+        if listen is not None:
+            msg["listen"] = True
+            fds.append(listen.fileno())
         try:
-            await launcher.send({**msg, **payload}, [out_w, err_w, chan_c.fileno(),
-                                                     loop_c.fileno()])  # fmt: skip
+            await launcher.send({**msg, **payload}, fds)
             sent = True
         except OSError:
             sent = False

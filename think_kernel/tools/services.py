@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from traitlets.config import Config
 
+    from ..apps.registry import Apps
     from ..checkpoints import Checkpoints
     from ..collab.access import NotebookAccess
     from ..collab.filesync import FileSync
@@ -102,6 +103,8 @@ class ToolServices:
     reminders: ReminderServices | None = None
     #: The kernel's background jobs (``run_job`` and the job tools).
     jobs: Jobs | None = None
+    #: The kernel's live apps (``serve_app`` and the app tools).
+    apps: Apps | None = None
     #: Tasks and subagents of the running request.
     subagents: Subagents | None = None
     #: Whose rights file access has (a root kernel acts as the session's sandbox uid).

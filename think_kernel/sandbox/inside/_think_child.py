@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 LOOPBACK_FD = 3
 CHANNEL_FD = 4
+#: An app's listening socket (``serve_app``): made and bound by the kernel, since sandboxed
+#: code may not call socket() or bind() on tiers 1 and 2; the app only accepts on it.
+APP_FD = 5
 
 #: What a primed bash run runs: it waits for ``<byte count>\n<command>`` on the
 #: channel (a socket only the kernel holds, which no other process can open through
@@ -143,14 +146,17 @@ def child_main(
         detach()
     become_session(cfg)
     # Move the passed fds out of the way first: they may already sit on 0..4.
-    out, err, chan, loop = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds)
+    out, err, chan, loop, *listen = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
     os.dup2(loop, LOOPBACK_FD)  # inheritable: bash and subprocesses may `import think`
     os.dup2(chan, CHANNEL_FD, inheritable=False)
-    os.closerange(CHANNEL_FD + 1, 65536)
+    if listen:
+        os.dup2(listen[0], APP_FD)
+        os.environ["THINK_APP_FD"] = str(APP_FD)
+    os.closerange((APP_FD if listen else CHANNEL_FD) + 1, 65536)
     os.environ["THINK_LOOPBACK_FD"] = str(LOOPBACK_FD)
     kind = req["kind"]
     confine.set_limits(req["limits"], warm=kind == "warm")

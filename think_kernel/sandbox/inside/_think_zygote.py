@@ -1,16 +1,22 @@
-"""The sandbox zygote: preloads heavy modules once, then forks one confined child per run.
+"""The sandbox zygote: forks one confined child per run, from heavy modules loaded once.
 
 Runs inside the sandbox (stdlib only). Started by ``think_kernel.sandbox.launcher`` with a JSON
 config in ``argv[1]`` and a control socket on the fd it names. Control protocol, one JSON
 object per line (see ``_think_wire``):
 
 kernel -> zygote   {"op": "spawn", "id", "kind": "python"|"bash"|"warm", "code"?,
-                    "command"?, "limits"}  + 4 fds: stdout, stderr, channel, loopback
+                    "command"?, "limits", "listen"?}  + 4 fds: stdout, stderr, channel,
+                   loopback (+ a 5th with "listen": an app's listening socket)
                    (a bash run without "command" is primed: it waits for its command
                    on the channel, see ``_think_child.PRIMED_BASH``)
-                   {"op": "kill", "id"}  /  {"op": "ping", "n"}
+                   {"op": "kill", "id"}  /  {"op": "ping", "n"}  /  {"op": "preload"}
 zygote -> kernel   {"ev": "ready", "pid", "preloaded"} / {"ev": "spawned", "id", "pid"}
                    {"ev": "exit", "id", "code", "signal", "error"?}  /  {"ev": "pong", "n"}
+                   {"ev": "preloaded", "preloaded"}
+
+Ready comes before the preload: a thread imports the heavy modules (``_think_preload``), at
+once or, with ``preload_deferred``, at the kernel's "preload" or the first Python run, while
+the zygote answers pings and hands bash runs on. Python runs wait for it.
 
 Identity: a root kernel starts the zygote as uid 0 with only the capabilities it
 needs to hand each child the session's uid and to kill it (``LAUNCHER_CAPS``); children
@@ -35,6 +41,7 @@ import signal
 import socket
 import sys
 import time
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _think_confine as confine  # noqa: E402
@@ -42,32 +49,15 @@ from _think_child import child_main, spare_main  # noqa: E402
 from _think_seccomp import build_seccomp_filter  # noqa: E402
 from _think_wire import recv_line, send_msg, send_with_fds  # noqa: E402
 
+if TYPE_CHECKING:
+    from _think_preload import Preloader
+
 
 def print_exc() -> None:
     """The traceback on stderr (imported only then: the bash fork server stays small)."""
     import traceback
 
     traceback.print_exc()
-
-
-def preload(mods: list[str], code: str) -> list[str]:
-    """Import ``mods`` and run the warm-up ``code`` once, in the zygote, before any fork."""
-    done = []
-    for name in mods:
-        try:
-            __import__(name)
-            done.append(name)
-        except Exception:
-            pass
-    if code:
-        try:
-            exec(compile(code, "<preload>", "exec"), {"__name__": "__preload__"})
-        except Exception:
-            pass
-    plt = sys.modules.get("matplotlib.pyplot")
-    if plt is not None:
-        plt.show = lambda *a, **k: None  # type: ignore[attr-defined]  # collected after cells
-    return done
 
 
 def protected_pids() -> list[int]:
@@ -104,6 +94,7 @@ class Zygote:
         ctl: socket.socket,
         program: bytes | None,
         light: tuple[int, socket.socket] | None = None,
+        preloader: Preloader | None = None,
     ) -> None:
         self.cfg = cfg
         self.ctl = ctl
@@ -116,6 +107,36 @@ class Zygote:
         # it reports the spawn).
         self.light = light
         self.lent: dict[int, int] = {}
+        # The heavy preload (None: none, as in the bash fork server), and the Python runs
+        # that wait for it: (line, request, fds).
+        self.preloader = preloader
+        self.waiting: list[tuple[bytes, dict, list[int]]] = []
+
+    @property
+    def loading(self) -> bool:
+        """True until the preload thread is done: no Python fork meanwhile."""
+        return self.preloader is not None and not self.preloader.done
+
+    def preloaded(self) -> None:
+        """The preload thread is done: say so, start the Python runs that waited for it."""
+        assert self.preloader is not None
+        loaded = self.preloader.finish()
+        send_msg(self.ctl, {"ev": "preloaded", "preloaded": loaded})
+        waiting, self.waiting = self.waiting, []
+        for line, req, mine in waiting:
+            self.spawn(line, req, mine)
+
+    def drop_waiting(self, rid: int) -> bool:
+        """A kill for a Python run still waiting for the preload: it ends unstarted."""
+        for i, (_, req, mine) in enumerate(self.waiting):
+            if req["id"] == rid:
+                del self.waiting[i]
+                for fd in mine:
+                    os.close(fd)
+                send_msg(self.ctl, {"ev": "spawned", "id": rid, "pid": None})
+                send_msg(self.ctl, {"ev": "exit", "id": rid, "code": None, "signal": 9})
+                return True
+        return False
 
     def reap(self) -> None:
         """Collect exited children; report runs that ended."""
@@ -196,7 +217,7 @@ class Zygote:
 
     def refill(self) -> None:
         """Top the spares up (off the critical path: the last request was answered)."""
-        while len(self.spares) < self.n_spares:
+        while not self.loading and len(self.spares) < self.n_spares:
             before = len(self.spares)
             self.fork_spare()
             if len(self.spares) == before:
@@ -260,6 +281,11 @@ class Zygote:
         """Start one run: lend a bash run to the bash fork server, else use a spare, or fork."""
         if self.lend(line, req, mine):
             return
+        if self.loading:
+            assert self.preloader is not None
+            self.preloader.go()  # a Python run is the first need of the preloaded modules
+            self.waiting.append((line, req, mine))
+            return
         pid = 0
         while self.spares and not pid:
             spid, ssock = self.spares.pop(0)
@@ -297,7 +323,8 @@ class Zygote:
         req = json.loads(line)
         op = req["op"]
         if op == "spawn":
-            mine, fds[:] = fds[:4], fds[4:]
+            n = 5 if req.get("listen") else 4
+            mine, fds[:] = fds[:n], fds[n:]
             self.spawn(line, req, mine)
         elif op == "kill":
             if req["id"] in self.lent and self.light is not None:
@@ -308,6 +335,8 @@ class Zygote:
                 except OSError:
                     self.light_gone()
                 return
+            if self.drop_waiting(req["id"]):
+                return
             victim = self.pids.get(req["id"])
             if victim is not None:
                 try:
@@ -316,6 +345,8 @@ class Zygote:
                     pass
         elif op == "ping":
             send_msg(self.ctl, {"ev": "pong", "n": req.get("n")})
+        elif op == "preload" and self.preloader is not None:
+            self.preloader.go()
 
     def serve(self, loaded: list[str]) -> None:
         """The main loop: requests from the kernel, SIGCHLD from the children."""
@@ -329,6 +360,8 @@ class Zygote:
         light_buf = bytearray()
         if self.light is not None:
             sel.register(self.light[1], selectors.EVENT_READ, "light")
+        if self.preloader is not None:
+            sel.register(self.preloader.rfd, selectors.EVENT_READ, "preload")
         buf = bytearray()
         fds: list[int] = []
         send_msg(self.ctl, {"ev": "ready", "pid": os.getpid(), "preloaded": loaded})
@@ -342,6 +375,10 @@ class Zygote:
                     except BlockingIOError:
                         pass
                     self.reap()
+                    continue
+                if key.data == "preload":
+                    sel.unregister(key.fileobj)
+                    self.preloaded()
                     continue
                 if key.data == "light":
                     sock = key.fileobj
@@ -409,8 +446,8 @@ def start_light(
 
 
 def main() -> None:
-    """Start-up: identity and limits, the bash fork server, preload, Landlock, the seccomp
-    program, then serve."""
+    """Start-up: identity and limits, the bash fork server, the preload thread, Landlock,
+    the seccomp program, then serve."""
     cfg = json.loads(sys.argv[1])
     ctl = socket.socket(fileno=cfg["ctl_fd"])
     ctl.setblocking(True)
@@ -420,22 +457,17 @@ def main() -> None:
     light = start_light(cfg, ctl, protected)
     if light is not None:
         protected = sorted({*protected, light[0]})
-    # Started with -S, the zygote forked the bash fork server above without site-packages
-    # (its .pth files) or the Python runner: a smaller process, and each bash run's fork
-    # and exec cost less. Both are loaded now, once, for the zygote's own children.
-    import site
-
-    site.main()
-    import _think_runner  # noqa: F401
-
     uid, gid = cfg.get("drop_uid"), cfg.get("drop_gid")
     as_session = uid is not None and os.geteuid() == 0
-    with confine.acting_as(uid if as_session else None, gid if as_session else None):
+    with confine.files_as(uid if as_session else None, gid if as_session else None):
         for d in cfg.get("make_dirs", []):  # tier 1 scratch lives on a fresh tmpfs
             os.makedirs(d, mode=0o700, exist_ok=True)
-        loaded = preload(cfg.get("preload", []), cfg.get("preload_code", ""))
+    # Imported after the bash fork server's fork: that server stays without threading & co.
+    from _think_preload import Preloader
+
+    preloader = Preloader(cfg)  # before Landlock, which binds only the thread applying it
     program = confinement(cfg, protected)
-    Zygote(cfg, ctl, program, light).serve(loaded)
+    Zygote(cfg, ctl, program, light, preloader).serve([])
 
 
 if __name__ == "__main__":
