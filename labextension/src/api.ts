@@ -40,6 +40,8 @@ export interface ISendOptions {
   attachments?: IAttachment[];
   /** "Stop and send": cancel the run in flight (and queued ones) first. */
   interrupt?: boolean;
+  /** This message's edits go to the session's proposal, even with review mode off. */
+  proposeOnly?: boolean;
 }
 
 /** A file that was read (an AGENTS.md or a skill's SKILL.md) and where it came from. */
@@ -249,6 +251,9 @@ export class ThinkApi {
     }
     if (opts.interrupt) {
       body.interrupt = true;
+    }
+    if (opts.proposeOnly) {
+      body.propose_only = true;
     }
     if (opts.model || opts.endpoint) {
       body.options = {

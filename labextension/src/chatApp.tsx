@@ -29,6 +29,8 @@ import { ForeignNote } from './foreignNote';
 import { MessageList } from './messageView';
 import { QuestionCards, TranscriptCards } from './questionCards';
 import { QuestionsModel } from './questions';
+import type { ReviewModel } from './review';
+import { ReviewPanel, ReviewToggle, useReviewOn } from './reviewPanel';
 import { RewindNote } from './rewind';
 import { SetupCard } from './setupCard';
 import { SkillsList } from './skillsList';
@@ -60,6 +62,8 @@ export interface IChatPanelOptions {
   openActionLog: () => void;
   /** Put code in a new cell below the active cell of the current notebook. */
   insertCell?: (code: string) => void;
+  /** The proposal of the open session (review mode). */
+  review?: ReviewModel;
 }
 
 const LAST_SESSION_KEY = 'think:last-session';
@@ -83,6 +87,8 @@ export function ChatApp(
     [api]
   );
   const state = useSyncExternalStore(store.subscribe, store.getSnapshot);
+  const sessionReview = state.session?.review === true;
+  const reviewOn = useReviewOn(props.review, sessionReview);
   const [approvals] = useState(() => new ApprovalsModel(store));
   const [questions] = useState(() => new QuestionsModel(store));
   const [tasks] = useState(() => new TasksModel(store));
@@ -95,6 +101,8 @@ export function ChatApp(
     null
   );
   const [showDebug, setShowDebug] = useState(false);
+  // "Propose only" holds for the next message alone.
+  const [proposeOnly, setProposeOnly] = useState(false);
   const [endpoint, setEndpoint] = useState<IEndpoint | null>(null);
   const [setupOpen, setSetupOpen] = useState(false);
   // The card is filled from the server's answer to the GET made when it opens (the
@@ -258,9 +266,18 @@ export function ChatApp(
       report('attaching files')(e);
       return;
     }
-    store.send(text, { ...sendOptions(), attachments, interrupt }).catch(() => {
-      /* shown on the message itself */
-    });
+    const propose = proposeOnly && !reviewOn;
+    setProposeOnly(false);
+    store
+      .send(text, {
+        ...sendOptions(),
+        attachments,
+        interrupt,
+        proposeOnly: propose
+      })
+      .catch(() => {
+        /* shown on the message itself */
+      });
   };
 
   // Files and images go up first (each is checked by the server); cells go inline.
@@ -387,6 +404,14 @@ export function ChatApp(
           agentPicker={
             currentId ? <AgentPicker api={api} sessionId={currentId} /> : null
           }
+          reviewToggle={
+            currentId && props.review ? (
+              <ReviewToggle
+                model={props.review}
+                sessionReview={sessionReview}
+              />
+            ) : null
+          }
         />
         <SessionsList
           sessions={sessions}
@@ -413,6 +438,9 @@ export function ChatApp(
         {showSetup || !currentId ? null : <AppsStrip sessionId={currentId} />}
         {showSetup || !currentId ? null : (
           <SkillsList api={api} sessionId={currentId} running={running} />
+        )}
+        {showSetup || !currentId || !props.review ? null : (
+          <ReviewPanel model={props.review} />
         )}
         {showSetup ? (
           <div className="jp-ThinkSetupHost">
@@ -491,6 +519,12 @@ export function ChatApp(
             }
             onEditLast={onEditLast}
             fill={travel.fill}
+            proposeOnly={proposeOnly}
+            onProposeOnlyChange={
+              props.review && currentId && !reviewOn
+                ? setProposeOnly
+                : undefined
+            }
           />
         )}
       </div>

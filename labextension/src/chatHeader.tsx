@@ -29,6 +29,8 @@ export interface IChatHeaderProps {
   onOpenActionLog: () => void;
   /** The agent type picker of the current session (none without a session). */
   agentPicker?: JSX.Element | null;
+  /** The review mode switch of the current session (none without a session). */
+  reviewToggle?: JSX.Element | null;
 }
 
 /** The header row above the sessions list. */
@@ -47,6 +49,7 @@ export function ChatHeader(props: IChatHeaderProps): JSX.Element {
       />
       <span className="jp-ThinkComposer-spacer" />
       {props.agentPicker ?? null}
+      {props.reviewToggle ?? null}
       {endpoint?.configured ? (
         <button
           className="jp-ThinkModelBadge"

@@ -25,6 +25,8 @@ import { AskCommandIDs, type IAskRequest } from './askRequest';
 import { ThinkApi } from './api';
 import { ChatPanel } from './chatPanel';
 import { ContextProvider } from './context';
+import { ReviewModel } from './review';
+import { InlineReview } from './reviewInline';
 import { ChatStore } from './store';
 import type { IThinkSettings } from './tokens';
 import { inertSanitizer } from './inertSanitizer';
@@ -69,6 +71,11 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const api = new ThinkApi();
     const store = new ChatStore(api);
+    // The open session's proposal: the sidebar lists it, open notebooks show its cells.
+    const review = new ReviewModel(store);
+    if (notebooks) {
+      new InlineReview(review, notebooks);
+    }
     let settings: IThinkSettings = { ...DEFAULTS };
 
     const openPath = (path: string): void => {
@@ -129,6 +136,7 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
         settings: () => settings,
         openPath,
         insertCell,
+        review,
         openActionLog: () => void app.commands.execute(CommandIDs.openActionLog)
       },
       { model: apps, open: ref => void appTabs.open(ref) }

@@ -49,6 +49,9 @@ export interface IComposerProps {
   cellsPath?: (source: unknown) => string | null;
   /** Reads variables of the active notebook's kernel (`@name` chips). */
   inspectVariables?: InspectVariables;
+  /** The next message's edits go to a proposal (offered while review mode is off). */
+  proposeOnly?: boolean;
+  onProposeOnlyChange?: (on: boolean) => void;
 }
 
 /** What Lumino's drag events carry (typed here: `@lumino/dragdrop` is not a dependency). */
@@ -270,6 +273,19 @@ export function Composer(props: IComposerProps): JSX.Element {
             e.target.value = '';
           }}
         />
+        {props.onProposeOnlyChange ? (
+          <button
+            className={`jp-ThinkLabelButton jp-ThinkComposer-propose${
+              props.proposeOnly ? ' jp-mod-active' : ''
+            }`}
+            aria-label="Propose only"
+            aria-pressed={!!props.proposeOnly}
+            title="Propose only: this message's edits wait in a proposal for you to accept or reject"
+            onClick={() => props.onProposeOnlyChange?.(!props.proposeOnly)}
+          >
+            Propose only
+          </button>
+        ) : null}
         <span className="jp-ThinkComposer-spacer" />
         {canRetry && !running ? (
           <button
