@@ -181,7 +181,8 @@ async def test_tools_stream_progress_and_return_outputs(sandbox: Sandbox) -> Non
 async def test_bash_runs_fork_from_a_server_without_the_preload(sandbox: Sandbox) -> None:
     """Bash comes from the small fork server (a bash child of the preloaded zygote paid for
     numpy, pandas and matplotlib twice: fork and exec); Python runs keep the preload."""
-    assert "numpy" in sandbox.preloaded
+    await sandbox.preload()  # deferred by default: the kernel asks after a first request
+    assert "numpy" in await sandbox.wait_preloaded()
     zygote = sandbox.launcher_pid()
     assert zygote is not None and maps_mention(zygote, "numpy")
     bash = await sandbox.run_bash("echo $PPID")

@@ -51,10 +51,11 @@ class KernelRuntime:
 
     async def prepare_chat(self) -> None:
         """A chat kernel (maybe a spare of the server's pool): build the runtime, open the
-        store, start the sandbox and the model client before any chat arrives, so the first
-        message and the first tool call do not wait for them. No session row is written and
-        nothing runs for a session until the first chat frame binds one (``ensure_runtime``).
-        The sandbox takes a uid lease of its own here: no other session ever held it, and it
+        store, prepare the sandbox and start the model client before any chat arrives, so the
+        first message does not wait for them. No session row is written and nothing runs for
+        a session until the first chat frame binds one (``ensure_runtime``). The sandbox
+        takes a uid lease, a cgroup and workspace access of its own here, and starts no
+        process: the first request starts them. No other session ever held that uid, and it
         goes with this kernel to the one session that claims it."""
         try:
             async with self._lock:
@@ -69,7 +70,7 @@ class KernelRuntime:
                     runtime.services.notebooks = linked["notebooks"]
                 await runtime.open_store()
                 await runtime.refresh_endpoint()  # the setup card's endpoint, if one is saved
-                runtime.prewarm_sandbox()
+                runtime.prepare_sandbox()
                 runtime.prewarm_model()
                 self._prepared = runtime
             await runtime.wait_sandbox()
@@ -134,7 +135,7 @@ class KernelRuntime:
         if "notebooks" in linked:
             runtime.services.notebooks = linked["notebooks"]
         await runtime.start()
-        runtime.prewarm_sandbox()  # the zygote preloads numpy/pandas while we talk
+        runtime.prepare_sandbox()  # its processes start at the first request or first need
         if not chat:
             remember_session(runtime.store_dir, self.session_key, runtime.session_id)
         return runtime

@@ -180,6 +180,23 @@ class SandboxConfig(Configurable):
         help="Modules the zygote imports once so every run starts with them loaded; missing "
         "ones are skipped. Default: numpy, pandas, matplotlib, matplotlib.pyplot.",
     )
+    defer_preload = Bool(
+        True,
+        config=True,
+        help="The zygote is ready before it imports preload_modules, which it imports in a "
+        "thread of its own when the kernel asks (a chat's first turn has ended) or at the "
+        "first Python run, whichever comes first; bash commands never wait for them. "
+        "False: the import starts as soon as the zygote is. Default: True.",
+    )
+    start_with_kernel = Bool(
+        False,
+        config=True,
+        help="Start a chat kernel's sandbox processes (and their preload) when the kernel "
+        "starts, so a spare kernel of the server's pool holds a ready sandbox: a first tool "
+        "call finds it started, each spare costs its memory. False: a spare only takes the "
+        "session's uid, cgroup and workspace access; the processes start with the chat's "
+        "first message, or at first need. Default: False.",
+    )
     prefork = Int(
         1,
         min=0,

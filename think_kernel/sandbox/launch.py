@@ -263,9 +263,11 @@ def zygote_config(
     ctl_fd: int,
     identity: tuple[int, int] | None,
     cgroup_fds: Sequence[int] = (),
+    defer_preload: bool = False,
 ) -> str:
     """The JSON handed to the zygote in argv[1]. ``identity`` is the (uid, gid) its children
-    take (root kernels); ``cgroup_fds`` are the session's cgroup.procs files to join."""
+    take (root kernels); ``cgroup_fds`` are the session's cgroup.procs files to join;
+    ``defer_preload``: the heavy imports wait for a "preload" request or a Python run."""
     cfg: dict = {
         "ctl_fd": ctl_fd,
         "cwd": str(workspace),
@@ -273,6 +275,7 @@ def zygote_config(
         "prefork": config.prefork,
         "preload": list(config.preload_modules),
         "preload_code": config.preload_code if config.preload_modules else "",
+        "preload_deferred": defer_preload,
         "seccomp": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
         # No socket() at all, only socketpairs and the inherited channels:
         # tier 2 has no network namespace, and even tier 1's read-only view of the host

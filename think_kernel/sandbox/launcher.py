@@ -3,7 +3,7 @@ stop it. :class:`~think_kernel.sandbox.sandbox.Sandbox` replaces a launcher that
 answering::
 
     launcher = Launcher(spec, on_event)      # on_event(msg) for "spawned" / "exit" lines
-    ready = await launcher.start()           # {"ev": "ready", "pid", "preloaded"}
+    ready = await launcher.start()           # {"ev": "ready", "pid", "preloaded": []}
     await launcher.send({"op": "spawn", ...}, fds)
     alive = await launcher.ping(deadline=1.0)
     await launcher.stop(graceful=True)
@@ -47,6 +47,7 @@ class LaunchSpec:
     session_id: str
     identity: tuple[int, int] | None  # (uid, gid) of the session's processes, root only
     cgroup_fds: Callable[[], list[int]] = field(default=lambda: [])
+    defer_preload: bool = False  # the heavy imports wait for a "preload" or a Python run
 
 
 class Launcher:
@@ -95,12 +96,14 @@ class Launcher:
                 child_fd,
                 spec.identity,
                 cgroup_fds,
+                spec.defer_preload,
             )  # fmt: skip
         )
         return cmd
 
     async def start(self) -> dict:
-        """Start the zygote and wait until it has preloaded (up to 120 s)."""
+        """Start the zygote and wait until it is ready (up to 120 s); its heavy preload
+        follows in the background (a "preloaded" event)."""
         loop = asyncio.get_running_loop()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         cg_fds = self.spec.cgroup_fds()

@@ -138,9 +138,14 @@ def set_dumpable(on: bool) -> None:
     _libc.prctl(PR_SET_DUMPABLE, 1 if on else 0, 0, 0, 0)
 
 
-class acting_as:  # noqa: N801 (used like a function: ``with acting_as(uid, gid):``)
-    """Switch the effective uid/gid of a root process and back: files the block creates
-    (scratch dirs, caches written while preloading) belong to the session."""
+class files_as:  # noqa: N801 (used like a function: ``with files_as(uid, gid):``)
+    """Act on files as ``uid``/``gid`` in this thread only: files the block creates (scratch
+    dirs, caches written while preloading) belong to the session.
+
+    Only the filesystem ids change (setfsuid(2) is per thread, unlike glibc's setresuid,
+    which every thread follows): the real, effective and saved uids stay the launcher's, so
+    the session's processes can neither signal nor trace it meanwhile, and the other thread
+    that serves the kernel keeps its own identity."""
 
     def __init__(self, uid: int | None, gid: int | None) -> None:
         self.ids = (uid, gid)
@@ -148,15 +153,16 @@ class acting_as:  # noqa: N801 (used like a function: ``with acting_as(uid, gid)
     def __enter__(self) -> None:
         uid, gid = self.ids
         if uid is not None and gid is not None:
-            # Real ids too: libraries test writability with access(), which uses them.
-            # The saved uid stays 0, so the way back (and our capabilities) is kept.
-            os.setresgid(gid, gid, -1)
-            os.setresuid(uid, uid, -1)
+            _libc.setfsgid(gid)
+            _libc.setfsuid(uid)
+            # setfsuid reports no error: an invalid id (-1) only reads the one in force.
+            if _libc.setfsuid(-1) != uid or _libc.setfsgid(-1) != gid:
+                raise OSError("cannot act on files as the session's uid")
 
     def __exit__(self, *exc: object) -> None:
         if self.ids[0] is not None:
-            os.setresuid(0, 0, -1)  # back to uid 0: the permitted capabilities return
-            os.setresgid(0, 0, -1)
+            _libc.setfsuid(0)
+            _libc.setfsgid(0)
 
 
 def set_parent_death_signal(sig: int) -> None:
