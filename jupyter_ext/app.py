@@ -22,11 +22,14 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
+from think_kernel.kernel.host import SESSIONS_ENV
 from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
 
 from . import identity, kernelidentity
 from .agents import agent_routes
+from .appproxy import AppProxy, proxy_route
+from .apps import AppsWatch, app_routes
 from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
@@ -137,6 +140,15 @@ class ThinkExtension(ExtensionApp):
         "and wakes on a spare kernel at its next message (its Python worker restarted, "
         "which the chat and the model are told). Spares of the pool are not counted. "
         "0 never hibernates. Default: 300 (5 minutes).",
+    )
+    sessions_per_kernel = Int(
+        1,
+        config=True,
+        help="Sidebar chats one think kernel may serve at once, each with its own runtime, "
+        "sandbox (uid and limits), runs and store rows. Above 1, a new or waking chat joins "
+        "a kernel with room instead of taking a spare (no kernel start, no process added), "
+        "and an idle chat hibernates alone. Think notebooks keep a kernel each. "
+        "Default: 1 (a kernel per chat).",
     )
     kernel_idle_timeout = Float(
         300.0,
@@ -308,6 +320,9 @@ class ThinkExtension(ExtensionApp):
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
         self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
+        session = r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in app_routes(session))
+        self.handlers.append((proxy_route(session), AppProxy, kw))  # after the app routes
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.links}))
         if self.mcp is not None:
             self.handlers.append((r"/api/think/mcp", McpHandler, {**kw, "endpoint": self.mcp}))
@@ -375,11 +390,14 @@ class ThinkExtension(ExtensionApp):
         # Only where to find the server: never a credential, and no session (a kernel of the
         # pool learns its session from its first chat frame). The kernel authenticates with
         # its own connection key (see link.py).
-        return {
+        env = {
             "THINK_SERVER_URL": self.server_url(),
             "THINK_STORE_PATH": self.resolved_store_path(),
             "THINK_CHAT_KERNEL": "1",
         }
+        if self.sessions_per_kernel > 1:  # the kernel hosts several chats
+            env[SESSIONS_ENV] = str(self.sessions_per_kernel)
+        return env
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Open the store, then start the pipeline, scheduler and recovery loops."""
@@ -427,13 +445,16 @@ class ThinkExtension(ExtensionApp):
             pool_size=self.kernel_pool_size,
             idle_timeout=self.hibernate_after,
             session_manager=getattr(serverapp, "session_manager", None),
+            sessions_per_kernel=self.sessions_per_kernel,
         )
         chats.wake_scheduler = scheduler.wake
         jobs_watch = JobsWatch(self.hub)
         self.links.item_listeners.append(jobs_watch.on_item)
-        # A chat whose jobs run is in use: hibernating would end them with its kernel.
+        apps_watch = AppsWatch(self.hub)
+        self.links.item_listeners.append(apps_watch.on_item)
+        # A chat whose jobs or apps run is in use: hibernating would end them with its kernel.
         in_use = chats.pool.busy
-        chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid)
+        chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid) or apps_watch.busy(sid)
         svc = Services(
             limits=Limits(self.max_body_size, self.max_ws_frame, self.history_limit),
             store=store,
@@ -447,6 +468,7 @@ class ThinkExtension(ExtensionApp):
                 store, chats, self.links, start_timeout=self.kernel_start_timeout
             ),
             jobs=jobs_watch,
+            apps=apps_watch,
         )
         self._stoppable = svc
         early, self._early_spare = self._early_spare, None

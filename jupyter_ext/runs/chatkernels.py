@@ -19,6 +19,13 @@ A claimed kernel gets a jupyter_server session named after the chat (so JupyterL
 panel shows "Think: <title>", not "No sessions connected"). A session's kernel that has done
 nothing for ``idle_timeout`` seconds (and has no run) is shut down; the next message starts
 or claims another. Spares are not user kernels: they are never culled here.
+
+With ``sessions_per_kernel`` above 1 a claimed kernel is a host (``think_kernel/kernel/host.py``):
+a new or waking chat joins a live host with room before it takes a spare, so it needs no
+kernel start and adds no process. A host's idle chat hibernates alone: ``release(kernel_id,
+session_id)`` tells the kernel to close that session's runtime and sandbox. A host left
+with no chat is shut down. A host that dies takes its chats' workers with it; each chat
+learns so at its next message (``take_restart``) and joins another host.
 """
 
 from __future__ import annotations
@@ -55,6 +62,8 @@ class ChatKernels:
         linked: Callable[[str], Awaitable[Any]] | None = None,
         busy: Callable[[str], bool] = lambda session_id: False,
         refill_delay: float = 1.0,
+        sessions_per_kernel: int = 1,
+        release: Callable[[str, str], Any] | None = None,
     ) -> None:
         self.kernel_manager = kernel_manager
         self.kernel_name = kernel_name
@@ -67,6 +76,8 @@ class ChatKernels:
         self.linked = linked
         self.busy = busy
         self.refill_delay = refill_delay  # s between a claim and the start of its successor
+        self.sessions_per_kernel = max(1, sessions_per_kernel)
+        self.release = release  # tells a host to close one session's runtime
         self.kernels: dict[str, str] = {}  # session id -> kernel id
         self.last_used: dict[str, float] = {}  # session id -> time.monotonic()
         self.culled = 0  # kernels shut down for idleness (shown in the API)
@@ -79,6 +90,7 @@ class ChatKernels:
         self._naming: set[str] = set()  # sessions whose name is being written
         self._spares: list[asyncio.Task[str]] = []  # starting or ready, oldest first
         self._locks: dict[str, asyncio.Lock] = {}
+        self._assigning = asyncio.Lock()  # a host's chats: one picks its kernel at a time
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
         self._failures = 0
@@ -151,15 +163,42 @@ class ChatKernels:
             if kid is not None:
                 self.restarted.add(session_id)  # died: its worker's state went with it
                 await self._shutdown(session_id)
-            kid = await self._claim()
-            self.kernels[session_id] = kid
+            if self.sessions_per_kernel > 1:
+                # One chat at a time picks its host: chats that arrive together share the
+                # spare the first one claims, instead of each taking a kernel.
+                async with self._assigning:
+                    kid = await self._host_with_room() or await self._claim_and_refill()
+                    self.kernels[session_id] = kid
+            else:
+                kid = self.kernels[session_id] = await self._claim_and_refill()
             self.touch(session_id)
-            # The next spare starts a moment later: a kernel start takes a core for most of
-            # a second, which the claimed kernel's first run needs now.
-            self._spawn(self._refill_after(self.refill_delay))
             # Off the run's path: the name is a nicety (jupyter_server's session store).
             self._spawn(self._name(session_id, kid))
             return kid
+
+    async def _claim_and_refill(self) -> str:
+        kid = await self._claim()
+        # The next spare starts a moment later: a kernel start takes a core for most of a
+        # second, which the claimed kernel's first run needs now.
+        self._spawn(self._refill_after(self.refill_delay))
+        return kid
+
+    def sessions_on(self, kernel_id: str) -> list[str]:
+        """The chat sessions a kernel serves now."""
+        return [sid for sid, kid in self.kernels.items() if kid == kernel_id]
+
+    async def _host_with_room(self) -> str | None:
+        """A live kernel that serves chats and has room for one more (the fullest first, so
+        that hosts empty out and go); None when sessions do not share kernels."""
+        if self.sessions_per_kernel <= 1:
+            return None
+        counts: dict[str, int] = {}
+        for kid in self.kernels.values():
+            counts[kid] = counts.get(kid, 0) + 1
+        for kid, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            if n < self.sessions_per_kernel and await self.alive(kid):
+                return kid
+        return None
 
     def hibernating(self, session_id: str) -> bool:
         """Whether the session holds no kernel now (it wakes on a spare at its next run)."""
@@ -372,6 +411,13 @@ class ChatKernels:
     async def _shutdown(self, session_id: str) -> None:
         kid = self.kernels.pop(session_id, None)
         self.last_used.pop(session_id, None)
+        if kid is not None and self.sessions_on(kid):
+            # A host that serves other chats stays: only this session's runtime goes. (Its
+            # name in JupyterLab stays too: jupyter_server deletes a session only with its
+            # kernel.)
+            if self.release is not None:
+                self.release(kid, session_id)
+            return
         jsid = self._jupyter_sessions.pop(session_id, None)
         if kid is not None:
             await self._shutdown_kernel(kid)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from think_kernel.store import new_id
 from think_kernel.waits import wait_for
 from think_kernel.wire.base import Frame
-from think_kernel.wire.link import CancelFrame
+from think_kernel.wire.link import CancelFrame, ReleaseFrame
 
 from ..approvals import reject_pending
 from .chatkernels import ChatKernels
@@ -72,6 +72,7 @@ class ChatSessions:
         pool_size: int = 0,
         idle_timeout: float = 0.0,
         session_manager: Any = None,
+        sessions_per_kernel: int = 1,
     ) -> None:
         self.store = store
         self.pool = ChatKernels(
@@ -85,6 +86,8 @@ class ChatSessions:
             title_of=self._title_of,
             linked=links.wait,
             busy=self.busy,
+            sessions_per_kernel=sessions_per_kernel,
+            release=lambda kid, sid: links.send(kid, ReleaseFrame(sid)),
         )
         self.links = links
         self.pipeline = pipeline

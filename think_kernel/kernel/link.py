@@ -4,6 +4,7 @@ The kernel calls, from its event loop (``runtime`` may be a Runtime or an async 
 as ``kernel.ensure_runtime``; it is only awaited when the server sends a request):
 
     link = start_link(kernel.ensure_runtime)   # None when no server started this kernel
+    link = start_link(kernel.ensure_runtime, host=ChatHost(life))  # several chat sessions
 
 The server is found, and both ends authenticated, with :mod:`.linkpeer` (an HMAC over the
 kernel's own connection key; the server's token is never read).
@@ -13,8 +14,9 @@ what it stored, the rest is resent after a reconnect (the server drops duplicate
 frames (declared in :mod:`think_kernel.wire.link`, decoded and dispatched through a table by
 class; an unknown or malformed one is logged and answered with an ``error`` frame):
 ``chat``, ``cancel``, ``approval``, ``tool`` and ``tool_cancel`` (the work, run by
-:class:`~.linkruns.LinkRuns`), ``ping`` (answered by a ``pong`` listing the attempts this
-process owns), ``ack``, ``rooms`` and RPC answers. The generic RPC:
+:class:`~.linkruns.LinkRuns`), ``release`` (a hosting kernel closes a session's runtime),
+``ping`` (answered by a ``pong`` listing the attempts this process owns), ``ack``, ``rooms``
+and RPC answers. The generic RPC:
 
     result = await link.request("doc.read", {"path": "a.py"})
 """
@@ -36,11 +38,13 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..apps.control import AppsControl
 from ..wire.base import Frame, FrameError, decode, frame_table
 from ..wire.link import (
     TO_KERNEL,
     AckFrame,
     ApprovalFrame,
+    AppsFrame,
     CancelFrame,
     ChatFrame,
     ErrorFrame,
@@ -49,6 +53,7 @@ from ..wire.link import (
     JobsStopFrame,
     PingFrame,
     PongFrame,
+    ReleaseFrame,
     RoomsFrame,
     RpcErrorFrame,
     RpcFrame,
@@ -110,13 +115,15 @@ def start_link(
     *,
     connection_file: str | None = None,
     server_url: str | None = None,
+    host: Any = None,
 ) -> KernelLink | None:
-    """Connect this kernel to its server in the background; None when there is no server."""
+    """Connect this kernel to its server in the background; None when there is no server.
+    ``host`` (a :class:`~.host.ChatHost`) serves each chat session from its own runtime."""
     url = server_url or find_server()
     ident = kernel_identity(connection_file)
     if not url or ident is None:
         return None
-    link = KernelLink(runtime, url, *ident)
+    link = KernelLink(runtime, url, *ident, host=host)
     link.start()
     return link
 
@@ -147,8 +154,10 @@ class KernelLink:
         kernel_id: str,
         key: bytes,
         coalesce_interval: float = COALESCE_INTERVAL,
+        host: Any = None,
     ):
         self._source = runtime
+        self.host = host
         base = server_url if server_url.endswith("/") else server_url + "/"
         self.url = base.replace("http", "ws", 1) + "api/think/link"
         self.kernel_id = kernel_id
@@ -171,8 +180,10 @@ class KernelLink:
         self._ids = itertools.count(1)
         self._rpc: dict[int, tuple[RpcFrame, asyncio.Future[dict[str, Any]]]] = {}
         #: The chat runs, MCP calls and approvals the server hands this kernel.
-        self.runs = LinkRuns(self.push, self.runtime, self.learn_session)
-        self._sunk: set[int] = set()
+        self.runs = LinkRuns(
+            self.push, self.runtime, self.learn_session, host.all if host is not None else None
+        )
+        self._sunk: dict[int, Callable[[Any], None]] = {}  # id(runtime) -> its sink
         self._runtime: Any = None
         self._task: asyncio.Task[None] | None = None
         self.refused = False
@@ -189,6 +200,8 @@ class KernelLink:
             ToolFrame: self.runs.on_tool,
             ToolCancelFrame: self.runs.on_tool_cancel,
             JobsStopFrame: self.runs.on_jobs_stop,
+            AppsFrame: AppsControl(self.runtime).on_frame,
+            ReleaseFrame: self._on_release,
             PingFrame: self._on_ping,
             PongFrame: self._on_pong,
             ErrorFrame: self._on_error,
@@ -256,14 +269,26 @@ class KernelLink:
         yet the server's tabs watch its session too); once per runtime."""
         self._attach(runtime)
 
-    def _attach(self, runtime: Any) -> None:
+    def _attach(self, runtime: Any, *, default: bool = True) -> None:
         if id(runtime) not in self._sunk:
-            self._sunk.add(id(runtime))
-            runtime.add_sink(self._sink)
-        self._runtime = runtime
+            sink = self._sunk[id(runtime)] = lambda event: self._sink(runtime, event)
+            runtime.add_sink(sink)
+        if default:
+            self._runtime = runtime
 
-    async def runtime(self) -> Any:
-        """The runtime (created through the factory on first use)."""
+    def detach(self, runtime: Any) -> None:
+        """Stop shipping ``runtime``'s events (a host closed that session's runtime)."""
+        sink = self._sunk.pop(id(runtime), None)
+        if sink is not None:
+            runtime.remove_sink(sink)
+
+    async def runtime(self, session_id: str | None = None) -> Any:
+        """The runtime that serves ``session_id`` (created on first use); without a host,
+        the kernel's one runtime."""
+        if self.host is not None and session_id:
+            rt = await self.host.runtime(session_id)
+            self._attach(rt, default=False)
+            return rt
         if self._runtime is None:
             rt = self._source() if callable(self._source) else self._source
             if inspect.isawaitable(rt):
@@ -271,14 +296,14 @@ class KernelLink:
             self._attach(rt)
         return self._runtime
 
-    def _sink(self, event: Any) -> None:
+    def _sink(self, runtime: Any, event: Any) -> None:
         data = event.to_dict() if hasattr(event, "to_dict") else dict(event)
-        runtime = self._runtime
+        session_id = getattr(runtime, "session_id", None) or self.session_id
         self.push(
             {
                 "kind": "event",
-                "session_id": getattr(runtime, "session_id", None) or self.session_id,
-                "run_id": self.runs.current,
+                "session_id": session_id,
+                "run_id": self.runs.current_of(session_id),
                 "event": data,
             }
         )
@@ -490,6 +515,12 @@ class KernelLink:
 
     def _on_rooms(self, frame: RoomsFrame) -> None:
         self.rooms_open = frame.open
+
+    def _on_release(self, frame: ReleaseFrame) -> None:
+        if self.host is None:
+            log.warning("think link: a release for a kernel that hosts one session")
+            return
+        self.runs.spawn(self.host.release(frame.session_id))
 
     def _on_ping(self, frame: PingFrame) -> None:
         # Items first (a run_end must not arrive after a pong that no longer lists it).

@@ -6,6 +6,10 @@ through ``push`` (numbered outbox items):
 
     runs = LinkRuns(link.push, link.runtime, link.learn_session)
     runs.on_chat(ChatFrame("r1", attempt=1, content="hi"))  # run_started ... run_end items
+
+``runtime(session_id)`` gives the runtime that serves a session. A kernel that hosts several
+chat sessions (:mod:`.host`) passes ``runtimes`` too: its sessions' runs then go on side by
+side (one at a time per session), and an approval goes to the runtime that asked for it.
 """
 
 from __future__ import annotations
@@ -37,19 +41,23 @@ class LinkRuns:
     def __init__(
         self,
         push: Callable[[dict[str, Any]], None],
-        runtime: Callable[[], Awaitable[Any]],
+        runtime: Callable[[str | None], Awaitable[Any]],
         learn_session: Callable[[str], None],
+        runtimes: Callable[[], list[Any]] | None = None,
     ) -> None:
         self._push = push
         self._runtime = runtime
         self._learn_session = learn_session
+        self._runtimes = runtimes  # a hosting kernel's runtimes (None: one runtime)
         self._runs: dict[str, asyncio.Task[None]] = {}
         # run id -> the attempt this process runs (or ran): a resend of it is dropped, a
         # higher attempt (the server retried the run) supersedes it.
         self._attempts: dict[str, int] = {}
         self._run_lock = asyncio.Lock()
+        self._session_locks: dict[str, asyncio.Lock] = {}  # a host's, per session
         #: The chat run whose events the runtime emits now (None between runs).
         self.current: str | None = None
+        self._current: dict[str, str] = {}  # a host's: session id -> its run now
         # MCP calls (call id -> task), and the ids already taken (a resend is dropped).
         self._tools: dict[str, asyncio.Task[None]] = {}
         self._tool_ids: OrderedDict[str, None] = OrderedDict()
@@ -67,7 +75,7 @@ class LinkRuns:
 
     async def _stop_jobs(self, frame: JobsStopFrame) -> None:
         try:
-            jobs = (await self._runtime()).jobs
+            jobs = (await self._runtime(frame.session_id)).jobs
             if frame.name:
                 if jobs.get(frame.session_id, frame.name) is not None:
                     await jobs.stop(frame.session_id, frame.name, "stopped from the sidebar")
@@ -75,6 +83,18 @@ class LinkRuns:
                 await jobs.stop_all(frame.session_id, "stopped from the sidebar (Stop all)")
         except Exception:
             log.exception("stopping jobs failed")
+
+    def current_of(self, session_id: str | None) -> str | None:
+        """The chat run whose events the session's runtime emits now (None between runs)."""
+        if self._runtimes is None:
+            return self.current
+        return self._current.get(session_id or "")
+
+    def _lock_of(self, session_id: str) -> asyncio.Lock:
+        # One runtime runs one request at a time; a host's sessions each have their own.
+        if self._runtimes is None:
+            return self._run_lock
+        return self._session_locks.setdefault(session_id, asyncio.Lock())
 
     def tasks(self) -> list[asyncio.Task[None]]:
         """Every run and approval task not yet done."""
@@ -95,6 +115,10 @@ class LinkRuns:
         call = self._tools.get(frame.call_id)
         if call is not None:
             call.cancel()
+
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` as work of this link (a close cancels and waits for it)."""
+        self._spawn(coro)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -141,12 +165,13 @@ class LinkRuns:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         ids = {"run_id": run_id, "session_id": session_id, "attempt": attempt}
-        async with self._run_lock:
+        async with self._lock_of(session_id):
             self._push({"kind": "run_started", **ids})
             self.current = run_id
+            self._current[session_id] = run_id
             self._run_state(True)
             try:
-                rt = await self._runtime()
+                rt = await self._runtime(session_id)
                 if session_id and rt.session_id != session_id:
                     await rt.switch_session(session_id)
                 async for event in rt.run(
@@ -163,6 +188,7 @@ class LinkRuns:
                 status, error = "error", f"{type(e).__name__}: {e}"
             finally:
                 self.current = None
+                self._current.pop(session_id, None)
                 self._run_state(False)
                 end = {"status": status, "error": error, "retryable": retryable}
                 self._push({"kind": "run_end", **ids, **end})
@@ -197,7 +223,7 @@ class LinkRuns:
         output: dict[str, Any] = {}
         self._run_state(True)
         try:
-            rt = await self._runtime()
+            rt = await self._runtime(session_id)
             if session_id and rt.session_id != session_id:
                 await rt.switch_session(session_id)
             output = await serve_call(rt, frame.name, frame.arguments, call_id, frame.client)
@@ -216,7 +242,13 @@ class LinkRuns:
             )  # fmt: skip
 
     async def _approval(self, frame: ApprovalFrame) -> None:
-        rt = await self._runtime()
+        if self._runtimes is not None:
+            # A host: the approval belongs to the one session whose runtime asked for it.
+            for rt in self._runtimes():
+                if await rt.resolve_approval(frame.approval_id, frame.to_dict()):
+                    return
+            return
+        rt = await self._runtime(None)
         resolve: Callable[..., Any] | None = getattr(rt, "resolve_approval", None)
         if resolve is None:
             log.warning("think link: this runtime cannot take approval decisions")

@@ -37,6 +37,7 @@ from ..runtime import Runtime
 from ..safeoutput import safe_bundle
 from . import completion
 from .cellrequest import CellRequest, error_reply
+from .host import ChatHost, hosts_sessions
 from .lifecycle import KernelRuntime
 from .link import start_link
 
@@ -75,6 +76,7 @@ class ThinkKernel(IPythonKernel):
         self._run_loop: asyncio.AbstractEventLoop | None = None
         self._main_loop: asyncio.AbstractEventLoop | None = None
         self._background: set[asyncio.Future[Any]] = set()
+        self.host: ChatHost | None = None  # set when the link starts (a hosting chat kernel)
 
     @property
     def runtime(self) -> Runtime | None:
@@ -137,7 +139,9 @@ class ThinkKernel(IPythonKernel):
             signal.signal(signal.SIGINT, self._on_sigint)
         except ValueError:  # not the main thread: interrupt_request still works
             log.debug("SIGINT handler not installed", exc_info=True)
-        link = self.life.link = start_link(self.ensure_runtime)
+        # A chat kernel of a server that shares kernels between chats hosts several sessions.
+        self.host = ChatHost(self.life) if hosts_sessions(os.environ) else None
+        link = self.life.link = start_link(self.ensure_runtime, host=self.host)
         if link is not None:
             link.on_run = self._chat_status
             if os.environ.get("THINK_CHAT_KERNEL"):
@@ -259,13 +263,18 @@ class ThinkKernel(IPythonKernel):
         reply["history"] = [(s or current, n, h) for s, n, h in reply.get("history", [])]
         return reply
 
+    async def _close(self) -> None:
+        if self.host is not None:
+            await self.host.close()
+        await self.life.close()
+
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         """Close the runtime (store, sandbox) before the process exits; chat runs are left
         as they are in the store (a shutdown is not a Stop)."""
         # ipykernel answers shutdown_request on its control thread; the runtime, the link and
         # their tasks belong to the main loop (awaited from here, their futures fail).
         loop = self._main_loop
-        close = self.life.close
+        close = self._close
         if loop is not None and loop.is_running() and loop is not asyncio.get_running_loop():
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(close(), loop))
         else:
