@@ -9,6 +9,7 @@ import { chatPlugin } from './chatPlugin';
 import { inlineCompletionPlugin } from './inlineCompletion';
 import { launcherPlugin } from './launcherPlugin';
 import { remindersPlugin } from './reminders';
+import { runInBackgroundPlugin } from './runInBackground';
 import { thinkCellsPlugin } from './thinkCells';
 import { untrustedOutputPlugin } from './untrustedOutput';
 
@@ -18,6 +19,7 @@ const plugins: JupyterFrontEndPlugin<void>[] = [
   inlineCompletionPlugin,
   launcherPlugin,
   remindersPlugin,
+  runInBackgroundPlugin,
   thinkCellsPlugin,
   untrustedOutputPlugin
 ];

@@ -16,7 +16,7 @@ import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { cellMimeType, EMPTY_CLASS, MARKDOWN_MIME } from './cellKinds';
 
 /** True if a notebook runs on the Think kernel (its cells are requests). */
-function isThinkNotebook(panel: NotebookPanel): boolean {
+export function isThinkNotebook(panel: NotebookPanel): boolean {
   const running = panel.sessionContext.session?.kernel?.name;
   if (running) {
     return running === 'think';
