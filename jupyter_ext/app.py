@@ -28,8 +28,6 @@ from think_kernel.store import Store, location, new_id
 
 from . import identity, kernelidentity
 from .agents import agent_routes
-from .appproxy import AppProxy, proxy_route
-from .apps import AppsWatch, app_routes
 from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
@@ -320,9 +318,6 @@ class ThinkExtension(ExtensionApp):
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
         self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
-        session = r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
-        self.handlers.extend((pattern, cls, kw) for pattern, cls in app_routes(session))
-        self.handlers.append((proxy_route(session), AppProxy, kw))  # after the app routes
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.links}))
         if self.mcp is not None:
             self.handlers.append((r"/api/think/mcp", McpHandler, {**kw, "endpoint": self.mcp}))
@@ -450,11 +445,9 @@ class ThinkExtension(ExtensionApp):
         chats.wake_scheduler = scheduler.wake
         jobs_watch = JobsWatch(self.hub)
         self.links.item_listeners.append(jobs_watch.on_item)
-        apps_watch = AppsWatch(self.hub)
-        self.links.item_listeners.append(apps_watch.on_item)
-        # A chat whose jobs or apps run is in use: hibernating would end them with its kernel.
+        # A chat whose jobs run is in use: hibernating would end them with its kernel.
         in_use = chats.pool.busy
-        chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid) or apps_watch.busy(sid)
+        chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid)
         svc = Services(
             limits=Limits(self.max_body_size, self.max_ws_frame, self.history_limit),
             store=store,
@@ -468,7 +461,6 @@ class ThinkExtension(ExtensionApp):
                 store, chats, self.links, start_timeout=self.kernel_start_timeout
             ),
             jobs=jobs_watch,
-            apps=apps_watch,
         )
         self._stoppable = svc
         early, self._early_spare = self._early_spare, None
