@@ -1,7 +1,7 @@
 /**
  * A proposal's cells inline in the open notebook: each proposed change is drawn as a
  * decoration on the live cell it changes (or between the cells where it adds one), with
- * Accept / Reject, and the notebook's toolbar offers Accept all / Reject all for it.
+ * Accept / Reject, and a bar above the notebook offers Accept all / Reject all for it.
  *
  * Decorations are DOM nodes of this page only: nothing is written into the notebook's
  * shared model, so the people editing it (and the file on disk) see the workspace, not the
@@ -21,9 +21,8 @@ import {
   type ReviewModel
 } from './review';
 
-/** The class of every decoration node (and the toolbar item's). */
+/** The class of every decoration node (and the bar's). */
 export const INLINE_CLASS = 'jp-ThinkReviewInline';
-const TOOLBAR_NAME = 'thinkReview';
 
 /** What a notebook cell widget offers here. */
 export interface ICellLike {
@@ -162,8 +161,8 @@ export function decorate(
   return placed;
 }
 
-/** The notebook toolbar's item: how many changes, Accept all and Reject all. */
-function toolbarItem(
+/** The bar above the notebook: how many changes, Accept all and Reject all. */
+function barWidget(
   file: IProposalFile,
   snap: IReviewSnapshot,
   decide: (accept: Choice, reject: Choice) => void
@@ -185,7 +184,7 @@ function fillBar(
   const n = file.cells?.length ?? 0;
   const label = document.createElement('span');
   label.className = `${INLINE_CLASS}-count`;
-  label.textContent = `Think proposes ${n} cell change${n === 1 ? '' : 's'}`;
+  label.textContent = `Think proposes ${n} cell change${n === 1 ? '' : 's'} in this notebook`;
   const conflicts = snap.conflicts.filter(c => c.path === file.path);
   if (conflicts.length) {
     label.textContent += ` · ${conflicts.length} conflict${conflicts.length === 1 ? '' : 's'}`;
@@ -256,8 +255,9 @@ export class InlineReview {
     } else if (bar && !bar.isDisposed) {
       fillBar(bar.node, file, snap, decide);
     } else {
-      const item = toolbarItem(file, snap, decide);
-      panel.toolbar.addItem(TOOLBAR_NAME, item);
+      // The content header, not the toolbar: a toolbar too narrow hides items in its menu.
+      const item = barWidget(file, snap, decide);
+      panel.contentHeader.addWidget(item);
       this._bars.set(panel, item);
     }
   }

@@ -11,3 +11,4 @@ import './askThink.css';
 import './rewind.css';
 import './search.css';
 import './agents.css';
+import './review.css';
