@@ -42,8 +42,16 @@ export const runInBackgroundPlugin: JupyterFrontEndPlugin<void> = {
       const panel = notebooks.currentWidget;
       return panel && isThinkNotebook(panel) ? panel : null;
     };
-    const converted = (): string | null => {
-      const cell = target()?.content.activeCell;
+    // From the context menu: the cell clicked (a right click does not make it the
+    // active one); from elsewhere: the active cell.
+    const targetCell = (panel: NotebookPanel): number => {
+      const hit = app.contextMenuHitTest(n => n.classList.contains('jp-Cell'));
+      const widgets = panel.content.widgets;
+      const index = hit ? widgets.findIndex(c => c.node === hit) : -1;
+      return index >= 0 ? index : panel.content.activeCellIndex;
+    };
+    const converted = (panel: NotebookPanel, index: number): string | null => {
+      const cell = panel.content.widgets[index];
       if (!cell || cell.model.type !== 'code') {
         return null;
       }
@@ -55,21 +63,28 @@ export const runInBackgroundPlugin: JupyterFrontEndPlugin<void> = {
       caption:
         'Run this %%bash or %%python cell as a background job of the session: it goes on past the step and the turn; the sidebar lists it with a Stop',
       isVisible: () => target() !== null,
-      isEnabled: () => converted() !== null,
+      isEnabled: () => {
+        const panel = target();
+        return !!panel && converted(panel, targetCell(panel)) !== null;
+      },
       execute: async () => {
         const panel = target();
-        const cell = panel?.content.activeCell;
-        const source = converted();
-        if (!panel || !cell || source === null) {
+        const index = panel ? targetCell(panel) : -1;
+        const source = panel ? converted(panel, index) : null;
+        if (!panel || source === null) {
           return;
         }
+        const notebook = panel.content;
+        const cell = notebook.widgets[index];
         if (source !== cell.model.sharedModel.getSource()) {
           cell.model.sharedModel.setSource(source);
         }
-        await NotebookActions.run(panel.content, panel.sessionContext);
+        // Run this cell alone, whatever else was selected.
+        notebook.activeCellIndex = index;
+        notebook.deselectAll();
+        await NotebookActions.run(notebook, panel.sessionContext);
       }
     });
-    // The cell right-clicked is the active one by then (the notebook activates it).
     app.contextMenu.addItem({
       command: RUN_IN_BACKGROUND,
       selector: '.jp-Notebook .jp-CodeCell',

@@ -7,11 +7,56 @@
  */
 
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import { launchLab, notebookText, shot } from './harness.mjs';
+import { launchLab, notebookText, openChat, shot } from './harness.mjs';
 
 const TIMEOUT = 90000;
+
+/**
+ * The app's page: it reports, in its own text, what its script could reach (JupyterLab's
+ * DOM through `parent`, the cookies of Lab's origin) and a fetch of its own data.
+ */
+const PAGE = version => `<!doctype html>
+<title>Demo</title>
+<h1 id="h">Hello from the demo app ${version}</h1>
+<p id="parent"></p><p id="cookie"></p><p id="data"></p>
+<script>
+let p, c;
+try { p = 'parent DOM: ' + parent.document.title; } catch (e) { p = 'parent blocked: ' + e.name; }
+try { c = 'cookie: [' + document.cookie + ']'; } catch (e) { c = 'cookie blocked: ' + e.name; }
+document.getElementById('parent').textContent = p;
+document.getElementById('cookie').textContent = c;
+fetch('data.json')
+  .then(r => (r.ok ? r.json().then(d => 'data: ' + d.from) : 'data failed: ' + r.status))
+  .catch(e => 'data failed: ' + e)
+  .then(t => { document.getElementById('data').textContent = t; });
+</script>
+`;
+
+/** The app: its page is read once, so an edit shows only after a restart. */
+const APP = `import http.server, pathlib, think_app
+
+PAGE = pathlib.Path("site/index.html").read_bytes()
+
+
+class Demo(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.startswith("/data.json"):
+            body, kind = b'{"from": "the app"}', "application/json"
+        else:
+            body, kind = PAGE, "text/html"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+think_app.serve(Demo)
+`;
 
 let ui;
 let lab;
@@ -41,7 +86,8 @@ describe('Live apps and background runs', () => {
       notebook: 'bg.ipynb',
       files: {
         'bg.ipynb': notebookText([
-          '%%bash\nfor i in 1 2 3; do echo "step $i"; sleep 0.3; done'
+          '%%bash\nfor i in 1 2 3; do echo "step $i"; sleep 0.3; done',
+          '%%python\nimport sys\nprint("python", sys.version_info[0])'
         ])
       }
     });
@@ -52,43 +98,163 @@ describe('Live apps and background runs', () => {
 
   after(() => ui?.close());
 
-  test('Run in background turns a %%bash cell into a job the cell follows', async () => {
-    const cell = page.locator('.jp-NotebookPanel .jp-CodeCell').first();
-    await cell.locator('.jp-InputArea-editor').click({ button: 'right' });
-    const item = page.locator('.lm-Menu-item', {
-      hasText: 'Run in background (Think job)'
-    });
-    await item.waitFor({ timeout: TIMEOUT });
-    await item.click();
-
-    // The cell now says what ran, and follows the job to its end.
-    await page.waitForFunction(
-      () =>
-        document
-          .querySelector('.jp-NotebookPanel .jp-CodeCell .cm-content')
-          ?.textContent?.startsWith('%%think_job'),
-      null,
-      { timeout: TIMEOUT }
+  test('Run in background runs a %%bash and a %%python cell as jobs', async () => {
+    const cells = page.locator('.jp-NotebookPanel .jp-CodeCell');
+    // From the cell's context menu: the cell becomes a job cell and follows the job.
+    const runInBackground = async n => {
+      await cells
+        .nth(n)
+        .locator('.jp-InputArea-editor')
+        .click({ button: 'right' });
+      const item = page.locator('.lm-Menu-item', {
+        hasText: 'Run in background (Think job)'
+      });
+      await item.waitFor({ timeout: TIMEOUT });
+      await item.click();
+      await page.waitForFunction(
+        ([n, want]) => {
+          const cell = document.querySelectorAll(
+            '.jp-NotebookPanel .jp-CodeCell'
+          )[n];
+          const src = cell?.querySelector('.cm-content')?.textContent ?? '';
+          const out = cell?.querySelector('.jp-OutputArea')?.textContent ?? '';
+          return (
+            src.startsWith('%%think_job') &&
+            /job \S+: done/.test(out) &&
+            out.includes(want)
+          );
+        },
+        [n, n === 0 ? 'step 3' : 'python 3'],
+        { timeout: TIMEOUT }
+      );
+    };
+    await runInBackground(0);
+    await shot(page, 'run-in-background', cells.nth(0));
+    await runInBackground(1);
+    assert.match(
+      await cells.nth(1).locator('.cm-content').textContent(),
+      /^%%think_jobpython3 -u - <<'THINK_PY_END'/
     );
-    const output = cell.locator('.jp-OutputArea-output');
-    await page.waitForFunction(
-      () => {
-        const out =
-          document.querySelector(
-            '.jp-NotebookPanel .jp-CodeCell .jp-OutputArea'
-          )?.textContent ?? '';
-        return /job \S+: done/.test(out) && out.includes('step 3');
-      },
-      null,
-      { timeout: TIMEOUT }
-    );
-    assert.match(await output.first().textContent(), /job job-\d+: done/);
-    await shot(page, 'run-in-background', cell);
 
-    // It ran as a job of the notebook's session.
+    // They ran as jobs of the notebook's session.
     const sid = await sessionOf('bg.ipynb');
     const { jobs } = await lab.api('GET', `sessions/${sid}/jobs`);
-    assert.equal(jobs.length, 1);
-    assert.equal(jobs[0].state, 'done');
+    assert.deepEqual(
+      jobs.map(j => j.state),
+      ['done', 'done']
+    );
+  });
+
+  test('an app the agent serves opens in a sandboxed Lab tab; Stop, Restart', async () => {
+    const s = await lab.api('POST', 'sessions', { title: 'Apps' });
+    await page.evaluate(
+      id => window.localStorage.setItem('think:last-session', id),
+      s.id
+    );
+    await page.reload();
+    await page.waitForSelector('#jp-main-dock-panel', { timeout: TIMEOUT });
+    await openChat(page);
+    await page.waitForFunction(
+      id => document.querySelector('.jp-ThinkSessions-select')?.value === id,
+      s.id,
+      { timeout: TIMEOUT }
+    );
+    await lab.scriptReplies([
+      {
+        text: 'Writing the app.',
+        tool_calls: [
+          ['write_file', { path: 'site/index.html', content: PAGE('v1') }],
+          ['write_file', { path: 'app.py', content: APP }]
+        ]
+      },
+      {
+        text: 'Starting it.',
+        tool_calls: [['serve_app', { command: 'python3 app.py', name: 'demo' }]]
+      },
+      { text: 'The demo app runs.' }
+    ]);
+    await lab.api('POST', `sessions/${s.id}/messages`, {
+      content: 'make me a small demo web app'
+    });
+
+    // "Open app" on the serve_app card opens a main-area tab titled with the app's name.
+    const open = page.locator('.jp-ThinkToolCard-openApp');
+    await open.waitFor({ timeout: TIMEOUT });
+    await open.click();
+    const tab = page.locator('.jp-ThinkAppTab');
+    await tab.waitFor({ timeout: TIMEOUT });
+    const title = page.locator(
+      '.lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current'
+    );
+    assert.equal((await title.textContent()).trim(), 'demo');
+    const iframe = tab.locator('iframe');
+    assert.equal(
+      await iframe.getAttribute('sandbox'),
+      'allow-scripts allow-forms'
+    );
+
+    // Its page shows, and its script reached neither Lab's DOM nor Lab's cookies.
+    const app = tab.frameLocator('iframe');
+    await app
+      .locator('#h', { hasText: 'demo app v1' })
+      .waitFor({ timeout: TIMEOUT });
+    await app
+      .locator('#data', { hasText: /^data/ })
+      .waitFor({ timeout: TIMEOUT });
+    assert.match(
+      await app.locator('#parent').textContent(),
+      /^parent blocked: SecurityError/
+    );
+    assert.match(
+      await app.locator('#cookie').textContent(),
+      /^cookie blocked: SecurityError/
+    );
+    assert.equal(await app.locator('#data').textContent(), 'data: the app');
+    await shot(page, 'app-tab', page.locator('#jp-main-dock-panel'));
+
+    // The same address without the token: refused.
+    const url = `${lab.url}/api/think/sessions/${s.id}/apps/demo/`;
+    assert.equal((await fetch(url)).status, 403);
+    assert.equal(
+      (await fetch(url, { headers: { Authorization: `token ${lab.token}` } }))
+        .status,
+      200
+    );
+
+    // The sidebar lists it; Stop ends it, and the tab says so.
+    const line = page.locator('.jp-ThinkApps-line');
+    await page.waitForFunction(
+      () =>
+        document.querySelector('.jp-ThinkApps-line')?.textContent ===
+        'demo: running',
+      null,
+      { timeout: TIMEOUT }
+    );
+    await shot(page, 'apps-list', page.locator('.jp-ThinkApps'));
+    await page.locator('.jp-ThinkApps-stop').click();
+    await page.waitForFunction(
+      () =>
+        /^demo: stopped/.test(
+          document.querySelector('.jp-ThinkApps-line')?.textContent ?? ''
+        ),
+      null,
+      { timeout: TIMEOUT }
+    );
+    const note = tab.locator('.jp-ThinkAppFrame-note');
+    await note.waitFor({ state: 'visible', timeout: TIMEOUT });
+    assert.match(await note.textContent(), /demo stopped/);
+    const listed = await lab.api('GET', `sessions/${s.id}/apps`);
+    assert.equal(listed.apps[0].state, 'stopped');
+    await shot(page, 'app-stopped', page.locator('#jp-main-dock-panel'));
+
+    // Edit its page, Restart: the tab loads the new page.
+    fs.writeFileSync(path.join(lab.root, 'site', 'index.html'), PAGE('v2'));
+    await page.locator('.jp-ThinkApps-restart').click();
+    await app
+      .locator('#h', { hasText: 'demo app v2' })
+      .waitFor({ timeout: TIMEOUT });
+    await note.waitFor({ state: 'hidden', timeout: TIMEOUT });
+    assert.equal(await line.textContent(), 'demo: running');
+    await shot(page, 'app-restarted', page.locator('#jp-main-dock-panel'));
   });
 });
