@@ -26,6 +26,8 @@ export interface IApp {
   command?: string;
   started_at?: number;
   exit_code?: number | null;
+  /** Why it is not running (a crash, a stop), when the server knows. */
+  error?: string | null;
   log_tail?: string;
 }
 

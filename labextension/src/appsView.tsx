@@ -92,7 +92,10 @@ function AppsList(props: {
       {apps.map(a => (
         <div key={a.name} className="jp-ThinkApps-app" data-state={a.state}>
           <div className="jp-ThinkApps-row">
-            <span className="jp-ThinkApps-line" title={a.command}>
+            <span
+              className="jp-ThinkApps-line"
+              title={[a.error, a.command].filter(Boolean).join('\n')}
+            >
               {appLine(a)}
             </span>
             {isLive(a.state) ? (
