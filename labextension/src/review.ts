@@ -113,7 +113,9 @@ export function reviewApi(
     const r = await ServerConnection.makeRequest(url, init, settings);
     const text = await r.text();
     const data = text ? JSON.parse(text) : null;
-    if (!r.ok) {
+    // A decision that named nothing it could decide is refused with what went wrong: its
+    // errors are shown next to what they are about, like conflicts.
+    if (!r.ok && !(method === 'POST' && Array.isArray(data?.errors))) {
       throw new Error(`${r.status}: ${data?.message ?? r.statusText}`);
     }
     return data as T;

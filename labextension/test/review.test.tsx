@@ -328,6 +328,27 @@ describe('propose only', () => {
     expect(change).toHaveBeenCalledWith(true);
   });
 
+  it('a refused decision answers its errors, not a bare status', async () => {
+    const refused = {
+      accepted: [],
+      rejected: [],
+      conflicts: [],
+      errors: [{ id: 'gone.py', detail: 'not in the proposal' }],
+      proposal: proposal()
+    };
+    const settings = ServerConnection.makeSettings({
+      baseUrl: 'http://h/',
+      fetch: (async () =>
+        new Response(JSON.stringify(refused), { status: 400 })) as never
+    });
+    const d = await reviewApi(settings).decide('s1', {
+      accept: ['gone.py'],
+      reject: []
+    });
+    expect(d.errors[0].detail).toBe('not in the proposal');
+    await expect(reviewApi(settings).get('s1')).rejects.toThrow(/^400/);
+  });
+
   it('a message sent with it says propose_only, and the review routes', async () => {
     const calls: { url: string; method: string; body: string }[] = [];
     const fetch = vi.fn(async (req: RequestInfo, init?: RequestInit) => {
