@@ -93,7 +93,7 @@ def _gone(think, kid: str) -> bool:
     return False
 
 
-async def test_chats_share_a_host_each_with_its_own_sandbox(model_env, api, think):
+async def test_chats_share_a_host_each_with_its_own_sandbox(model_env, api, think, ws):
     pool = think.services.chats.pool
     await until(lambda: pool.spares_ready, 90, "the spare")
     spare = pool.spare_ids()[0]
@@ -101,12 +101,16 @@ async def test_chats_share_a_host_each_with_its_own_sandbox(model_env, api, thin
         model_env.reply_for(key, tool_calls=[("bash", {"command": "sleep 60 & echo started"})])
         model_env.reply_for(key, text=f"{key} ran it")
     a, b = await _chat(api, "a"), await _chat(api, "b")
+    tab_a, tab_b = await ws(a), await ws(b)
     await api("POST", f"sessions/{a}/messages", {"content": "alpha: run"})
     await until(lambda: _answered(api, a, 1), 90, "alpha's answer")
     await api("POST", f"sessions/{b}/messages", {"content": "beta: run"})
     await until(lambda: _answered(api, b, 1), 90, "beta's answer")
     assert await _answers(api, a) == ["alpha ran it"]
     assert await _answers(api, b) == ["beta ran it"]
+    # Each tab saw its own chat's events only.
+    await until(lambda: _said(tab_b) == "beta ran it", 30, "beta's text in its tab")
+    assert _said(tab_a) == "alpha ran it"
 
     # One kernel serves both chats: the second joined the host instead of taking a spare.
     host = pool.kernels[a]
@@ -182,6 +186,9 @@ async def test_a_dead_host_loses_no_chat(model_env, api, think):
     await until(lambda: _answered(api, b, 1), 90, "beta's answer")
     host = pool.kernels[a]
     assert pool.kernels[b] == host
+    chats = think.services.chats
+    # Killed between runs (a run it cut short would be retried, and told of the restart).
+    await until(lambda: not chats.busy(a) and not chats.busy(b), 30, "both runs ended")
     os.kill(_pid(think, host), signal.SIGKILL)
     await until(lambda: _dead(pool, host), 30, "the host dead")
 
@@ -196,8 +203,43 @@ async def test_a_dead_host_loses_no_chat(model_env, api, think):
     assert (await _answers(api, b))[-1] == "beta back"
     assert pool.kernels[a] != host and pool.kernels[a] == pool.kernels[b]
     for key in ("alpha: there?", "beta: there?"):
-        sent = [r for r in model_env.requests if key in str(r["messages"][-1]["content"])]
-        assert WORKER_RESTARTED in str(sent[0]["messages"][-1]["content"])
+        users = [
+            [m for m in r["messages"] if m["role"] == "user"][-1]
+            for r in model_env.requests
+            if key in str(r["messages"])
+        ]
+        assert users and WORKER_RESTARTED in str(users[0]["content"]), users
+
+
+@pytest.fixture
+def strict_kernel(jp_config_dir):
+    """Kernels ask before every execution: a bash call waits on an approval."""
+    (jp_config_dir / "think_kernel_config.py").write_text(
+        'c.ThinkConfig.approval_policy = "strict"\n'
+    )
+
+
+async def test_an_approval_reaches_its_chat_in_a_shared_host(
+    model_env, api, think, ws, strict_kernel
+):
+    pool = think.services.chats.pool
+    model_env.reply_for("beta", text="beta first")
+    model_env.reply_for("alpha", tool_calls=[("bash", {"command": "echo approved-run"})])
+    model_env.reply_for("alpha", text="alpha ran it")
+    a, b = await _chat(api, "a"), await _chat(api, "b")
+    await api("POST", f"sessions/{b}/messages", {"content": "beta: hello"})
+    await until(lambda: _answered(api, b, 1), 90, "beta's answer")
+    tab = await ws(a)
+    await api("POST", f"sessions/{a}/messages", {"content": "alpha: run echo"})
+    asked = (await until(lambda: tab.of("approval_requested"), 60, "the approval"))[0]
+    assert pool.kernels[a] == pool.kernels[b]
+    await tab.send({"type": "approval", "id": asked["id"], "decision": "approve"})
+    await until(lambda: _answered(api, a, 1), 60, "alpha's answer after the approval")
+    assert await _answers(api, a) == ["alpha ran it"]
+
+
+def _said(tab) -> str:
+    return "".join(f["delta"] for f in tab.of("text_delta"))
 
 
 async def _status(store, run_id: str, status: str) -> bool:
