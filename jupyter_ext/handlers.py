@@ -10,6 +10,7 @@ from tornado import web
 
 from think_kernel.agent.attachments import MAX_IMAGE_BYTES, describe_attachment
 from think_kernel.checkpoints.undo import with_files
+from think_kernel.store import new_id
 from think_kernel.tasks import TaskBoard
 
 from .actionundo import undo_routes
@@ -26,6 +27,7 @@ from .attachments import checked_attachments
 from .base import ThinkHandler, field
 from .jobs import JobsHandler, JobsStopHandler
 from .openapi import OPENAPI
+from .proposals import proposal_routes, propose_only, review_of
 from .reminders import AllSchedulesHandler, ScheduleHandler, SchedulesHandler
 from .rewind import branch_page, rewind_routes, tell_tabs
 from .runs import SessionNotFound
@@ -76,8 +78,9 @@ class SessionsHandler(ThinkHandler):
 
 
 class SessionHandler(ThinkHandler):
-    """One session: ``GET``, ``PATCH {"title"?, "path"?, "approval"?, "agent"?}``, ``DELETE``
-    (``agent``: its agent type, null for the default)."""
+    """One session: ``GET``, ``PATCH {"title"?, "path"?, "approval"?, "agent"?, "review"?}``,
+    ``DELETE`` (``agent``: its agent type, null for the default; ``review``: review mode,
+    null for the configured default)."""
 
     @authorized
     async def get(self, session_id: str) -> None:
@@ -85,6 +88,7 @@ class SessionHandler(ThinkHandler):
         session = await self.session_or_404(session_id)
         session["run"] = await self.svc.store.active_run(session_id)
         session["hibernating"] = self.svc.chats.pool.hibernating(session_id)
+        session["review"] = review_of(session)
         session["queued"] = [
             r for r in await self.svc.store.queued_runs(session_id) if r != session["run"]
         ]
@@ -112,6 +116,14 @@ class SessionHandler(ThinkHandler):
             if agent:
                 options["agent"] = await checked_agent(self, agent)
             changes["options"] = options
+        if "review" in body:  # review mode: the agent's edits become a proposal
+            review = field(body, "review", bool)
+            if options is None:
+                options = dict((await self.session_or_404(session_id)).get("options") or {})
+            options.pop("review", None)
+            if review is not None:
+                options["review"] = review
+            changes["options"] = options
         if not changes:
             raise web.HTTPError(400, "nothing to change: send a 'title'")
         await self.svc.store.update_session(session_id, **changes)
@@ -133,10 +145,12 @@ class MessagesHandler(ThinkHandler):
     subagent's); ``POST {"content", "context"?, "options"?, "attachments"?, "interrupt"?}``
     starts a run, or queues it behind the session's active
     run (the message is then stored with status ``queued``); ``"interrupt": true`` ("stop
-    and send") cancels the active and queued runs first. ``options`` (``model``,
-    ``base_url``) become the session's props, as ``%think_model`` does in a notebook, so the
-    sidebar's settings apply to this and later runs. ``attachments`` are uploaded files
-    (``POST .../attachments``) and notebook cells; they are stored with the message.
+    and send") cancels the active and queued runs first; ``"propose_only": true`` sends the
+    run's file and notebook edits to the session's proposal (review mode for this message).
+    ``options`` (``model``, ``base_url``) become the session's props, as ``%think_model``
+    does in a notebook, so the sidebar's settings apply to this and later runs.
+    ``attachments`` are uploaded files (``POST .../attachments``) and notebook cells; they
+    are stored with the message.
     """
 
     @authorized
@@ -166,16 +180,25 @@ class MessagesHandler(ThinkHandler):
         options = field(body, "options", dict) or {}
         raw_attachments = field(body, "attachments", list) or []
         interrupt = bool(field(body, "interrupt", bool))
+        proposing = bool(field(body, "propose_only", bool))
         if not content.strip() and not raw_attachments:
             raise web.HTTPError(400, "'content' is empty")
         session = await self.session_or_404(session_id)
         attachments = await checked_attachments(self.svc.store, raw_attachments)
         props = _session_props(session, options)
+        message_id = new_id("m_") if proposing else None
+        if message_id is not None:  # this message's run proposes its edits (review mode)
+            props = propose_only(props or dict(session.get("options") or {}), message_id)
         if props is not None:
             await self.svc.store.update_session(session_id, options=props)
         try:
             message, run = await self.svc.chats.send(
-                session_id, content, context, attachments=attachments or None, interrupt=interrupt
+                session_id,
+                content,
+                context,
+                attachments=attachments or None,
+                interrupt=interrupt,
+                message_id=message_id,
             )
         except SessionNotFound:
             raise web.HTTPError(404, f"no session {session_id!r}") from None
@@ -497,4 +520,5 @@ def routes(base: str = "/api/think") -> list[tuple[str, type[ThinkHandler]]]:
         (f"{s}/jobs/stop", JobsStopHandler),
         *rewind_routes(s),
         *undo_routes(s, ID),
+        *proposal_routes(s),
     ]

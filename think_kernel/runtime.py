@@ -50,7 +50,7 @@ from .layers import AgentExtension, Layers, load_extensions
 from .layers.core import CORE_TOOLS
 from .mcp import McpServers
 from .memory import MemoryConfig, MemoryFile
-from .proposals import in_review
+from .proposals import before_request, in_review
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
 from .sandbox.lifecycle import SessionSandbox
@@ -491,6 +491,7 @@ class Runtime:
             return
         self.running_tools[""] = agent.tools
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
+        context = await before_request(self, props, user_message_id, context)  # review mode
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []

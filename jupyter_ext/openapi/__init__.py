@@ -14,6 +14,7 @@ from think_kernel.wire.schema import components
 from .agents import AGENT_PATHS
 from .jobs import JOB_PATHS
 from .parts import ERR
+from .proposals import PROPOSAL_PATHS
 from .questions import QUESTION_PATHS
 from .rewind import REWIND_PATHS
 from .schemas import REST_SCHEMAS
@@ -34,6 +35,7 @@ OPENAPI["paths"].update(JOB_PATHS)
 OPENAPI["paths"].update(AGENT_PATHS)
 OPENAPI["paths"].update(SEARCH_PATHS)
 OPENAPI["paths"].update(MEMORY_PATHS)
+OPENAPI["paths"].update(PROPOSAL_PATHS)
 for _path in OPENAPI["paths"].values():
     for _method, _operation in _path.items():
         if _method in ("post", "patch", "delete"):

@@ -26,6 +26,10 @@ REST_SCHEMAS: dict[str, Any] = {
                 "type": "boolean",
                 "description": "Idle without a kernel; the next message wakes it on a spare.",
             },
+            "review": {
+                "type": "boolean",
+                "description": "Review mode: the agent's edits become a proposal (GET only).",
+            },
         },
     },
     "Message": {

@@ -16,6 +16,11 @@ _SESSION_BODY = {
             "nullable": True,
             "description": "the agent type (GET /agents); 400 when none usable has that name",
         },
+        "review": {
+            "type": "boolean",
+            "nullable": True,
+            "description": "review mode: the agent's edits become a proposal (null: the default)",
+        },
     },
 }
 
@@ -91,6 +96,10 @@ SESSION_PATHS: dict[str, Any] = {
                         "items": ref("Attachment"),
                     },
                     "interrupt": {"type": "boolean"},
+                    "propose_only": {
+                        "type": "boolean",
+                        "description": "this run's edits go to the session's proposal",
+                    },
                     "options": {
                         "type": "object",
                         "properties": {

@@ -386,6 +386,26 @@ export interface IJobsFrame extends ILiveFields {
   jobs: Record<string, unknown>[];
 }
 
+/**
+ * The session's proposal changed (review mode): `count` files are proposed now;
+ * the tab fetches `GET .../proposal` again.
+ */
+export interface IProposalFrame extends ILiveFields {
+  type: 'proposal';
+  session_id: string;
+  count: number;
+}
+
+/**
+ * The session's live apps as its kernel last recorded them (sent on each
+ * change; not stored): see `GET .../apps`.
+ */
+export interface IAppListFrame extends ILiveFields {
+  type: 'apps';
+  session_id: string;
+  apps: Record<string, unknown>[];
+}
+
 /** A tab asks whether the socket is alive (answered `pong`). */
 export interface ISessionPingFrame {
   type: 'ping';
@@ -454,7 +474,9 @@ export type ServerFrame =
   | IApprovalDecidedFrame
   | ISessionPongFrame
   | ISessionErrorFrame
-  | IJobsFrame;
+  | IJobsFrame
+  | IProposalFrame
+  | IAppListFrame;
 
 /** Everything a tab may send. */
 export type ClientFrame =

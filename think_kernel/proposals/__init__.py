@@ -19,7 +19,29 @@ from typing import Any
 
 from .proposal import KEEP, OPTION, Change, Proposal, is_notebook
 
-__all__ = ["KEEP", "OPTION", "Change", "Proposal", "in_review", "is_notebook"]
+__all__ = [
+    "KEEP",
+    "OPTION",
+    "Change",
+    "Proposal",
+    "before_request",
+    "in_review",
+    "is_notebook",
+]
+
+
+async def before_request(
+    runtime: Any, props: dict[str, Any], user_message_id: str | None, context: str
+) -> str:
+    """At a request's start: whether its edits go to the proposal whatever the session says
+    (its message was sent "propose only"), and its context with what the model has not yet
+    been told of the decisions on its proposal."""
+    from .notes import take_notes
+
+    proposal = Proposal.of(runtime)
+    sent = props.get("propose_only") or []
+    proposal.forced = bool(user_message_id) and user_message_id in sent
+    return await take_notes(runtime.store, runtime.session_id, context)
 
 
 def in_review(runtime: Any, ctx: Any) -> None:
@@ -28,11 +50,12 @@ def in_review(runtime: Any, ctx: Any) -> None:
     from .overlay import ProposalNotebooks, ProposalWorkspace
 
     proposal = Proposal.of(runtime)
-    based = getattr(runtime, "_proposal_based", None)
-    if based is None or getattr(runtime, "_proposal_based_for", None) is not proposal:
-        based = runtime._proposal_based = {}
-        runtime._proposal_based_for = proposal
-    ws = ProposalWorkspace(ctx.workspace, proposal, based)
+    # What the session's calls read (the bases) and last saw of its proposal, kept across
+    # calls as the reads themselves are.
+    memo = getattr(runtime, "_proposal_memo", None)
+    if memo is None or memo[0] is not proposal:
+        memo = runtime._proposal_memo = (proposal, {}, {})
+    ws = ProposalWorkspace(ctx.workspace, proposal, memo[1], memo[2])
     ctx.workspace = ws
     ctx.services = dataclasses.replace(
         ctx.services, notebooks=ProposalNotebooks(ctx.services.notebooks, ws)

@@ -38,15 +38,19 @@ class ProposalWorkspace:
     """A :class:`~think_kernel.tools.workspace.Workspace` with the session's proposal on top."""
 
     def __init__(
-        self, inner: Any, proposal: Proposal, based: dict[str, bytes | None] | None = None
+        self,
+        inner: Any,
+        proposal: Proposal,
+        based: dict[str, bytes | None] | None = None,
+        seen: dict[str, str] | None = None,
     ) -> None:
         self.inner = inner
         self.proposal = proposal
         # What the agent last read of each live file: the base of its first proposed change
-        # (shared by the views of every call, as the reads are).
+        # (shared by the views of every call of the session, as the reads are).
         self.based: dict[str, bytes | None] = {} if based is None else based
         # Text last read from or written to the proposal (edit_file applies to it).
-        self._seen: dict[str, str] = {}
+        self._seen: dict[str, str] = {} if seen is None else seen
 
     def __getattr__(self, name: str) -> Any:
         # root, fs, max_edit_bytes, check_access, flush_rooms, ...: the live workspace's.
@@ -54,9 +58,8 @@ class ProposalWorkspace:
 
     def for_call(self, call_id: str, status: StatusSink | None = None) -> ProposalWorkspace:
         """The view one tool call uses (its live edits attributed to it)."""
-        view = ProposalWorkspace(self.inner.for_call(call_id, status), self.proposal, self.based)
-        view._seen = self._seen
-        return view
+        inner = self.inner.for_call(call_id, status)
+        return ProposalWorkspace(inner, self.proposal, self.based, self._seen)
 
     def resolve(self, path: str) -> Any:
         """The live workspace's check (links out of the root are refused)."""
@@ -222,9 +225,11 @@ class ProposalNotebooks:
                 from ..collab.ydocs import new_notebook_json
 
                 return new_notebook_json()
-            text = str(await self.workspace.inner.read_text(path))
-            self.workspace.based[path] = text.encode()
-            return parse_notebook(text, path)
+            nb = parse_notebook(str(await self.workspace.inner.read_text(path)), path)
+            # The base in the proposal's own form: the diff then shows the agent's changes
+            # alone (not how nbformat writes what the room holds).
+            self.workspace.based[path] = json.dumps(nb, indent=1).encode()
+            return nb
         assert isinstance(got, bytes)
         return parse_notebook(_text(path, got), path)
 

@@ -107,6 +107,16 @@ class JobsFrame(Frame):
 
 
 @dataclass(frozen=True, slots=True)
+class AppListFrame(Frame):
+    """The session's live apps as its kernel last recorded them (sent on each change; not
+    stored): see ``GET .../apps``."""
+
+    type: ClassVar[str] = "apps"
+    session_id: str
+    apps: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class SessionPongFrame(Frame):
     """The answer to a ``ping``."""
 
@@ -161,10 +171,20 @@ class SessionApprovalFrame(Frame):
     always: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class ProposalFrame(Frame):
+    """The session's proposal changed (review mode): ``count`` files are proposed now; the
+    tab fetches ``GET .../proposal`` again."""
+
+    type: ClassVar[str] = "proposal"
+    session_id: str
+    count: int
+
+
 #: What the server sends a tab, besides the agent events.
 SESSION_FRAMES: tuple[type[Frame], ...] = (
     SyncFrame, HistoryFrame, PartialFrame, MessageFrame, CancelledFrame, ApprovalDecidedFrame,
-    SessionPongFrame, SessionErrorFrame, JobsFrame,
+    SessionPongFrame, SessionErrorFrame, JobsFrame, ProposalFrame, AppListFrame,
 )  # fmt: skip
 #: What a tab may send.
 CLIENT_FRAMES: tuple[type[Frame], ...] = (

@@ -18,6 +18,7 @@ from .agents import think_agent
 from .memory import think_memory
 from .outputs import think_output, think_tasks, whole_output_markdown
 from .reply import CommandError, CommandReply
+from .review import think_review
 from .rewind import think_checkpoints, think_rewind
 from .sessions import think_attach, think_session, think_sessions
 from .settings import think_approve, think_config, think_instructions, think_model
@@ -46,6 +47,7 @@ HELP = """\
 | `%think_checkpoints` | the checkpoints of this session (one per request) |
 | `%think_rewind [N\\|ID] [--files\\|--conversation\\|--both]` | back to before a request |
 | `%think_memory [undo [ID]\\|search WORDS]` | your memory file; undo a note the agent added |
+| `%think_review [on\\|off\\|default]` | review mode: the agent's edits become a proposal |
 
 Interrupt (the stop button) cancels a run; the kernel keeps its state."""
 
@@ -73,6 +75,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_checkpoints": think_checkpoints,
     "think_rewind": think_rewind,
     "think_memory": think_memory,
+    "think_review": think_review,
 }
 
 
