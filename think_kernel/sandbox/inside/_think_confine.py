@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import resource
 import struct
 
@@ -124,7 +123,7 @@ def keep_only_capabilities(keep: tuple[int, ...]) -> None:
     mask = sum(1 << c for c in keep)
     header = struct.pack("<Ii", _CAP_V3, 0)
     data = struct.pack("<6I", mask, mask, 0, 0, 0, 0)  # effective, permitted, inheritable x2
-    _check(_libc.syscall(_SYS_CAPSET[platform.machine()], header, data), "capset")
+    _check(_libc.syscall(_SYS_CAPSET[os.uname().machine], header, data), "capset")
 
 
 def set_no_new_privs() -> None:

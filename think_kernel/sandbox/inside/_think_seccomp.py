@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import struct
 from collections.abc import Sequence
 
@@ -123,13 +122,13 @@ def _deny_values(arg: int, values: list[int], err: int = EPERM) -> list[tuple[in
 
 def seccomp_supported() -> bool:
     """True when we have a syscall table for this CPU."""
-    return platform.machine() in _ARCHES
+    return os.uname().machine in _ARCHES
 
 
 def build_seccomp_filter(protected: Sequence[int] = (), no_sockets: bool = False) -> bytes:
     """Assemble the program (struct sock_filter[]) for this architecture; ``protected``
     are pids (and process group ids) sandboxed code may not signal or re-prioritise."""
-    audit_arch, nr = _ARCHES[platform.machine()]
+    audit_arch, nr = _ARCHES[os.uname().machine]
     pids = sorted({p for p in protected if p > 0})
     prog: list[tuple[int, ...]] = [
         (_LD, 0, 0, 4),  # arch

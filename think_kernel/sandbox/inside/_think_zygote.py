@@ -41,7 +41,6 @@ import signal
 import socket
 import sys
 import time
-from typing import TYPE_CHECKING
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _think_confine as confine  # noqa: E402
@@ -49,6 +48,7 @@ from _think_child import child_main, spare_main  # noqa: E402
 from _think_seccomp import build_seccomp_filter  # noqa: E402
 from _think_wire import recv_line, send_msg, send_with_fds  # noqa: E402
 
+TYPE_CHECKING = False  # not typing's: its import is paid on every sandbox start
 if TYPE_CHECKING:
     from _think_preload import Preloader
 
