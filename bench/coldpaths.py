@@ -198,14 +198,18 @@ def free_port() -> int:
 class Server:
     """A jupyter_server subprocess with the extension, its kernels on the scripted model."""
 
-    def __init__(self, tmp: Path, model_url: str, pool: int, prime: int = 1) -> None:
+    def __init__(
+        self, tmp: Path, model_url: str, pool: int, prime: int = 1, kernel_config: str = ""
+    ) -> None:
         self.tmp = tmp
         self.root = tmp / "root"
         self.root.mkdir(exist_ok=True)
         self.port = free_port()
         config = tmp / "config"  # the kernels' think_kernel_config.py
         config.mkdir(exist_ok=True)
-        (config / "think_kernel_config.py").write_text(f"c.SandboxConfig.prime_bash = {prime}\n")
+        (config / "think_kernel_config.py").write_text(
+            f"c.SandboxConfig.prime_bash = {prime}\n{kernel_config}"
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "THINK_"))}
         env.update(
             JUPYTER_CONFIG_DIR=str(config),
