@@ -8,6 +8,7 @@ One hub per test module: the fixtures are module-scoped.
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import json
 import os
@@ -78,14 +79,19 @@ def _require_root_and_node() -> None:
     assert shutil.which("npm") and shutil.which("node"), "tests/hub needs Node.js and npm"
 
 
-@pytest.fixture(scope="module")
-@starts_processes
-def chp() -> Path:
+def install_chp() -> Path:
     """configurable-http-proxy, installed from npm into tests/hub/node_modules (once)."""
     _require_root_and_node()
     if not CHP.exists():
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, check=True, timeout=300)
     return CHP
+
+
+@pytest.fixture(scope="module")
+@starts_processes
+def chp() -> Path:
+    """configurable-http-proxy, installed from npm into tests/hub/node_modules (once)."""
+    return install_chp()
 
 
 def _kill_processes_of(uid: int) -> None:
@@ -125,10 +131,10 @@ def _revoke_search(dirs: list[str], gid: int) -> None:
             _write_acl(d, name, entries)
 
 
-@pytest.fixture(scope="module")
-@starts_processes
-def system_users() -> Iterator[dict[str, HubUser]]:
-    """Two fresh local users in a fresh group (removed with their homes afterwards)."""
+@contextlib.contextmanager
+def local_users(whos: list[str]) -> Iterator[dict[str, HubUser]]:
+    """Fresh local users (``thk<who><tag>``) in a fresh group, removed with their homes
+    afterwards; the group may traverse to this environment's Python."""
     _require_root_and_node()
     tag = secrets.token_hex(3)
     group = f"thkhub{tag}"
@@ -138,7 +144,7 @@ def system_users() -> Iterator[dict[str, HubUser]]:
     gid = grp.getgrnam(group).gr_gid
     try:
         granted = _grant_search([Path(os.path.realpath(sys.executable)), Path(sys.prefix)], gid)
-        for who in ("ann", "bob"):
+        for who in whos:
             name = f"thk{who}{tag}"
             subprocess.run(
                 ["useradd", "--create-home", "--shell", "/bin/bash", "-G", group, name],
@@ -149,8 +155,9 @@ def system_users() -> Iterator[dict[str, HubUser]]:
             # Homes are private, as a multi-user machine should keep them (useradd's mode
             # follows login.defs, which differs between distributions).
             os.chmod(pw.pw_dir, 0o700)
+        first = made[whos[0]]
         probe = subprocess.run(
-            ["su", "-s", "/bin/sh", made["ann"].name, "-c",
+            ["su", "-s", "/bin/sh", first.name, "-c",
              f"{sys.executable} -c 'import think_kernel'"],
             capture_output=True,
             text=True,
@@ -165,6 +172,14 @@ def system_users() -> Iterator[dict[str, HubUser]]:
             subprocess.run(["userdel", "--remove", user.name], capture_output=True)
         _revoke_search(granted, gid)
         subprocess.run(["groupdel", group], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+@starts_processes
+def system_users() -> Iterator[dict[str, HubUser]]:
+    """Two fresh local users in a fresh group (removed with their homes afterwards)."""
+    with local_users(["ann", "bob"]) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
@@ -207,11 +222,13 @@ c.JupyterHub.slow_spawn_timeout = 0
 """
 
 
-@pytest.fixture(scope="module")
-@starts_processes
-def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
-    """A running JupyterHub with both users' servers started and a token for each user."""
-    state = tmp_path_factory.mktemp("hub")
+@contextlib.contextmanager
+def running_hub(
+    state: Path, chp: Path, users: dict[str, HubUser], models: dict[str, str], extra: str = ""
+) -> Iterator[Hub]:
+    """A running JupyterHub (state in ``state``) with every user's server started and a
+    token for each user; ``models``: each user's model URL by key; ``extra``: more lines of
+    its configuration."""
     os.chmod(state, 0o700)
     public = f"http://127.0.0.1:{free_port()}"
     venv_bin = str(Path(sys.executable).parent)
@@ -226,9 +243,9 @@ def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
         proxy_token=secrets.token_hex(16),
         proxy_pid=str(state / "proxy.pid"),
         password=PASSWORD,
-        users={u.name for u in system_users.values()},
+        users={u.name for u in users.values()},
         singleuser=str(Path(venv_bin) / "jupyterhub-singleuser"),
-        models={u.name: hub_models[who].url for who, u in system_users.items()},
+        models={u.name: models[who] for who, u in users.items()},
         environment={
             # The kernels' model: a scripted server on loopback (its URL: per user, below).
             "OPENAI_API_KEY": "hub-test-key",
@@ -236,7 +253,7 @@ def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
             "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
         },
     )
-    (state / "jupyterhub_config.py").write_text(config)
+    (state / "jupyterhub_config.py").write_text(config + extra)
     log = state / "hub.log"
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "THINK_", "JUPYTER"))
@@ -251,7 +268,7 @@ def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    hub = Hub(public, dict(system_users), log)
+    hub = Hub(public, dict(users), log)
     try:
         with hub.client() as client:
 
@@ -282,7 +299,7 @@ def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
                     assert proc.poll() is None, f"the hub exited:\n{log.read_text()}"
                     return bool(server.get("ready"))
 
-                wait_until(ready, 180, f"{user.name}'s server", every=0.5)
+                wait_until(ready, max(180, 30 * len(users)), f"{user.name}'s server", every=0.5)
         yield hub
     finally:
         # The hub stops the users' servers on SIGTERM (cleanup_servers), then the proxy.
@@ -298,6 +315,30 @@ def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
                 os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
             except (ValueError, ProcessLookupError):
                 pass
+
+
+@pytest.fixture(scope="module")
+@starts_processes
+def hub(tmp_path_factory, chp, system_users, hub_models) -> Iterator[Hub]:
+    """A running JupyterHub with both users' servers started and a token for each user."""
+    models = {who: fm.url for who, fm in hub_models.items()}
+    with running_hub(tmp_path_factory.mktemp("hub"), chp, system_users, models) as hub:
+        yield hub
+
+
+def user_footprint(uid: int) -> tuple[float, int]:
+    """(PSS in MB, process count) of every process whose real uid is ``uid``."""
+    pss, n = 0, 0
+    for p in psutil.process_iter(["uids"]):
+        if p.info["uids"] is None or p.info["uids"].real != uid:
+            continue
+        n += 1
+        try:
+            with open(f"/proc/{p.pid}/smaps_rollup") as f:
+                pss += sum(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except OSError:
+            pass
+    return pss / 1024, n
 
 
 def store_files(home: Path) -> list[Path]:

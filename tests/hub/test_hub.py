@@ -21,7 +21,7 @@ from websockets.sync.client import connect
 from tests.waiting import wait_until
 
 from ..fake_model import FakeModel
-from .conftest import Hub, HubUser, as_json, session_ids, store_files
+from .conftest import Hub, HubUser, as_json, session_ids, store_files, user_footprint
 
 # The module's hub (proxy, two servers, kernels) starts inside the first test's time.
 pytestmark = pytest.mark.timeout(600)
@@ -226,3 +226,51 @@ def test_the_servers_carry_the_extension_and_the_lab_ui(hub: Hub) -> None:
             page = wait_until(lab_page, 30, f"{user.name}'s lab page", every=0.2)
             assert "@think/jupyter-think" in page
             assert Path(user.home).stat().st_uid == user.uid
+
+
+# Every process of one hub user (their server, its spare kernel, their chats' kernels and
+# sandboxes) stays under this, with two chats, one of them having run a tool; bench/team.py
+# measures ten users with three chats each (docs/jupyterhub.md).
+USER_BUDGET_MB = 600
+
+
+def test_a_second_chat_each_answers_apart_within_the_memory_budget(
+    hub: Hub, runs: dict[str, Run], hub_models: dict[str, FakeModel]
+) -> None:
+    """Both users open a second chat at once (one plain message): each answer lands in its
+    own user's new session only, and each user's processes stay within the budget."""
+
+    def second_chat(who: str) -> tuple[str, list[dict]]:
+        user, fm = hub.users[who], hub_models[who]
+        fm.reply(text=f"second chat of {user.name}")
+        with hub.client() as client:
+            r = client.post(f"{api(user)}/sessions", json={"title": "2nd"}, headers=user.headers())
+            assert r.status_code == 201, as_json(r)
+            sid = r.json()["id"]
+            r = client.post(
+                f"{api(user)}/sessions/{sid}/messages",
+                json={"content": "hello"},
+                headers=user.headers(),
+            )
+            assert r.status_code == 201, as_json(r)
+            msgs = wait_until(
+                lambda: finished(client, user, sid, f"second chat of {user.name}"),
+                120,
+                f"{user.name}'s second chat",
+                every=0.25,
+            )
+        return sid, msgs
+
+    with ThreadPoolExecutor(2) as pool:
+        got = dict(zip(("ann", "bob"), pool.map(second_chat, ("ann", "bob")), strict=True))
+    for who, (sid, msgs) in got.items():
+        user = hub.users[who]
+        said = [m["content"] for m in msgs if m["role"] == "assistant"]
+        assert said == [f"second chat of {user.name}"], msgs
+        (store,) = store_files(user.home)
+        mine = {sid, runs[who].session_id}
+        assert mine <= session_ids(store)
+        assert not {s for w, (s, _) in got.items() if w != who} & session_ids(store)
+    for user in hub.users.values():
+        pss, procs = user_footprint(user.uid)
+        assert pss < USER_BUDGET_MB, (user.name, pss, procs)
