@@ -13,10 +13,14 @@ import struct
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import envpaths
 from .config import SandboxConfig
 from .tiers import Tier
+
+if TYPE_CHECKING:
+    from .review import ViewMount
 
 INSIDE_DIR = Path(__file__).resolve().parent / "inside"
 ZYGOTE = INSIDE_DIR / "_think_zygote.py"
@@ -169,9 +173,15 @@ def _under(path: str, roots: Iterable[str]) -> bool:
 
 
 def bwrap_argv(
-    bwrap: str, config: SandboxConfig, workspace: Path, scratch: Path, as_root: bool
+    bwrap: str,
+    config: SandboxConfig,
+    workspace: Path,
+    scratch: Path,
+    as_root: bool,
+    view: ViewMount | None = None,
 ) -> list[str]:
-    """The bwrap command line that wraps the zygote (tier 1)."""
+    """The bwrap command line that wraps the zygote (tier 1); ``view`` (review mode) is
+    mounted at the workspace's path instead of the live workspace."""
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     if as_root:
         # Root: no user namespace (uid 0 inside would still be root for RLIMIT_NPROC). The
@@ -233,7 +243,14 @@ def bwrap_argv(
     # private, size-limited one, writable by the session uid.
     argv += ["--perms", "01777", "--size", scratch_size, "--tmpfs", "/dev/shm"]
     parents_0755(str(workspace))
-    argv += ["--bind", str(workspace), str(workspace)]
+    ws = str(workspace)
+    if view is None:
+        argv += ["--bind", ws, ws]
+    elif view.mode == "overlay":
+        # The live workspace is the read-only lower layer: writes land in the upper folder.
+        argv += ["--overlay-src", ws, "--overlay", str(view.source), str(view.work), ws]
+    else:
+        argv += ["--bind", str(view.source), ws]
     # The interpreter and its packages stay read-only also inside the workspace (a project's
     # .venv): whatever sandboxed code wrote there would run in the kernel next.
     for p in envpaths.outermost(envpaths.core_paths()):
@@ -264,10 +281,14 @@ def zygote_config(
     identity: tuple[int, int] | None,
     cgroup_fds: Sequence[int] = (),
     defer_preload: bool = False,
+    view: ViewMount | None = None,
 ) -> str:
     """The JSON handed to the zygote in argv[1]. ``identity`` is the (uid, gid) its children
     take (root kernels); ``cgroup_fds`` are the session's cgroup.procs files to join;
-    ``defer_preload``: the heavy imports wait for a "preload" request or a Python run."""
+    ``defer_preload``: the heavy imports wait for a "preload" request or a Python run;
+    ``view`` (review mode): tiers 2 and 3 work in its copy, never in the live workspace."""
+    if view is not None and tier != Tier.BUBBLEWRAP:
+        workspace = view.source
     cfg: dict = {
         "ctl_fd": ctl_fd,
         "cwd": str(workspace),

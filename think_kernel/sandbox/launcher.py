@@ -28,6 +28,7 @@ from typing import Any
 from ..waits import wait_for
 from . import launch
 from .config import SandboxConfig
+from .review import ViewMount
 from .runs import send_line
 from .tiers import Tier, find_bwrap
 
@@ -48,6 +49,8 @@ class LaunchSpec:
     identity: tuple[int, int] | None  # (uid, gid) of the session's processes, root only
     cgroup_fds: Callable[[], list[int]] = field(default=lambda: [])
     defer_preload: bool = False  # the heavy imports wait for a "preload" or a Python run
+    #: Review mode: the view of workspace + proposal the zygote works in.
+    view: ViewMount | None = None
 
 
 class Launcher:
@@ -83,9 +86,10 @@ class Launcher:
         as_root = os.geteuid() == 0
         cmd = [sys.executable, "-I", "-S", str(launch.ZYGOTE)]  # site: see the zygote's main()
         if spec.tier == Tier.BUBBLEWRAP:
-            bwrap = find_bwrap(spec.config.bwrap_path)
+            bwrap = (spec.view and spec.view.bwrap) or find_bwrap(spec.config.bwrap_path)
             assert bwrap is not None
-            argv = launch.bwrap_argv(bwrap, spec.config, spec.workspace, spec.scratch, as_root)
+            argv = launch.bwrap_argv(bwrap, spec.config, spec.workspace, spec.scratch, as_root,
+                                     spec.view)  # fmt: skip
             cmd = argv + cmd
         cmd.append(
             launch.zygote_config(
@@ -97,9 +101,14 @@ class Launcher:
                 spec.identity,
                 cgroup_fds,
                 spec.defer_preload,
+                spec.view,
             )  # fmt: skip
         )
         return cmd
+
+    def _cwd(self) -> Path:
+        view = self.spec.view
+        return view.source if view and self.spec.tier != Tier.BUBBLEWRAP else self.spec.workspace
 
     async def start(self) -> dict:
         """Start the zygote and wait until it is ready (up to 120 s); its heavy preload
@@ -119,7 +128,7 @@ class Launcher:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
-                cwd=str(self.spec.workspace),
+                cwd=str(self._cwd()),
                 pass_fds=[child.fileno(), *cg_fds],
                 start_new_session=True,
             )

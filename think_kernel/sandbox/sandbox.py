@@ -28,6 +28,7 @@ from .limits import LimitRow, with_disk_use
 from .loopback import LoopbackHandler, LoopbackServer
 from .meter import DiskLedger, WriteWatch
 from .result import ExecResult
+from .reviewruns import ReviewRuns
 from .runs import KILL_GRACE, PING_DEADLINE, Run, open_pipes, send_line
 from .session import ResourceError, SessionResources
 from .starting import StartRuns, too_long
@@ -36,7 +37,7 @@ from .tiers import Tier, available_tiers
 __all__ = ["OutputCallback", "Sandbox", "SandboxError"]
 
 
-class Sandbox(StartRuns, CollectRuns):
+class Sandbox(StartRuns, CollectRuns, ReviewRuns):
     """Runs code for one session in isolation. See the package docstring for the API."""
 
     def __init__(self, workspace: Path, session_id: str, config: SandboxConfig, tier: Tier) -> None:
@@ -73,6 +74,7 @@ class Sandbox(StartRuns, CollectRuns):
         #: how many are being started.
         self._primed: list[Run] = []
         self._priming = 0
+        self._init_review()
 
     @property
     def identity(self) -> tuple[int, int] | None:
@@ -142,7 +144,8 @@ class Sandbox(StartRuns, CollectRuns):
         cg = self.cgroup
         spec = LaunchSpec(self.config, self.tier, self.workspace, self.scratch, self.session_id,
                           self.identity, cg.attach_fds if cg else list,
-                          self.config.defer_preload and not self._preload_asked)  # fmt: skip
+                          self.config.defer_preload and not self._preload_asked,
+                          self._view.mount() if self._view is not None else None)  # fmt: skip
         launcher = Launcher(spec, lambda msg: None)
         launcher.on_event = functools.partial(self._on_ctl, launcher)
         self._launcher = launcher
@@ -214,7 +217,7 @@ class Sandbox(StartRuns, CollectRuns):
 
     def limits(self) -> list[LimitRow]:
         """Every limit in force and the mechanism enforcing it (for ``%think_status``)."""
-        return with_disk_use(self.resources.limits(), *self.disk.describe())
+        return with_disk_use(self.resources.limits(), *self.disk.describe()) + self.review_row()
 
     def _spawn_task(self, coro: Any) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
@@ -276,9 +279,11 @@ class Sandbox(StartRuns, CollectRuns):
         if refused is not None:
             return refused
         if fresh:
-            return await self._run_child("python", {"code": code}, timeout, on_output, worker)
+            return await self._reviewed(
+                lambda: self._run_child("python", {"code": code}, timeout, on_output, worker)
+            )
         async with self._warm_locks.setdefault(worker, asyncio.Lock()):
-            return await self._run_warm(code, timeout, on_output, worker)
+            return await self._reviewed(lambda: self._run_warm(code, timeout, on_output, worker))
 
     async def run_bash(
         self,
@@ -299,7 +304,9 @@ class Sandbox(StartRuns, CollectRuns):
         refused = self.disk.refusal()
         if refused is not None:
             return refused
-        return await self._run_child("bash", {"command": command}, timeout, on_output, worker)
+        return await self._reviewed(
+            lambda: self._run_child("bash", {"command": command}, timeout, on_output, worker)
+        )
 
     async def interrupt(self, worker: str | None = None) -> None:
         """Kill every running cell's process group (or only ``worker``'s) and wait until
@@ -330,6 +337,7 @@ class Sandbox(StartRuns, CollectRuns):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
+        await self._close_review()
         await asyncio.to_thread(shutil.rmtree, self.scratch, True)
         await asyncio.to_thread(self.resources.release)
 
@@ -363,6 +371,9 @@ class Sandbox(StartRuns, CollectRuns):
         if refused is not None:
             raise SandboxError(refused.error)
         ack = 4 * self.config.launcher_timeout  # _ack takes a quarter of it
+        # In review mode a job starts in the view; what it writes reaches the proposal at
+        # the session's next run, or collect_review().
+        await self._review_before()
         return await self._spawn("bash", {"command": command}, ack, worker, limits, listen)
 
     def watch_job(self, run: Run, budget_mb: int) -> WriteWatch | None:

