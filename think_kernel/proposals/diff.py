@@ -71,7 +71,13 @@ def unified(path: str, base: str | None, proposed: str | None) -> str:
     b = _lines(proposed or "")
     old = f"a/{path}" if base is not None else "/dev/null"
     new = f"b/{path}" if proposed is not None else "/dev/null"
-    return "".join(difflib.unified_diff(a, b, old, new, n=CONTEXT))
+    return _joined(difflib.unified_diff(a, b, old, new, n=CONTEXT))
+
+
+def _joined(diff: Any) -> str:
+    """A unified diff as one text, a line each: a last line without its newline (a cell's
+    source, a file that does not end in one) would run into the next line."""
+    return "".join(line if line.endswith("\n") else line + "\n" for line in diff)
 
 
 def apply_hunks(base: str, proposed: str, picked: set[int]) -> str:
@@ -134,7 +140,7 @@ def _change(
     cell = new if new is not None else base
     assert cell is not None
     old_src, new_src = source_of(base), source_of(new)
-    diff = "".join(
+    diff = _joined(
         difflib.unified_diff(
             _lines(old_src or ""), _lines(new_src or ""), "base", "proposed", n=CONTEXT
         )
