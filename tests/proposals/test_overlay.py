@@ -82,3 +82,26 @@ async def test_paths_outside_the_workspace_are_refused(env: Any) -> None:
     with pytest.raises(PathError):
         await proposal.write("../x", b"x", None)
     assert await proposal.paths() == []
+
+
+async def test_a_proposal_survives_a_restart(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    db = tmp_path / "store" / "think.db"
+    store = await Store.open(db)
+    await store.create_session(id="s1", title="t", options={"review": True})
+    ws = ProposalWorkspace(LocalWorkspace(root), Proposal(store, "s1"))
+    await ws.read_text("a.py")
+    await ws.write_text("a.py", "x = 2\n")
+    await store.close()
+    # Another process (a restarted kernel or server) opens the same store.
+    store = await Store.open(db)
+    try:
+        again = ProposalWorkspace(LocalWorkspace(root), Proposal(store, "s1"))
+        assert await again.read_text("a.py") == "x = 2\n"
+        change = await Proposal(store, "s1").get("a.py")
+        assert change is not None and change.base == b"x = 1\n"
+    finally:
+        await store.close()
+    assert (root / "a.py").read_text() == "x = 1\n"
