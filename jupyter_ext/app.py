@@ -39,6 +39,7 @@ from .mcp import DEFAULT_TOOLS, SERVABLE, KernelCalls, McpEndpoint, McpHandler
 from .memory import memory_routes
 from .modelsetup import model_routes
 from .pipeline import EventPipeline
+from .proposals import ProposalWatch
 from .questions import question_routes
 from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
 from .rewind import finish_rewinds
@@ -445,6 +446,8 @@ class ThinkExtension(ExtensionApp):
         chats.wake_scheduler = scheduler.wake
         jobs_watch = JobsWatch(self.hub)
         self.links.item_listeners.append(jobs_watch.on_item)
+        # Review mode: the tabs refetch the proposal when the agent changes it.
+        self.links.item_listeners.append(ProposalWatch(self.hub, store).on_item)
         # A chat whose jobs run is in use: hibernating would end them with its kernel.
         in_use = chats.pool.busy
         chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid)

@@ -15,6 +15,8 @@ its next request, and every tab of the session gets a ``proposal`` frame.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -28,6 +30,8 @@ from think_kernel.wire.session import ProposalFrame
 from .base import ThinkHandler, field
 from .modelsetup import kernel_config
 from .rewind import DocumentFiles
+
+log = logging.getLogger(__name__)
 
 #: How many messages sent "propose only" a session remembers (the newest).
 PROPOSE_ONLY_KEPT = 20
@@ -54,6 +58,43 @@ async def tell_tabs(svc: Any, session_id: str, proposal: Proposal) -> None:
     """Every tab of the session: the proposal changed."""
     frame = ProposalFrame(session_id=session_id, count=await proposal.count())
     svc.hub.publish(session_id, frame.to_dict())
+
+
+class ProposalWatch:
+    """Tells a session's tabs when its kernel changed the proposal: a file or notebook tool
+    reports each change it made (``file_changed``), to the live files or to the proposal.
+
+        watch = ProposalWatch(hub, store); links.item_listeners.append(watch.on_item)
+    """
+
+    def __init__(self, hub: Any, store: Any) -> None:
+        self.hub = hub
+        self.store = store
+        self._counts: dict[str, int] = {}  # session -> proposed files last told
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def on_item(self, info: Any, item: dict[str, Any]) -> None:
+        """A kernel's ``file_changed`` event: count the session's proposal again."""
+        event = item.get("event")
+        if item.get("kind") != "event" or not isinstance(event, dict):
+            return
+        sid = str(item.get("session_id") or "")
+        if event.get("type") != "file_changed" or not sid:
+            return
+        task = asyncio.ensure_future(self._tell(sid))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _tell(self, sid: str) -> None:
+        try:
+            count = await Proposal(self.store, sid).count()
+        except Exception:  # a courtesy to the tabs: never fails the kernel's events
+            log.debug("proposal count of %s failed", sid, exc_info=True)
+            return
+        if count or self._counts.get(sid):
+            self._counts[sid] = count
+            frame = ProposalFrame(session_id=sid, count=count)
+            self.hub.publish(sid, frame.to_dict())
 
 
 class ProposalHandler(ThinkHandler):

@@ -22,6 +22,7 @@ from tests.waiting import until
 from ..checkpoints.conftest import turn
 from ..collab.conftest import disk_notebook, disk_text
 from ..collab.peers import wait_change
+from ..server.conftest import WSClient
 
 HELPER = "".join(f"line{i} = {i}\n" for i in range(1, 13))  # two hunks far apart
 
@@ -44,7 +45,7 @@ async def _tool_texts(api: Any, sid: str, name: str) -> list[str]:
 
 
 async def test_review_mode_proposes_and_accepts_through_the_rooms(
-    jp_root_dir, api, peers, model_env
+    jp_root_dir, api, peers, model_env, jp_ws_fetch
 ) -> None:
     _notebook(jp_root_dir)
     (jp_root_dir / "helper.py").write_text(HELPER)
@@ -56,6 +57,7 @@ async def test_review_mode_proposes_and_accepts_through_the_rooms(
     code, got = await api("PATCH", f"sessions/{sid}", {"review": True})
     assert code == 200 and got["options"]["review"] is True
     assert (await api("GET", f"sessions/{sid}"))[1]["review"] is True
+    sidebar = WSClient(await jp_ws_fetch("api", "think", "sessions", sid, "ws"))
 
     edit = "edit_cell"
     fm.reply(tool_calls=[("read_notebook", {"path": "nb.ipynb"})])
@@ -89,6 +91,8 @@ async def test_review_mode_proposes_and_accepts_through_the_rooms(
     file_reads = await _tool_texts(api, sid, "read_file")
     assert "L1 =" not in file_reads[0] and "L1 =" in file_reads[-1] and "L11 =" in file_reads[-1]
 
+    # The sidebar was told as the proposal grew.
+    await until(lambda: any(f["count"] == 3 for f in sidebar.of("proposal")), 10, "frames")
     code, proposal = await api("GET", f"sessions/{sid}/proposal")
     assert code == 200 and proposal["review"] is True
     files = {f["path"]: f for f in proposal["files"]}
@@ -124,6 +128,7 @@ async def test_review_mode_proposes_and_accepts_through_the_rooms(
     assert _cells(jp_root_dir) == {"ca": "a = 100", "cb": "b = 2", "cc": "c = 3  # typed"}
     await until(lambda: "L1 = 1" in disk_text(jp_root_dir, "helper.py"), 10, "hunk saved")
     assert "line11 = 11" in disk_text(jp_root_dir, "helper.py")
+    assert sidebar.of("proposal")[-1]["count"] == 2
     left = {f["path"]: f for f in out["proposal"]["files"]}
     assert sorted(left) == ["helper.py", "other.txt"]
     assert [h["id"] for h in left["helper.py"]["hunks"]] == ["helper.py::hunk:0"]
@@ -178,9 +183,39 @@ async def test_review_mode_proposes_and_accepts_through_the_rooms(
     last = json.dumps(fm.requests[-1]["messages"])
     assert "rejected: nb.ipynb::cell:cb" in last and "b stays 2" in last
 
-    # Review mode off: the agent edits the live files again.
+    # Review mode off: the agent edits the live files again, but a message sent "propose
+    # only" still proposes.
     await api("PATCH", f"sessions/{sid}", {"review": False})
+    assert (await api("GET", f"sessions/{sid}"))[1]["review"] is False
+    fm.reply(tool_calls=[("write_file", {"path": "proposed.txt", "content": "p\n"})])
+    fm.reply(text="proposed only")
+    code, sent = await api(
+        "POST", f"sessions/{sid}/messages", {"content": "only propose", "propose_only": True}
+    )
+    assert code == 201, sent
+    await until(
+        lambda: _has_reply(api, sid, "proposed only"), 60, "the propose-only reply", every=0.05
+    )
+    assert not (jp_root_dir / "proposed.txt").exists()
+    _, proposal = await api("GET", f"sessions/{sid}/proposal")
+    assert "proposed.txt" in [f["path"] for f in proposal["files"]]
     fm.reply(tool_calls=[("write_file", {"path": "fresh.txt", "content": "live\n"})])
     fm.reply(text="live done")
     await turn(api, sid, "live", "live done")
     await until(lambda: (jp_root_dir / "fresh.txt").exists(), 10, "the live write")
+
+    # A link planted where a proposed file was: nothing is written through it.
+    outside = jp_root_dir.parent / "outside.txt"
+    outside.write_text("outside\n")
+    (jp_root_dir / "proposed.txt").symlink_to(outside)
+    code, out = await api("POST", f"sessions/{sid}/proposal", {"accept": ["proposed.txt"]})
+    assert code == 200 and out["accepted"] == [] and out["conflicts"], out
+    assert outside.read_text() == "outside\n"
+    await sidebar.close()
+
+
+async def _has_reply(api: Any, sid: str, text: str) -> bool:
+    _, got = await api("GET", f"sessions/{sid}/messages")
+    if not any(m["role"] == "assistant" and m["content"] == text for m in got["messages"]):
+        return False
+    return not (await api("GET", f"sessions/{sid}"))[1].get("run")
