@@ -51,6 +51,7 @@ from .layers.core import CORE_TOOLS
 from .mcp import McpServers
 from .memory import MemoryConfig, MemoryFile
 from .proposals import before_request, in_review
+from .proposals.sandboxview import ProposalSource
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
 from .sandbox.lifecycle import SessionSandbox
@@ -141,6 +142,7 @@ class Runtime:
             SandboxConfig(config=self.config.config),
             loopback=functools.partial(call_from_sandbox, self),
             before_ready=self.files.start,
+            review=ProposalSource(self),
         )
         self.web = WebServices(WebConfig(config=self.config.config), vision=self._vision())
         # AGENTS.md files and skills, read again at each request.

