@@ -44,6 +44,7 @@ from .questions import question_routes
 from .reminders import NotificationsSocket, Notifier, ReminderFiring, wake_rpc
 from .rewind import finish_rewinds
 from .runs import ChatSessions, Recovery, RetryPolicy
+from .runs.budget import MemoryBudget, derived_limit_mb
 from .runs.earlykernel import (
     DEFAULT_POOL_SIZE,
     keep_preloaded,
@@ -148,6 +149,15 @@ class ThinkExtension(ExtensionApp):
         "a kernel with room instead of taking a spare (no kernel start, no process added), "
         "and an idle chat hibernates alone. Think notebooks keep a kernel each. "
         "Default: 1 (a kernel per chat).",
+    )
+    memory_budget_mb = Float(
+        0.0,
+        config=True,
+        help="MB of memory (PSS) the server and every process under it (chat kernels, "
+        "sandboxes) may take. Past it, no spare kernel starts and idle chats hibernate, "
+        "least recently used first, until the tree is under it again. 0 takes 80% of the "
+        "memory cgroup's limit when the server runs under one, else no budget; a negative "
+        "value sets none. Default: 0.",
     )
     kernel_idle_timeout = Float(
         300.0,
@@ -442,6 +452,9 @@ class ThinkExtension(ExtensionApp):
             idle_timeout=self.hibernate_after,
             session_manager=getattr(serverapp, "session_manager", None),
             sessions_per_kernel=self.sessions_per_kernel,
+            budget=MemoryBudget(
+                self.memory_budget_mb if self.memory_budget_mb else derived_limit_mb()
+            ),
         )
         chats.wake_scheduler = scheduler.wake
         jobs_watch = JobsWatch(self.hub)

@@ -18,7 +18,9 @@ starts its sandbox under a uid of its own. A spare that died is dropped and repl
 A claimed kernel gets a jupyter_server session named after the chat (so JupyterLab's Running
 panel shows "Think: <title>", not "No sessions connected"). A session's kernel that has done
 nothing for ``idle_timeout`` seconds (and has no run) is shut down; the next message starts
-or claims another. Spares are not user kernels: they are never culled here.
+or claims another. Spares are not user kernels: they are never culled here. With a memory
+``budget`` (``budget.py``), a tree past it starts no spare, and its idle chats hibernate,
+least recently used first, until it is under the budget again.
 
 With ``sessions_per_kernel`` above 1 a claimed kernel is a host (``think_kernel/kernel/host.py``):
 a new or waking chat joins a live host with room before it takes a spare, so it needs no
@@ -41,8 +43,11 @@ from typing import Any
 
 from think_kernel.waits import wait_for
 
+from .budget import MemoryBudget
+
 log = logging.getLogger(__name__)
 JUPYTER_SESSION_TYPE = "think-chat"
+BUDGET_INTERVAL = 2.0  # s between two checks of the memory budget (when one is set)
 
 
 class ChatKernels:
@@ -64,6 +69,7 @@ class ChatKernels:
         refill_delay: float = 1.0,
         sessions_per_kernel: int = 1,
         release: Callable[[str, str], Any] | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self.kernel_manager = kernel_manager
         self.kernel_name = kernel_name
@@ -78,6 +84,7 @@ class ChatKernels:
         self.refill_delay = refill_delay  # s between a claim and the start of its successor
         self.sessions_per_kernel = max(1, sessions_per_kernel)
         self.release = release  # tells a host to close one session's runtime
+        self.budget = budget  # past it: no new spare, idle chats hibernate
         self.kernels: dict[str, str] = {}  # session id -> kernel id
         self.last_used: dict[str, float] = {}  # session id -> time.monotonic()
         self.culled = 0  # kernels shut down for idleness (shown in the API)
@@ -101,7 +108,7 @@ class ChatKernels:
     def start(self) -> None:
         """Fill the pool and start the idle culler (both in the background)."""
         self.refill()
-        if self.idle_timeout > 0:
+        if self.idle_timeout > 0 or (self.budget is not None and self.budget.limit_mb):
             self._spawn(self._cull_loop())
 
     async def close(self) -> None:
@@ -235,16 +242,36 @@ class ChatKernels:
         for sid in list(self.kernels):
             if self.busy(sid) or now - self.last_used.get(sid, now) < self.idle_timeout:
                 continue
-            lock = self._locks.setdefault(sid, asyncio.Lock())
-            if lock.locked():
-                continue  # being claimed or restarted right now
-            async with lock:
-                log.info("Think: culling the idle kernel of chat session %s", sid)
-                self.culled += 1
+            if await self._hibernate(sid):
                 culled.append(sid)
-                self.restarted.add(sid)
-                await self._shutdown(sid)
         return culled
+
+    async def relieve(self) -> list[str]:
+        """Over the memory budget: hibernate idle chats, least recently used first, until
+        under it or none is idle; returns the ids hibernated."""
+        relieved: list[str] = []
+        while self.budget is not None and self.budget.over():
+            idle = [sid for sid in self.kernels if not self.busy(sid)]
+            idle.sort(key=lambda sid: self.last_used.get(sid, 0.0))
+            for sid in idle:
+                if await self._hibernate(sid):
+                    log.info("Think: over the memory budget; chat session %s hibernates", sid)
+                    relieved.append(sid)
+                    break
+            else:
+                return relieved  # every chat is at work: nothing to give back now
+        return relieved
+
+    async def _hibernate(self, sid: str) -> bool:
+        lock = self._locks.setdefault(sid, asyncio.Lock())
+        if lock.locked() or sid not in self.kernels:
+            return False  # being claimed or restarted right now
+        async with lock:
+            log.info("Think: culling the idle kernel of chat session %s", sid)
+            self.culled += 1
+            self.restarted.add(sid)
+            await self._shutdown(sid)
+        return True
 
     # -- the pool ----------------------------------------------------------------------------
 
@@ -271,6 +298,8 @@ class ChatKernels:
     def refill(self) -> None:
         """Start spares until ``pool_size`` are ready or starting."""
         self._spares = [t for t in self._spares if not (t.done() and self._failed(t))]
+        if len(self._spares) < self.pool_size and self.budget is not None and self.budget.over():
+            return  # no room for another kernel: a chat then starts one when it needs it
         while not self._closed and len(self._spares) < self.pool_size:
             task = asyncio.ensure_future(self._start_spare())
             task.add_done_callback(self._spare_done)
@@ -491,11 +520,15 @@ class ChatKernels:
             await asyncio.sleep(0.05)
 
     async def _cull_loop(self) -> None:
-        interval = max(0.05, min(60.0, self.idle_timeout / 4))
+        interval = max(0.05, min(60.0, self.idle_timeout / 4)) if self.idle_timeout > 0 else 60.0
+        if self.budget is not None and self.budget.limit_mb:
+            interval = min(interval, BUDGET_INTERVAL)
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.cull()
+                if self.idle_timeout > 0:
+                    await self.cull()
+                await self.relieve()
             except Exception:
                 log.exception("Think: culling idle chat kernels failed")
 

@@ -38,6 +38,7 @@ from think_kernel.wire.base import Frame
 from think_kernel.wire.link import CancelFrame, ReleaseFrame
 
 from ..approvals import reject_pending
+from .budget import MemoryBudget
 from .chatkernels import ChatKernels
 from .delivery import Delivery
 from .owners import Owners
@@ -73,6 +74,7 @@ class ChatSessions:
         idle_timeout: float = 0.0,
         session_manager: Any = None,
         sessions_per_kernel: int = 1,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self.store = store
         self.pool = ChatKernels(
@@ -88,6 +90,7 @@ class ChatSessions:
             busy=self.busy,
             sessions_per_kernel=sessions_per_kernel,
             release=lambda kid, sid: links.send(kid, ReleaseFrame(sid)),
+            budget=budget,
         )
         self.links = links
         self.pipeline = pipeline
