@@ -132,15 +132,17 @@ export function reviewApi(
 /** The kind of one line of a unified diff. */
 export type DiffLineKind = 'add' | 'del' | 'ctx' | 'hunk' | 'file';
 
-/** The lines of a unified diff with their kind (the `---`/`+++` header is `file`). */
+/** The lines of a unified diff with their kind (the `---`/`+++` header is `file`);
+ * `headers: false` leaves that header out (a cell's names no file). */
 export function diffLines(
-  diff: string
+  diff: string,
+  headers = true
 ): { kind: DiffLineKind; text: string }[] {
   const lines = diff.split('\n');
   if (lines.length && lines[lines.length - 1] === '') {
     lines.pop();
   }
-  return lines.map(text => ({
+  const all: { kind: DiffLineKind; text: string }[] = lines.map(text => ({
     text,
     kind:
       text.startsWith('+++') || text.startsWith('---')
@@ -153,6 +155,7 @@ export function diffLines(
               ? 'del'
               : 'ctx'
   }));
+  return headers ? all : all.filter(l => l.kind !== 'file');
 }
 
 /** The number of changes a proposal holds (cells for notebooks, hunks or 1 for files). */

@@ -104,7 +104,7 @@ export function decoration(
       .split('\n')
       .map(l => (cell.status === 'removed' ? `-${l}` : `+${l}`))
       .join('\n');
-  for (const l of diffLines(text)) {
+  for (const l of diffLines(text, false)) {
     const span = document.createElement('span');
     span.className = 'jp-ThinkReview-line';
     span.dataset.kind = l.kind;

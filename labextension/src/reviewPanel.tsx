@@ -19,10 +19,13 @@ import {
 } from './review';
 
 /** A unified diff, line by line, `+` and `-` lines marked. */
-export function DiffView(props: { diff: string }): JSX.Element {
+export function DiffView(props: {
+  diff: string;
+  headers?: boolean;
+}): JSX.Element {
   return (
     <pre className="jp-ThinkReview-diff">
-      {diffLines(props.diff).map((l, i) => (
+      {diffLines(props.diff, props.headers ?? true).map((l, i) => (
         <span key={i} className="jp-ThinkReview-line" data-kind={l.kind}>
           {l.text}
           {'\n'}
@@ -121,7 +124,7 @@ function CellView(props: {
         />
       </div>
       {cell.source_diff ? (
-        <DiffView diff={text} />
+        <DiffView diff={text} headers={false} />
       ) : (
         <pre className="jp-ThinkReview-source">{text}</pre>
       )}

@@ -185,6 +185,10 @@ describe('diffs', () => {
     expect(
       diffLines('--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n c\n').map(l => l.kind)
     ).toEqual(['file', 'file', 'hunk', 'del', 'add', 'ctx']);
+    expect(diffLines('--- base\n+++ proposed\n-a\n+b', false)).toEqual([
+      { kind: 'del', text: '-a' },
+      { kind: 'add', text: '+b' }
+    ]);
     expect(changeCount(proposal())).toBe(3);
   });
 });
