@@ -28,6 +28,8 @@ from think_kernel.store import Store, location, new_id
 
 from . import identity, kernelidentity
 from .agents import agent_routes
+from .appproxy import AppProxy, proxy_routes
+from .apps import AppsWatch, app_routes
 from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
@@ -329,6 +331,10 @@ class ThinkExtension(ExtensionApp):
             (r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})/ws", SessionSocket, kw)
         )
         self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
+        session = r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
+        self.handlers.extend((pattern, cls, kw) for pattern, cls in app_routes(session))
+        # After the app routes: POST .../apps/NAME/stop is the app's Stop, not its page.
+        self.handlers.extend((pattern, AppProxy, kw) for pattern in proxy_routes(session))
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.links}))
         if self.mcp is not None:
             self.handlers.append((r"/api/think/mcp", McpHandler, {**kw, "endpoint": self.mcp}))
@@ -461,9 +467,11 @@ class ThinkExtension(ExtensionApp):
         self.links.item_listeners.append(jobs_watch.on_item)
         # Review mode: the tabs refetch the proposal when the agent changes it.
         self.links.item_listeners.append(ProposalWatch(self.hub, store).on_item)
-        # A chat whose jobs run is in use: hibernating would end them with its kernel.
+        apps_watch = AppsWatch(self.hub)
+        self.links.item_listeners.append(apps_watch.on_item)
+        # A chat whose jobs or apps run is in use: hibernating would end them with its kernel.
         in_use = chats.pool.busy
-        chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid)
+        chats.pool.busy = lambda sid: in_use(sid) or jobs_watch.busy(sid) or apps_watch.busy(sid)
         svc = Services(
             limits=Limits(self.max_body_size, self.max_ws_frame, self.history_limit),
             store=store,
@@ -477,6 +485,7 @@ class ThinkExtension(ExtensionApp):
                 store, chats, self.links, start_timeout=self.kernel_start_timeout
             ),
             jobs=jobs_watch,
+            apps=apps_watch,
         )
         self._stoppable = svc
         early, self._early_spare = self._early_spare, None

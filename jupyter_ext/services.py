@@ -19,6 +19,7 @@ from think_kernel.waits import wait_for
 if TYPE_CHECKING:
     from think_kernel.store import Store
 
+    from .apps import AppsWatch
     from .hub import Hub
     from .jobs import JobsWatch
     from .link import KernelLinks
@@ -54,6 +55,8 @@ class Services:
     mcp_calls: KernelCalls
     #: What each session's kernel last said of its background jobs.
     jobs: JobsWatch
+    #: What each session's kernel last said of its live apps (and the proxy's clients).
+    apps: AppsWatch
 
 
 class StartFailed(RuntimeError):

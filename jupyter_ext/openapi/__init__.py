@@ -12,6 +12,7 @@ from typing import Any
 from think_kernel.wire.schema import components
 
 from .agents import AGENT_PATHS
+from .apps import APP_PATHS
 from .jobs import JOB_PATHS
 from .parts import ERR
 from .proposals import PROPOSAL_PATHS
@@ -32,6 +33,7 @@ OPENAPI: dict[str, Any] = {
 }
 OPENAPI["paths"].update(VARIABLE_PATHS)
 OPENAPI["paths"].update(JOB_PATHS)
+OPENAPI["paths"].update(APP_PATHS)
 OPENAPI["paths"].update(AGENT_PATHS)
 OPENAPI["paths"].update(SEARCH_PATHS)
 OPENAPI["paths"].update(MEMORY_PATHS)

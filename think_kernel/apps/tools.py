@@ -8,6 +8,9 @@ approval policy as ``bash`` does.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from ..tools.base import ToolContext, ToolError, ToolOutput, optional, read_only
 from ..tools.summarize import for_model
 from .app import App, AppError
@@ -19,6 +22,17 @@ def _apps(ctx: ToolContext) -> Apps:
     if apps is None:
         raise ToolError("live apps are not available in this session", "NO_APPS")
     return apps
+
+
+@contextlib.asynccontextmanager
+async def _files_saved(ctx: ToolContext, seconds: float) -> AsyncIterator[None]:
+    """Open documents saved to disk first (the app reads the files), as for a run."""
+    files = ctx.services.files
+    if files is None:
+        yield
+        return
+    async with files.run(hold=seconds + 10):
+        yield
 
 
 def _line(app: App) -> str:
@@ -51,8 +65,10 @@ async def serve_app(
     """
     apps = _apps(ctx)
     try:
-        app = await apps.start(ctx.session_id, command, name,
-                               restart_on_change=restart_on_change, store=ctx.store)  # fmt: skip
+        async with _files_saved(ctx, apps.config.start_timeout):
+            app = await apps.start(
+                ctx.session_id, command, name, restart_on_change=restart_on_change, store=ctx.store
+            )
     except AppError as e:
         raise ToolError(str(e), "BAD_APP") from None
     if app.state == "running":

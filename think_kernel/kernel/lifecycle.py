@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..apps import link_items as app_items
 from ..collab.linked import linked_setup
 from ..config import ThinkConfig
 from ..jobs import link_items
@@ -144,6 +145,7 @@ class KernelRuntime:
         """Reminders: the server fires them when there is one; else this kernel."""
         if self.link is not None:  # the server shows the jobs and keeps their chat awake
             runtime.jobs.attach(link_items(self.link.push), runtime.session_id)
+            runtime.apps.attach(app_items(self.link.push))
         self.reminders = KernelReminders(runtime, self.link)
         try:
             await self.reminders.start()

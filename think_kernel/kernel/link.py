@@ -38,11 +38,13 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..apps.control import AppsControl
 from ..wire.base import Frame, FrameError, decode, frame_table
 from ..wire.link import (
     TO_KERNEL,
     AckFrame,
     ApprovalFrame,
+    AppsFrame,
     CancelFrame,
     ChatFrame,
     ErrorFrame,
@@ -198,6 +200,7 @@ class KernelLink:
             ToolFrame: self.runs.on_tool,
             ToolCancelFrame: self.runs.on_tool_cancel,
             JobsStopFrame: self.runs.on_jobs_stop,
+            AppsFrame: AppsControl(self.runtime).on_frame,
             ReleaseFrame: self._on_release,
             PingFrame: self._on_ping,
             PongFrame: self._on_pong,

@@ -166,6 +166,17 @@ class ReleaseFrame(Frame):
 
 
 @dataclass(frozen=True, slots=True)
+class AppsFrame(Frame):
+    """Stop or restart one of a session's live apps (a person's Stop or Restart in the
+    sidebar; the apps' next record tells how it went)."""
+
+    type: ClassVar[str] = "apps"
+    session_id: str
+    name: str
+    action: str = "stop"  # or "restart"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCancelFrame(Frame):
     """Cancel an MCP tool call."""
 
@@ -212,12 +223,12 @@ TO_SERVER = frame_table((ItemsFrame, RpcFrame, PingFrame, PongFrame, ErrorFrame)
 #: What the server sends an authenticated kernel.
 TO_KERNEL = frame_table(
     (AckFrame, RpcResultFrame, RpcErrorFrame, ChatFrame, CancelFrame, ApprovalFrame, ToolFrame,
-     ToolCancelFrame, RoomsFrame, PingFrame, PongFrame, ErrorFrame, JobsStopFrame,
-     ReleaseFrame)
+     ToolCancelFrame, RoomsFrame, PingFrame, PongFrame, ErrorFrame, JobsStopFrame, ReleaseFrame,
+     AppsFrame)
 )  # fmt: skip
 #: Every link frame, the handshake included, in the order the reference lists them.
 LINK_FRAMES: tuple[type[Frame], ...] = (
     ChallengeFrame, HelloFrame, WelcomeFrame, ItemsFrame, AckFrame, RpcFrame, RpcResultFrame,
     RpcErrorFrame, ChatFrame, CancelFrame, ApprovalFrame, ToolFrame, ToolCancelFrame,
-    RoomsFrame, PingFrame, PongFrame, ErrorFrame, JobsStopFrame, ReleaseFrame,
+    RoomsFrame, PingFrame, PongFrame, ErrorFrame, JobsStopFrame, ReleaseFrame, AppsFrame,
 )  # fmt: skip

@@ -1,0 +1,349 @@
+"""The live app proxy: ``/api/think/sessions/{id}/apps/{name}/<path>`` (HTTP and WebSocket)
+to the app's private unix socket, behind jupyter_server's authentication and authorisation.
+
+As jupyter-server-proxy does for its unix-socket servers, tornado's own HTTP and WebSocket
+clients reach the socket through a resolver that maps every host to it
+(:class:`UnixResolver`): whatever a request's path, Host header or absolute URL says, it can
+only ever reach that one app. What the app gets and sends is filtered:
+
+- the request loses what would let the app act as the person on the Jupyter server: the
+  ``Authorization`` header, the ``token`` query argument, the XSRF header and Jupyter's
+  cookies (login, ``_xsrf``, the person cookie, JupyterHub's);
+- the response may not set those cookies, and carries ``Content-Security-Policy: sandbox``
+  (:data:`SANDBOX`): the browser runs the app in an opaque origin, even opened on its own,
+  so its scripts cannot read JupyterLab's cookies, storage or DOM, nor call the server's API
+  with the person's credentials.
+
+The app sees its path without the prefix (``/``, ``/static/app.js``), and the prefix in the
+``X-Forwarded-Prefix`` header; links in its pages must be relative.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import httpclient, httputil, netutil, web
+from tornado.websocket import WebSocketClientConnection, WebSocketHandler, websocket_connect
+
+from .base import AUTH_RESOURCE, services_or_503
+
+if TYPE_CHECKING:
+    from .services import Services, Startup
+
+#: The policy every proxied response carries: an opaque origin for the app's documents.
+SANDBOX = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
+#: Cookies of the Jupyter server (and JupyterHub, and Think): never sent to an app, never
+#: set by one.
+_SERVER_COOKIE = re.compile(r"^(_xsrf|username-.*|jupyterhub.*|jupyter-person-.*)$", re.I)
+#: Request headers an app never gets: credentials and the hop-by-hop ones.
+_DROP_REQUEST = frozenset(
+    {"authorization", "cookie", "x-xsrftoken", "x-xsrf-token", "connection", "keep-alive",
+     "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding",
+     "upgrade", "content-length"}
+)  # fmt: skip
+_DROP_WEBSOCKET = frozenset({"sec-websocket-key", "sec-websocket-version",
+                             "sec-websocket-extensions", "sec-websocket-protocol"})  # fmt: skip
+_DROP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-authenticate", "trailer",
+                            "transfer-encoding", "upgrade"})  # fmt: skip
+_CONNECT_TIMEOUT = 10.0
+_REQUEST_TIMEOUT = 24 * 3600.0  # a stream (server-sent events) may stay open for long
+_MAX_BODY = 1 << 40
+
+
+class UnixResolver(netutil.Resolver):
+    """Resolves every host to one unix socket (the app's)."""
+
+    def initialize(self, path: str) -> None:  # type: ignore[override]
+        """Remember the socket."""
+        self.path = path
+
+    async def resolve(  # type: ignore[override]
+        self, host: str, port: int, family: socket.AddressFamily = socket.AF_UNSPEC
+    ) -> list[tuple[int, Any]]:
+        """The app's socket, whatever was asked."""
+        return [(socket.AF_UNIX, self.path)]
+
+
+class AppClients:
+    """One HTTP client per app socket (its connections are reused)."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, httpclient.AsyncHTTPClient] = {}
+
+    def get(self, path: str) -> httpclient.AsyncHTTPClient:
+        """The client for the socket at ``path``."""
+        client = self._clients.get(path)
+        if client is None:
+            client = httpclient.AsyncHTTPClient(
+                force_instance=True, resolver=UnixResolver(path=path), max_clients=64,
+                max_body_size=_MAX_BODY,
+            )  # fmt: skip
+            self._clients[path] = client
+        return client
+
+    def forget(self, keep: set[str]) -> None:
+        """Close the clients of sockets not in ``keep`` (apps that ended)."""
+        for path in [p for p in self._clients if p not in keep]:
+            self._clients.pop(path).close()
+
+
+def without_server_cookies(header: str) -> str:
+    """A Cookie header without the Jupyter server's cookies."""
+    kept = []
+    for part in header.split(";"):
+        name = part.split("=", 1)[0].strip()
+        if name and not _SERVER_COOKIE.match(name):
+            kept.append(part.strip())
+    return "; ".join(kept)
+
+
+class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type: ignore[misc]
+    """One request (or WebSocket) to a session's live app."""
+
+    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")  # type: ignore[assignment]
+    auth_resource = AUTH_RESOURCE
+
+    svc: Services
+
+    def initialize(self, name: str, startup: Startup) -> None:  # type: ignore[override]
+        """Receive the extension's start handle."""
+        super().initialize(name)
+        self.startup = startup
+        self.socket_path = ""
+        self.prefix = ""
+        self.upstream: WebSocketClientConnection | None = None
+        self._status: tuple[int, str] | None = None
+        self._app_headers = httputil.HTTPHeaders()
+        self._started = False
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Authenticate (403, never a login redirect), authorise on ``think``, find the app."""
+        await JupyterHandler.prepare(self, _redirect_to_login=False)
+        user = self.current_user
+        if user is None:
+            raise web.HTTPError(403)
+        read = self.request.method in ("GET", "HEAD", "OPTIONS")
+        action = "read" if read else "write"
+        if not await ensure_async(self.authorizer.is_authorized(self, user, action,
+                                                                AUTH_RESOURCE)):  # fmt: skip
+            raise web.HTTPError(403, f"not authorised to {action} think sessions")
+        self.svc = await services_or_503(self.startup)
+        sid, name = self.path_kwargs["session_id"], self.path_kwargs["name"]
+        if await self.svc.store.get_session(sid) is None:
+            raise web.HTTPError(404, f"no session {sid!r}")
+        row = self.svc.apps.row(sid, name)
+        if row is None or row.get("state") not in ("starting", "running"):
+            state = row.get("state") if row is not None else None
+            why = f"app {name!r} is {state}" if state else f"no app {name!r} in this session"
+            raise web.HTTPError(404, why)
+        self.socket_path = str(row.get("socket") or "")
+        marker = f"/sessions/{sid}/apps/{name}"
+        self.prefix = self.request.path[: self.request.path.index(marker) + len(marker)]
+
+    def check_xsrf_cookie(self) -> None:
+        """The app checks its own forms: its pages cannot hold the server's XSRF token."""
+
+    def check_origin(self, origin: str | None = None) -> bool:
+        """A WebSocket from the server's own origin (or with no Origin: a script)."""
+        return JupyterHandler.check_origin(self)
+
+    def compute_etag(self) -> None:
+        """The app's own ETag, if any (tornado would answer 304 for it)."""
+        return None
+
+    # ------------------------------------------------------------------ what goes to the app
+
+    def upstream_path(self) -> str:
+        """The path (and query) the app sees: below its prefix, without ``token``."""
+        tail = self.request.path[len(self.prefix) :] or "/"
+        query = self.request.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            if any(k == "token" for k, _ in pairs):
+                query = urlencode([(k, v) for k, v in pairs if k != "token"])
+        return f"{tail}?{query}" if query else tail
+
+    def upstream_headers(self, websocket: bool = False) -> httputil.HTTPHeaders:
+        """The request's headers for the app: no credentials, no hop-by-hop ones."""
+        out = httputil.HTTPHeaders()
+        drop = _DROP_REQUEST | (_DROP_WEBSOCKET if websocket else frozenset())
+        for key, value in self.request.headers.get_all():
+            if key.lower() not in drop:
+                out.add(key, value)
+        cookies = without_server_cookies(self.request.headers.get("Cookie", ""))
+        if cookies:
+            out["Cookie"] = cookies
+        out["X-Forwarded-Prefix"] = self.prefix
+        out["X-Forwarded-Proto"] = self.request.protocol
+        out["X-Forwarded-Host"] = self.request.host
+        out["X-Forwarded-For"] = self.request.remote_ip or ""
+        return out
+
+    # ------------------------------------------------------------------ HTTP
+
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """A WebSocket upgrade, or an HTTP GET."""
+        if kwargs.get("path") is None:
+            return self._to_slash()
+        if self.request.headers.get("Upgrade", "").lower() == "websocket":
+            await WebSocketHandler.get(self, *args, **kwargs)
+            return
+        await self.proxy()
+
+    async def head(self, *args: Any, **kwargs: Any) -> None:
+        """Proxied."""
+        await self.proxy()
+
+    async def post(self, *args: Any, **kwargs: Any) -> None:
+        """Proxied."""
+        await self.proxy()
+
+    async def put(self, *args: Any, **kwargs: Any) -> None:
+        """Proxied."""
+        await self.proxy()
+
+    async def patch(self, *args: Any, **kwargs: Any) -> None:
+        """Proxied."""
+        await self.proxy()
+
+    async def delete(self, *args: Any, **kwargs: Any) -> None:
+        """Proxied."""
+        await self.proxy()
+
+    async def options(self, *args: Any, **kwargs: Any) -> None:
+        """Proxied."""
+        await self.proxy()
+
+    def _to_slash(self) -> None:
+        """``.../apps/NAME`` -> ``.../apps/NAME/``: its relative links need the slash."""
+        query = f"?{self.request.query}" if self.request.query else ""
+        self.redirect(self.request.path + "/" + query, permanent=False)
+
+    async def proxy(self) -> None:
+        """Send the request to the app; stream its answer back."""
+        method = self.request.method or "GET"
+        body = self.request.body if method not in ("GET", "HEAD") else None
+        request = httpclient.HTTPRequest(
+            url=f"http://app{self.upstream_path()}",
+            method=method,
+            headers=self.upstream_headers(),
+            body=body if body or method in ("POST", "PUT", "PATCH") else None,
+            follow_redirects=False,
+            decompress_response=False,
+            allow_nonstandard_methods=True,
+            connect_timeout=_CONNECT_TIMEOUT,
+            request_timeout=_REQUEST_TIMEOUT,
+            header_callback=self._on_header,
+            streaming_callback=self._on_chunk,
+        )
+        try:
+            response = await self.svc.apps.clients.get(self.socket_path).fetch(
+                request, raise_error=False
+            )
+        except Exception as e:  # the app went away, or its answer was not HTTP
+            if self._started:
+                self.finish()
+                return
+            raise web.HTTPError(502, f"the app did not answer: {e}") from None
+        if not self._started:  # an answer without a body never reached the chunk callback
+            if response.code >= 599:
+                raise web.HTTPError(502, f"the app did not answer: {response.error}")
+            self._begin()
+        self.finish()
+
+    def _on_header(self, line: str) -> None:
+        if self._status is None or self._status[0] < 200:
+            if line.startswith("HTTP/"):
+                start = httputil.parse_response_start_line(line.strip())
+                self._status = (start.code, start.reason)
+                self._app_headers = httputil.HTTPHeaders()
+            return
+        if line.strip():
+            self._app_headers.parse_line(line)
+
+    def _begin(self) -> None:
+        """The app's status and headers, filtered, and the sandbox policy."""
+        if self._started:
+            return
+        self._started = True
+        code, reason = self._status or (502, "Bad Gateway")
+        self.set_status(code, reason)
+        # Ours, then the app's own policies: a browser enforces every one.
+        self.set_header("Content-Security-Policy", f"frame-ancestors 'self'; {SANDBOX}")
+        seen = {"content-security-policy"}
+        for key, value in self._app_headers.get_all():
+            low = key.lower()
+            if low in _DROP_RESPONSE:
+                continue
+            if low == "set-cookie" and _SERVER_COOKIE.match(value.split("=", 1)[0].strip()):
+                continue
+            if low not in seen:
+                self.clear_header(key)
+                seen.add(low)
+            self.add_header(key, value)
+
+    def _on_chunk(self, chunk: bytes) -> None:
+        self._begin()
+        self.write(chunk)
+        self.flush()
+
+    # ------------------------------------------------------------------ WebSocket
+
+    def select_subprotocol(self, subprotocols: list[str]) -> str | None:
+        """The client's first subprotocol (the app gets them all)."""
+        return subprotocols[0] if subprotocols else None
+
+    async def open(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Connect to the app's WebSocket at the same path."""
+        protocols = [p.strip() for p in
+                     self.request.headers.get("Sec-WebSocket-Protocol", "").split(",")
+                     if p.strip()]  # fmt: skip
+        request = httpclient.HTTPRequest(
+            url=f"ws://app{self.upstream_path()}",
+            headers=self.upstream_headers(websocket=True),
+            connect_timeout=_CONNECT_TIMEOUT,
+        )
+        try:
+            self.upstream = await websocket_connect(
+                request, on_message_callback=self._from_app, subprotocols=protocols or None,
+                resolver=UnixResolver(path=self.socket_path),
+            )  # fmt: skip
+        except Exception as e:
+            self.log.info("Think: app WebSocket refused: %s", e)
+            self.close(1011, "the app did not accept the WebSocket")
+
+    def _from_app(self, message: str | bytes | None) -> None:
+        if message is None:
+            self.close()
+            return
+        try:
+            self.write_message(message, binary=isinstance(message, bytes))
+        except Exception:  # the browser side closed meanwhile
+            self.close()
+
+    async def on_message(self, message: str | bytes) -> None:
+        """A message for the app."""
+        if self.upstream is not None:
+            try:
+                await self.upstream.write_message(message, binary=isinstance(message, bytes))
+            except Exception:
+                self.close()
+
+    def on_close(self) -> None:
+        """The browser went: close the app's side too."""
+        if self.upstream is not None:
+            self.upstream.close()
+            self.upstream = None
+
+
+def proxy_routes(s: str) -> list[str]:
+    """The proxy's URL patterns under the session prefix ``s`` (the second redirects to
+    the first: an app's relative links need the slash)."""
+    name = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]{0,39})"
+    return [rf"{s}/apps/{name}/(?P<path>.*)", rf"{s}/apps/{name}"]

@@ -1,0 +1,84 @@
+"""The routes of a session's live apps: their list, Stop, Restart, and the proxy to each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .parts import ok_json, op, path_param
+
+_APP = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "url": {"type": "string", "description": "its address on this server (the proxy)"},
+        "state": {
+            "type": "string",
+            "enum": ["starting", "running", "exited", "crashed", "stopped"],
+        },  # fmt: skip
+        "command": {"type": "string", "description": "its first 500 characters"},
+        "started_at": {"type": "number", "description": "seconds since the epoch"},
+        "exit_code": {"type": "integer", "nullable": True},
+        "error": {"type": "string", "description": "why it ended, when it did"},
+        "restarts": {"type": "integer"},
+        "restart_on_change": {"type": "boolean"},
+        "log_tail": {"type": "string", "description": "its last lines of output"},
+    },
+}
+_PARAMS = [path_param("session_id"), path_param("name")]
+_PROXIED = {
+    "description": "the app's own answer, with Content-Security-Policy: sandbox",
+    "content": {"*/*": {"schema": {}}},
+}
+
+
+def _proxy(summary: str) -> dict[str, Any]:
+    params = [*_PARAMS, {"name": "path", "in": "path", "required": True,
+                         "schema": {"type": "string"}}]  # fmt: skip
+    return {m: op(summary, _PROXIED, params=params)
+            for m in ("get", "post", "put", "patch", "delete")}  # fmt: skip
+
+
+APP_PATHS: dict[str, Any] = {
+    "/sessions/{session_id}/apps": {
+        "get": op(
+            "The session's live apps (serve_app), oldest first: how each stands, its address "
+            "and its last lines of output. An app whose kernel stopped is `stopped`",
+            ok_json({"type": "object", "properties": {"apps": {"type": "array", "items": _APP}}}),
+            params=[path_param("session_id")],
+        ),
+    },
+    "/sessions/{session_id}/apps/{name}/stop": {
+        "post": op(
+            "Stop one of the session's apps (a person's Stop): answered once its kernel "
+            "stopped it. 409 when no kernel runs the session",
+            ok_json(
+                {
+                    "type": "object",
+                    "properties": {"stopped": {"type": "boolean"}, "state": {"type": "string"}},
+                }
+            ),  # fmt: skip
+            params=_PARAMS,
+        ),
+    },
+    "/sessions/{session_id}/apps/{name}/restart": {
+        "post": op(
+            "Start one of the session's apps again (stopped first if it runs): answered with "
+            "its row once it answers HTTP or has failed. 409 when no kernel runs the session",
+            ok_json(_APP),
+            params=_PARAMS,
+        ),
+    },
+    "/sessions/{session_id}/apps/{name}/{path}": _proxy(
+        "The app itself, proxied to its private socket (HTTP, and a WebSocket on GET with "
+        "Upgrade): authenticated and authorised as every route; the app gets the path below "
+        "its prefix, never the person's token, XSRF token or the server's cookies"
+    ),
+    "/sessions/{session_id}/apps/{name}": {
+        "get": op(
+            "Redirects to the app's address with its trailing slash",
+            {"description": "a redirect to .../apps/{name}/"},
+            params=_PARAMS,
+            status="302",
+        ),
+    },
+}
