@@ -108,7 +108,9 @@ class ProposalHandler(ThinkHandler):
         return DocumentFiles(documents, SafeReader(root), root)
 
     async def _body(self, session: dict[str, Any], proposal: Proposal) -> dict[str, Any]:
-        files = await describe(proposal, self._files())
+        root = self.settings.get("server_root_dir") or self.serverapp.root_dir
+        disk = SafeReader(root)
+        files = await describe(proposal, lambda path: disk.lstat(path) is not None)
         return {
             "session_id": session["id"],
             "review": review_of(session),

@@ -1,6 +1,6 @@
 """Accept and reject a proposal, whole or in part, and describe what is left.
 
-    body = await describe(proposal, files)                      # the GET body's "files"
+    body = await describe(proposal, exists)                     # the GET body's "files"
     out = await decide(proposal, files, accept=["a.py::hunk:0", "n.ipynb::cell:c1"],
                        reject="all", reason="", who="alice (sidebar)")
     out["accepted"], out["rejected"], out["conflicts"], out["errors"], out["action_id"]
@@ -19,6 +19,7 @@ the model is told at its next request (:mod:`.notes`).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,15 +66,16 @@ def _text(data: bytes | None) -> str | None:
         return None
 
 
-async def describe(proposal: Proposal, files: Any) -> list[dict[str, Any]]:
-    """Each proposed file as the REST body shows it (diff, hunks, cells, missing)."""
+async def describe(proposal: Proposal, exists: Any) -> list[dict[str, Any]]:
+    """Each proposed file as the REST body shows it (diff, hunks, cells, missing);
+    ``exists(path)`` says whether the live file is there (no room is loaded for it)."""
     out = []
     for change in await proposal.changes():
         try:
-            live, _ = await files.current(change.path)
+            live = bool(await asyncio.to_thread(exists, change.path))
         except OSError:
-            live = None
-        out.append(describe_one(change, live is None and change.base is not None))
+            live = False
+        out.append(describe_one(change, not live and change.base is not None))
     return out
 
 
