@@ -66,7 +66,7 @@ class Apps:
         self._closed = False
         #: Called with (session id, record) after each change (a linked kernel sends it).
         self.on_record: Callable[[str, dict[str, Any]], None] | None = None
-        #: Called with an app that crashed (once per crash): the chat is told.
+        #: Called with an app that crashed after it served (once per crash): the chat is told.
         self.on_crash: Callable[[App], Any] | None = None
 
     def attach(self, on_record: Callable[[str, dict[str, Any]], None]) -> None:
@@ -239,9 +239,10 @@ class Apps:
         finally:
             job.end("crashed", "its sandbox went away while it ran")  # no-op once ended
             if app.job is job and app.alive and not app.stopping:
+                served = app.state == "running"  # a failed start is the tool's to report
                 self._ended(app)
                 await self._save(app.session_id)
-                if app.state == "crashed" and self.on_crash is not None:
+                if served and app.state == "crashed" and self.on_crash is not None:
                     with contextlib.suppress(Exception):
                         result = self.on_crash(app)
                         if asyncio.iscoroutine(result):
