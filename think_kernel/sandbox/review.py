@@ -138,6 +138,8 @@ class ReviewView:
         self.shadowed: set[str] = set()
         self.live: dict[str, Sig] = {}
         self.sigs: dict[str, Sig] = {}
+        #: Links in the view at the last look (a copy's first are the live workspace's).
+        self.links: set[str] = set()
         self.builds = 0
         self._dir: ViewDir | None = None
 
@@ -171,14 +173,10 @@ class ReviewView:
         self._dir = ViewDir.open(self.source)
         self.applied.clear()
         self.shadowed.clear()
+        first = {} if self.mode == "overlay" else self._dir.scan(self.skip)
+        self.links = {p for p, e in first.items() if e.kind == "link"}
         # A copy starts as the live files: a run's deletion is a file gone since this look.
-        self.sigs = (
-            {}
-            if self.mode == "overlay"
-            else {
-                p: e.sig for p, e in self._dir.scan(self.skip).items() if e.kind == "file" and e.sig
-            }
-        )
+        self.sigs = {p: e.sig for p, e in first.items() if e.kind == "file" and e.sig}
         self.builds += 1
 
     def _copy(self) -> None:
@@ -298,9 +296,10 @@ class ReviewView:
                 continue
             edits.append(Edit(p, None, base))
             self.applied[p] = None
-        links = sorted(p for p, e in entries.items() if e.kind == "link")
-        if links:
-            notes.append("links are not proposed: " + ", ".join(links[:10]))
+        links = {p for p, e in entries.items() if e.kind == "link"}
+        if links - self.links:
+            notes.append("links are not proposed: " + ", ".join(sorted(links - self.links)[:10]))
+        self.links = links
         self.sigs = files
         return edits, notes
 
