@@ -188,6 +188,7 @@ async def test_review_mode_proposes_and_accepts_through_the_rooms(
     await api("PATCH", f"sessions/{sid}", {"review": False})
     assert (await api("GET", f"sessions/{sid}"))[1]["review"] is False
     fm.reply(tool_calls=[("write_file", {"path": "proposed.txt", "content": "p\n"})])
+    fm.reply(tool_calls=[("insert_cell", {"path": "new.ipynb", "index": 0, "source": "n = 1"})])
     fm.reply(text="proposed only")
     code, sent = await api(
         "POST", f"sessions/{sid}/messages", {"content": "only propose", "propose_only": True}
@@ -198,7 +199,16 @@ async def test_review_mode_proposes_and_accepts_through_the_rooms(
     )
     assert not (jp_root_dir / "proposed.txt").exists()
     _, proposal = await api("GET", f"sessions/{sid}/proposal")
-    assert "proposed.txt" in [f["path"] for f in proposal["files"]]
+    created = {f["path"]: f for f in proposal["files"] if f["status"] == "created"}
+    assert sorted(created) == ["new.ipynb", "proposed.txt"]
+    assert [c["source"] for c in created["new.ipynb"]["cells"]] == ["n = 1"]
+    assert not (jp_root_dir / "new.ipynb").exists()
+    code, out = await api("POST", f"sessions/{sid}/proposal", {"accept": ["new.ipynb"]})
+    assert code == 200 and out["accepted"] == ["new.ipynb"], out
+    await until(lambda: (jp_root_dir / "new.ipynb").exists(), 10, "the created notebook")
+    await until(lambda: "n = 1" in disk_text(jp_root_dir, "new.ipynb"), 10, "its cell saved")
+    saved = disk_notebook(jp_root_dir, "new.ipynb")["cells"]
+    assert ["".join(c["source"]) for c in saved] == ["n = 1"], saved
     fm.reply(tool_calls=[("write_file", {"path": "fresh.txt", "content": "live\n"})])
     fm.reply(text="live done")
     await turn(api, sid, "live", "live done")
