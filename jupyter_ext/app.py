@@ -22,6 +22,7 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, Unicode, observe
 
+from think_kernel.apps import APP_CRASH
 from think_kernel.kernel.host import SESSIONS_ENV
 from think_kernel.schedules import ScheduleConfig
 from think_kernel.store import Store, location, new_id
@@ -29,7 +30,7 @@ from think_kernel.store import Store, location, new_id
 from . import identity, kernelidentity
 from .agents import agent_routes
 from .appproxy import AppProxy, proxy_routes
-from .apps import AppsWatch, app_routes
+from .apps import AppCrashFiring, AppsWatch, app_routes
 from .collab import wiring
 from .completion import Completer, completion_routes
 from .handlers import routes
@@ -504,6 +505,7 @@ class ThinkExtension(ExtensionApp):
         reminder_gate = ScheduleConfig(parent=self)  # c.ScheduleConfig, as kernels read it
         scheduler.register("reminder", ReminderFiring(svc, reminder_gate).fire)
         scheduler.register(JOB_END, JobEndFiring(svc).fire)
+        scheduler.register(APP_CRASH, AppCrashFiring(svc).fire)
         recovery = Recovery(
             store,
             chats,

@@ -14,6 +14,7 @@ the session's kernel as an ``apps`` link frame.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from think_kernel.apps import setting_key
-from think_kernel.schedules.scheduler import pid_alive
+from think_kernel.schedules.scheduler import Firing, pid_alive
 from think_kernel.waits import wait_for
 from think_kernel.wire.link import AppsFrame
 
@@ -32,6 +33,7 @@ from .base import ThinkHandler
 if TYPE_CHECKING:
     from .hub import Hub
     from .link import KernelInfo
+    from .services import Services
 
 #: How long a stop or a restart asked of the kernel may take to show in its record (s).
 ANSWER_TIMEOUT = 60.0
@@ -104,6 +106,32 @@ class AppsWatch:
             event = self._changed.setdefault(session_id, asyncio.Event())
             await wait_for(event.wait(), max(0.0, deadline - loop.time()))
         return self.row(session_id, name)
+
+
+def crash_text(row: dict[str, Any]) -> str:
+    """What the chat (and the model) read when an app crashed."""
+    name = str(row.get("name", ""))
+    code = row.get("exit_code")
+    how = f"exit code {code}" if code is not None else str(row.get("error") or "it ended")
+    tail = str(row.get("log_tail") or "").strip() or "(no output)"
+    return (f"The live app {name!r} crashed ({how}). Its last output:\n{tail}\n\n"
+            f"app_logs({name!r}) shows more; serve_app starts it again.")  # fmt: skip
+
+
+class AppCrashFiring:
+    """The ``app_crash`` handler of the server's scheduler: the crash, once, in its chat."""
+
+    def __init__(self, services: Services) -> None:
+        self.svc = services
+
+    async def fire(self, payload: dict[str, Any], firing: Firing) -> dict[str, Any]:
+        """Post the crash into its session (a message that starts a run)."""
+        sid = firing.session_id or ""
+        if await self.svc.store.get_session(sid) is None:
+            return {"skipped": "the session no longer exists"}
+        key = "m_app_" + hashlib.sha256(firing.key.encode()).hexdigest()[:24]
+        message, run = await self.svc.chats.send(sid, crash_text(payload), message_id=key)
+        return {"message_id": message["id"], "run_id": run["id"]}
 
 
 class _AppsHandler(ThinkHandler):

@@ -2,7 +2,8 @@
 a plain ``http.server`` app with a WebSocket echo and serves it; the server's proxy answers
 it, authenticated (403 without the token, 403 for a person the authoriser refuses); the app
 never sees the person's credentials and cannot reach the internet or the Jupyter server;
-path tricks reach only the app; the agent's edit restarts it; a person's Stop ends it."""
+path tricks reach only the app; the agent's edit restarts it; a person's Stop ends it; a
+crash is told once in the chat."""
 
 from __future__ import annotations
 
@@ -157,3 +158,16 @@ async def test_an_app_served_by_the_agent_is_reachable_only_through_the_proxy(
     code, row = await api("POST", f"sessions/{sid}/apps/web/restart")
     assert code == 200 and row["state"] == "running", row
     assert (await raw(base)).code == 200
+
+    # It crashes (the agent kills it): the chat is told once, in a message that starts a run.
+    model_env.reply(tool_calls=[("bash", {"command": "pkill -f '^python app[.]py'"})])
+    model_env.reply(text="Killed it.")
+    model_env.reply(text="It crashed; I will look.")
+    await api("POST", f"sessions/{sid}/messages", {"content": "kill it"})
+    await until(lambda: chat_text(tab, "It crashed; I will look."), 60, "the crash's run")
+    _, page = await api("GET", f"sessions/{sid}/messages")
+    told = [m for m in page["messages"] if "crashed" in (m["content"] or "")
+            and m["role"] == "user"]  # fmt: skip
+    assert len(told) == 1 and told[0]["content"].startswith("The live app 'web' crashed"), told
+    _, body = await api("GET", f"sessions/{sid}/apps")
+    assert body["apps"][0]["state"] == "crashed"

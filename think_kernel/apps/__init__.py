@@ -4,10 +4,11 @@ and reachable only through the Jupyter server's authenticated proxy (``serve_app
 
 from .app import STATES, App, AppError, app_url
 from .config import AppsConfig
-from .registry import Apps, link_items, setting_key
+from .registry import APP_CRASH, Apps, link_items, setting_key
 from .tools import APP_TOOLS
 
 __all__ = [
+    "APP_CRASH",
     "APP_TOOLS",
     "STATES",
     "App",

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from ..store import Store
 
 log = logging.getLogger(__name__)
+#: The schedule kind of an app's crash: the server posts it into the chat, once.
+APP_CRASH = "app_crash"
 _PROBE_EVERY = 0.05  # seconds between two probes of an app that closed without answering
 
 
@@ -61,6 +63,7 @@ class Apps:
         self._sandbox = sandbox
         self._apps: dict[str, dict[str, App]] = {}  # session -> name -> app
         self._stores: dict[str, Store] = {}
+        self._wakes: dict[str, Callable[[], Any] | None] = {}
         self._tasks: set[asyncio.Task] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
@@ -98,6 +101,7 @@ class Apps:
         *,
         restart_on_change: bool = False,
         store: Store | None = None,
+        wake_scheduler: Callable[[], Any] | None = None,
     ) -> App:
         """Start ``command`` as an app of the session and wait until it answers HTTP (or
         ends, or its start timeout passes: then it is stopped). AppError says why not."""
@@ -119,6 +123,8 @@ class Apps:
                            "(c.AppsConfig.max_apps); stop one first")  # fmt: skip
         if store is not None:
             self._stores[session_id] = store
+        if wake_scheduler is not None:
+            self._wakes[session_id] = wake_scheduler
         path, sock = open_listener(self.config.socket_root)
         app = App(name, command, session_id, path, sock, restart_on_change)
         app.restarts = old.restarts + 1 if old is not None else 0
@@ -242,11 +248,25 @@ class Apps:
                 served = app.state == "running"  # a failed start is the tool's to report
                 self._ended(app)
                 await self._save(app.session_id)
-                if served and app.state == "crashed" and self.on_crash is not None:
-                    with contextlib.suppress(Exception):
-                        result = self.on_crash(app)
-                        if asyncio.iscoroutine(result):
-                            await result
+                if served and app.state == "crashed":
+                    await self._announce(app)
+
+    async def _announce(self, app: App) -> None:
+        """An ``app_crash`` schedule row: the server posts the crash into the chat, once."""
+        if self.on_crash is not None:
+            with contextlib.suppress(Exception):
+                self.on_crash(app)
+        store = self._stores.get(app.session_id)
+        if store is None:
+            return
+        row = {k: v for k, v in app.describe(tail=20).items() if k != "socket"}
+        with contextlib.suppress(Exception):  # a closed store must not end the registry
+            await store.add_schedule(APP_CRASH, time.time(), row, app.session_id)
+            wake = self._wakes.get(app.session_id)
+            if wake is not None:
+                result = wake()
+                if asyncio.iscoroutine(result):
+                    await result
 
     def _ended(self, app: App) -> None:
         """Record how its process ended, and give its socket back."""

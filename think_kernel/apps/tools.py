@@ -66,9 +66,10 @@ async def serve_app(
     apps = _apps(ctx)
     try:
         async with _files_saved(ctx, apps.config.start_timeout):
-            app = await apps.start(
-                ctx.session_id, command, name, restart_on_change=restart_on_change, store=ctx.store
-            )
+            wake = ctx.services.reminders.wake if ctx.services.reminders is not None else None
+            app = await apps.start(ctx.session_id, command, name, store=ctx.store,
+                                   restart_on_change=restart_on_change,
+                                   wake_scheduler=wake)  # fmt: skip
     except AppError as e:
         raise ToolError(str(e), "BAD_APP") from None
     if app.state == "running":
