@@ -6,6 +6,8 @@ Public API::
     from think_kernel.sandbox import Sandbox, SandboxConfig, detect_tier
 
     sandbox = await Sandbox.create(workspace_root, session_id, SandboxConfig(timeout=30))
+    # or in two steps: Sandbox.prepare(...) takes the uid, cgroup and ACLs, start() the zygote
+    await sandbox.preload()                               # numpy & co now (else: first Python run)
     print(sandbox.tier.description)                       # for the banner / %think_status
     await sandbox.serve_loopback(handler)                 # async handler(tool, args) -> ToolOutput
     r = await sandbox.run_python("x = 1", on_output=cb)   # warm worker: state persists
