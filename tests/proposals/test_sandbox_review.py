@@ -19,6 +19,7 @@ import pytest
 from traitlets.config import Config
 
 from tests.layers import starts_processes
+from tests.waiting import until
 from think_kernel.config import ThinkConfig
 from think_kernel.proposals import KEEP, Proposal
 from think_kernel.runtime import Runtime
@@ -140,6 +141,22 @@ async def test_tool_edits_reach_the_warm_worker_without_a_restart(session: Any) 
     assert (ws / "helper.py").read_text() == HELPER and not (ws / "pkg").exists()
     status = {row.name: row for row in rt.sandbox.limits()}
     assert status["review"].value == mode
+
+
+async def test_a_background_jobs_files_reach_the_proposal(session: Any) -> None:
+    rt, ws, mode = session
+    await tool(rt, "bash", command="true")  # the view is built
+    job = await rt.jobs.start(rt.session_id, "echo from a job > job.txt && rm old.txt")
+    await job.ended.wait()
+    proposal = Proposal.of(rt)
+
+    async def both() -> bool:
+        return await proposal.paths() == ["job.txt", "old.txt"]
+
+    await until(both, what="the job's files in the proposal")
+    assert await proposal.read("job.txt") == b"from a job\n"
+    assert await proposal.read("old.txt") is None
+    assert not (ws / "job.txt").exists() and (ws / "old.txt").read_text() == "old\n"
 
 
 async def test_no_write_leaves_the_workspace_or_follows_a_link(session: Any) -> None:

@@ -199,6 +199,10 @@ class Jobs:
             await follow(job, sandbox, lambda: self._progress(sid))
         finally:
             job.end("lost", "its sandbox went away while it ran")  # no-op once ended
+            try:  # review mode: what the job wrote in the view goes to the proposal now
+                await sandbox.collect_review()
+            except Exception:  # its end is recorded whatever the proposal says
+                log.exception("could not take job %s's files into the proposal", job.name)
             self._trim(sid)
             await self._save(sid)
             await self._announce(job.session_id, job.describe(tail=RECORD_TAIL))
