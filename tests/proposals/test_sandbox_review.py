@@ -63,6 +63,8 @@ async def session(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Runtime
     (ws / "helper.py").write_text(HELPER)
     (ws / "test_helper.py").write_text(TEST)
     (ws / "old.txt").write_text("old\n")
+    (ws / "data").mkdir()
+    (ws / "data" / "a.txt").write_text("a\n")
     cfg = Config()
     cfg.SandboxConfig.force_tier = int(tier)
     cfg.SandboxConfig.bwrap_path = bwrap
@@ -102,15 +104,21 @@ async def test_the_proposals_tests_pass_in_review_and_fail_live(session: Any) ->
         rt,
         "bash",
         command="mkdir -p made && echo new > made/new.txt && echo more >> test_helper.py"
-        " && rm old.txt",
+        " && rm old.txt && rm -r data && mkdir data && echo c > data/c.txt",
     )
     assert out.ok, out.text
     assert await proposal.read("made/new.txt") == b"new\n"
     assert await proposal.read("test_helper.py") == (TEST + "more\n").encode()
     assert await proposal.read("old.txt") is None
+    # A folder removed and made again (an opaque folder in an overlay): its old files go.
+    assert await proposal.read("data/a.txt") is None
+    assert await proposal.read("data/c.txt") == b"c\n"
     change = await proposal.get("old.txt")
     assert change is not None and change.base == b"old\n"
-    assert "[proposal: created made/new.txt; modified test_helper.py; deleted old.txt]" in out.text
+    assert (
+        "[proposal: created data/c.txt, made/new.txt; modified test_helper.py;"
+        " deleted data/a.txt, old.txt]" in out.text
+    ), out.text
     # The live files are byte-identical, and their own test fails there.
     assert _snapshot(ws) == live
     await rt.store.change_session_options(rt.session_id, {"review": False})
@@ -194,7 +202,7 @@ async def test_no_write_leaves_the_workspace_or_follows_a_link(session: Any) -> 
         # The live workspace got none of it.
         assert await proposal.read("inner/x.txt") is KEEP
         assert sorted(os.listdir(ws)) == [
-            "helper.py", "inner", "linked", "old.txt", "test_helper.py", "via"]  # fmt: skip
+            "data", "helper.py", "inner", "linked", "old.txt", "test_helper.py", "via"]  # fmt: skip
         assert os.listdir(ws / "inner") == []
     finally:
         shutil.rmtree(outside, ignore_errors=True)
