@@ -12,6 +12,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import pytest_asyncio
@@ -19,6 +20,7 @@ import pytest_asyncio
 from tests.apps.app_source import app_source
 from tests.layers import starts_processes
 from think_kernel.apps import AppError, Apps, AppsConfig
+from think_kernel.kernel.commands import CommandError, run_command
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers
 from think_kernel.waits import wait_for
 
@@ -93,5 +95,20 @@ async def test_a_crash_or_silence_ends_the_start_with_the_log(sandbox: Sandbox) 
         await sandbox.kill_run(late.job.run, "test")  # as an out-of-memory kill would
         await wait_for(asyncio.shield(late.task), 10)  # type: ignore[arg-type]
         assert late.state == "crashed" and crashed == [late]
+    finally:
+        await apps.close()
+
+
+async def test_think_serve_starts_lists_and_stops_an_app_from_a_cell(sandbox: Sandbox) -> None:
+    apps = Apps(AppsConfig(), lambda: asyncio.sleep(0, sandbox))
+    rt = SimpleNamespace(apps=apps, session_id="s2", store=None)  # what the command reads
+    try:
+        reply = await run_command(rt, "think_serve", "site -- python -m think_app .")
+        assert "`site` is running at [/api/think/sessions/s2/apps/site/]" in reply.markdown
+        assert "| `site` | running |" in (await run_command(rt, "think_serve", "")).markdown
+        with pytest.raises(CommandError, match="usage"):
+            await run_command(rt, "think_serve", "no command")
+        reply = await run_command(rt, "think_serve", "stop site")
+        assert reply.markdown == "App `site`: stopped."
     finally:
         await apps.close()

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .agents import think_agent
+from .apps import think_serve
 from .memory import think_memory
 from .outputs import think_output, think_tasks, whole_output_markdown
 from .reply import CommandError, CommandReply
@@ -31,6 +32,7 @@ HELP = """\
 |---|---|
 | `%%python` / `%%bash` | run the cell's code (sandboxed when a sandbox is available) |
 | `%%think_job [NAME]` | the cell's bash as a background job, followed here (Stop: it runs on) |
+| `%think_serve [NAME -- CMD\\|stop NAME]` | a live app in the sandbox, shown through the server |
 | `%think_session [ID\\|new]` | show, resume or start the agent session |
 | `%think_sessions` | list sessions |
 | `%think_model [NAME\\|ROLE=NAME]` | this session's models (`fast=`, `summarizer=`, `vision=`) |
@@ -76,6 +78,7 @@ COMMANDS: dict[str, Callable[[Any, str], Awaitable[CommandReply]]] = {
     "think_rewind": think_rewind,
     "think_memory": think_memory,
     "think_review": think_review,
+    "think_serve": think_serve,
 }
 
 
