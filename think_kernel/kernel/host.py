@@ -115,7 +115,7 @@ class ChatHost:
             if link is not None:
                 link.detach(runtime)
             await self._close(runtime, reminders)
-        self._locks.pop(session_id, None)
+        # The lock stays: a chat frame that waits on it builds the session's next runtime.
         return True
 
     async def close(self) -> None:

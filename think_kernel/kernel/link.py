@@ -285,7 +285,11 @@ class KernelLink:
     async def runtime(self, session_id: str | None = None) -> Any:
         """The runtime that serves ``session_id`` (created on first use); without a host,
         the kernel's one runtime."""
-        if self.host is not None and session_id:
+        if self.host is not None:
+            if not session_id:
+                # No session to serve: building a runtime of its own here would give some
+                # session a second runtime and sandbox beside the one the host holds.
+                raise LookupError("a kernel that hosts chats needs the session of the work")
             rt = await self.host.runtime(session_id)
             self._attach(rt, default=False)
             return rt
