@@ -72,6 +72,9 @@ class SessionSandbox:
         self._prepare(session_id)
         if self._task is None:
             self._task = asyncio.ensure_future(self._create())
+            # A start nobody waits for (no tool needed it) must not log its failure as never
+            # retrieved: the first use reports it (``ensure``).
+            self._task.add_done_callback(_seen)
 
     async def _create(self) -> Sandbox:
         assert self._prepared is not None
@@ -152,3 +155,8 @@ class SessionSandbox:
         if self.sandbox is not None:
             await self.sandbox.close()
             self.sandbox = None
+
+
+def _seen(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()
