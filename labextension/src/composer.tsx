@@ -10,6 +10,7 @@
 import {
   addIcon,
   closeIcon,
+  codeCheckIcon,
   fileIcon,
   fileUploadIcon,
   notebookIcon,
@@ -275,7 +276,7 @@ export function Composer(props: IComposerProps): JSX.Element {
         />
         {props.onProposeOnlyChange ? (
           <button
-            className={`jp-ThinkLabelButton jp-ThinkComposer-propose${
+            className={`jp-ThinkIconButton jp-ThinkComposer-propose${
               props.proposeOnly ? ' jp-mod-active' : ''
             }`}
             aria-label="Propose only"
@@ -283,7 +284,7 @@ export function Composer(props: IComposerProps): JSX.Element {
             title="Propose only: this message's edits wait in a proposal for you to accept or reject"
             onClick={() => props.onProposeOnlyChange?.(!props.proposeOnly)}
           >
-            Propose only
+            <codeCheckIcon.react tag="span" />
           </button>
         ) : null}
         <span className="jp-ThinkComposer-spacer" />

@@ -5,6 +5,7 @@
  * no proposal and review mode is off.
  */
 
+import { codeCheckIcon } from '@jupyterlab/ui-components';
 import React, { useSyncExternalStore } from 'react';
 
 import {
@@ -255,7 +256,7 @@ export function ReviewToggle(props: {
   const on = useReviewOn(model, props.sessionReview);
   return (
     <button
-      className={`jp-ThinkLabelButton jp-ThinkReview-toggle${on ? ' jp-mod-active' : ''}`}
+      className={`jp-ThinkIconButton jp-ThinkReview-toggle${on ? ' jp-mod-active' : ''}`}
       aria-label="Review mode"
       aria-pressed={on}
       title={
@@ -265,7 +266,7 @@ export function ReviewToggle(props: {
       }
       onClick={() => void model.setReview(!on)}
     >
-      Review
+      <codeCheckIcon.react tag="span" />
     </button>
   );
 }
