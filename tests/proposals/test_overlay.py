@@ -105,3 +105,23 @@ async def test_a_proposal_survives_a_restart(tmp_path: Path) -> None:
     finally:
         await store.close()
     assert (root / "a.py").read_text() == "x = 1\n"
+
+
+async def test_decisions_on_a_local_workspace(env: Any) -> None:
+    from think_kernel.checkpoints.rewind import WorkspaceFiles
+    from think_kernel.proposals.decide import decide
+
+    root, store, proposal, ws = env
+    (root / "a.py").write_text("a = 1\n")
+    await ws.read_text("a.py")
+    await ws.write_text("a.py", "a = 2\n")
+    await proposal.write("bad.ipynb", b"{not json", None)
+    files = WorkspaceFiles(LocalWorkspace(root))
+    out = await decide(proposal, files, accept=["bad.ipynb", "a.py"], reason="ok", who="me")
+    assert out["accepted"] == ["a.py"] and (root / "a.py").read_text() == "a = 2\n"
+    assert [c["id"] for c in out["conflicts"]] == ["bad.ipynb"]
+    assert not (root / "bad.ipynb").exists()
+    out = await decide(proposal, files, reject="all")
+    assert out["rejected"] == ["bad.ipynb"] and await proposal.paths() == []
+    rows = await store._all("SELECT text FROM proposal_notes WHERE session_id = 's1'")
+    assert "accepted: a.py" in rows[0]["text"] and "Their reason: ok" in rows[0]["text"]

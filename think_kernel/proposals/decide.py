@@ -245,7 +245,18 @@ async def decide(
     updates: list[tuple[str, bytes | None, bytes | None, list[tuple[str, str]]]] = []
     for path, pick in sorted(picks.items()):
         change = changes[path]
-        target, kept = _targets(change, pick)
+        try:
+            target, kept = _targets(change, pick)
+            if change.kind == "notebook" and target is not None:
+                diff.parse(target)  # never written into a room when it is no notebook
+        except ValueError:
+            why = f"{path}: the proposed notebook is not valid notebook JSON; reject it"
+            for i, verb in pick.ids:
+                if verb == "accept":
+                    out["conflicts"].append({"id": i, "path": path, "detail": why})
+            if any(verb == "accept" for _, verb in pick.ids):
+                continue
+            target, kept = change.base, change.base  # a rejection needs no parsing
         accepting = [i for i in pick.ids if i[1] == "accept"]
         if accepting and target != change.base:
             try:
