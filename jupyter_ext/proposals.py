@@ -28,6 +28,7 @@ from think_kernel.safefs import SafeReader
 from think_kernel.wire.session import ProposalFrame
 
 from .base import ThinkHandler, field
+from .collab.doccheck import DocumentError
 from .modelsetup import kernel_config
 from .rewind import DocumentFiles
 
@@ -146,6 +147,8 @@ class ProposalHandler(ThinkHandler):
             )
         except BadDecision as e:
             raise web.HTTPError(400, str(e)) from None
+        except DocumentError as e:  # a room refused a write (too large, not text, ...)
+            raise web.HTTPError(409, f"could not apply the change: {e}") from None
         out["proposal"] = await self._body(session, proposal)
         if out["accepted"] or out["rejected"]:
             await tell_tabs(self.svc, session_id, proposal)
