@@ -13,13 +13,7 @@ import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
 import { refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import {
-  appUrl,
-  isLive,
-  type AppsModel,
-  type IApp,
-  type IAppRef
-} from './apps';
+import { appUrl, type AppsModel, type IApp, type IAppRef } from './apps';
 
 /** What the app's iframe may do: run its scripts and post its forms, nothing more. */
 export const APP_SANDBOX = 'allow-scripts allow-forms';
@@ -63,11 +57,17 @@ export class AppFrame extends Widget {
     const was = this._state;
     this._state = state;
     this.node.dataset.state = state;
-    if (isLive(state)) {
+    if (state === 'running') {
       this._note.hidden = true;
-      if (was !== '' && !isLive(was)) {
+      // Up again (a Restart): its page anew. Not while it starts: it may not answer yet.
+      if (was !== '' && was !== 'running') {
         this.reload();
       }
+      return;
+    }
+    if (state === 'starting') {
+      this._note.textContent = `App ${this.ref.name} is starting…`;
+      this._note.hidden = false;
       return;
     }
     const code =

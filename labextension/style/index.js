@@ -12,3 +12,4 @@ import './rewind.css';
 import './search.css';
 import './agents.css';
 import './review.css';
+import './apps.css';

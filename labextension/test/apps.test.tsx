@@ -75,7 +75,7 @@ afterEach(() => {
 describe('the app a serve_app card names', () => {
   const call = {
     name: 'serve_app',
-    status: 'done',
+    status: 'complete' as const,
     input: { command: 'x', name: 'fromarg' },
     output: 'app web running at /api/think/sessions/s1/apps/web/'
   };
@@ -189,7 +189,7 @@ describe('the apps list and the Open app button', () => {
         <OpenAppButton
           call={{
             name: 'serve_app',
-            status: 'done',
+            status: 'complete' as const,
             output: 'app web at /api/think/sessions/s1/apps/web/'
           }}
         />
@@ -243,7 +243,11 @@ describe('an app tab', () => {
     expect(note.hidden).toBe(false);
     expect(note.textContent).toMatch(/web stopped/);
     const reload = vi.spyOn(frame, 'reload');
-    frame.showApp(web); // running again: a fresh page
+    // Starting: not yet, it may not answer; running again: a fresh page.
+    frame.showApp({ ...web, state: 'starting' });
+    expect(reload).not.toHaveBeenCalled();
+    expect(note.textContent).toMatch(/starting/);
+    frame.showApp(web);
     expect(reload).toHaveBeenCalledTimes(1);
     expect(note.hidden).toBe(true);
   });
