@@ -79,9 +79,11 @@ export const runInBackgroundPlugin: JupyterFrontEndPlugin<void> = {
         if (source !== cell.model.sharedModel.getSource()) {
           cell.model.sharedModel.setSource(source);
         }
-        // Run this cell alone, whatever else was selected.
+        // Run this cell alone, whatever else was selected; a kernel still starting would
+        // leave the cell unrun (the run needs its connection).
         notebook.activeCellIndex = index;
         notebook.deselectAll();
+        await panel.sessionContext.ready;
         await NotebookActions.run(notebook, panel.sessionContext);
       }
     });
