@@ -248,5 +248,28 @@ describe('Live apps and background runs', () => {
     await note.waitFor({ state: 'hidden', timeout: TIMEOUT });
     assert.equal(await line.textContent(), 'demo: running');
     await shot(page, 'app-restarted', page.locator('#jp-main-dock-panel'));
+
+    // An app that dies shows as crashed, with its exit code and log, and no Open.
+    await lab.scriptReplies([
+      {
+        text: 'Starting another.',
+        tool_calls: [
+          ['serve_app', { command: 'echo boom >&2; exit 3', name: 'broken' }]
+        ]
+      },
+      { text: 'It did not start.' }
+    ]);
+    await lab.api('POST', `sessions/${s.id}/messages`, {
+      content: 'and a broken one'
+    });
+    const broken = page.locator('.jp-ThinkApps-app[data-state="crashed"]');
+    await broken.waitFor({ timeout: TIMEOUT });
+    assert.equal(
+      await broken.locator('.jp-ThinkApps-line').textContent(),
+      'broken: crashed (exit 3)'
+    );
+    assert.equal(await broken.locator('.jp-ThinkApps-open').count(), 0);
+    assert.match(await broken.locator('pre').textContent(), /boom/);
+    await shot(page, 'apps-crashed', page.locator('.jp-ThinkApps'));
   });
 });
