@@ -27,6 +27,13 @@ def chat_text(tab: WSClient, text: str) -> bool:
     return any(f.get("type") == "chat" and text in json.dumps(f) for f in tab.frames)
 
 
+@pytest.fixture(params=[1, 2], ids=["own-kernel", "hosted"])
+def think_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A chat's own kernel, and a kernel that hosts several chats (each its own runtime)."""
+    return {"heartbeat_interval": 0.2, "stale_timeout": 3.0, "retry_delays": [0.2, 0.4],
+            "kernel_pool_size": 0, "sessions_per_kernel": request.param}  # fmt: skip
+
+
 def write(message: str) -> str:
     """The agent's bash command that writes the app (saying ``message``)."""
     return f"cat > app.py <<'PYEOF'\n{app_source(message)}\nPYEOF"

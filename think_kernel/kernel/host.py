@@ -23,6 +23,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..apps import link_items as app_items
 from ..jobs import link_items
 from ..schedules.notebook import KernelReminders
 
@@ -96,6 +97,7 @@ class ChatHost:
         link = self.life.link
         if link is not None:  # the server shows the jobs and keeps their chat awake
             runtime.jobs.attach(link_items(link.push), runtime.session_id)
+            runtime.apps.attach(app_items(link.push))
         reminders = KernelReminders(runtime, link)
         self._reminders[runtime.session_id] = reminders
         try:
