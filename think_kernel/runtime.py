@@ -455,9 +455,8 @@ class Runtime:
         if self.store is None:
             await self.start()
         assert self.store is not None
-        # Started now, in the background: a tool call in the model's first answer finds the
-        # sandbox starting or ready (a spare kernel held none).
-        self.prewarm_sandbox()
+        # No sandbox start here: it starts at its first need (a code tool, a cell, a job, an
+        # app), so a chat that only talks holds no sandbox process.
         if self.gate is None:
             self._make_gate()
         await self.recover_subagents()
@@ -532,7 +531,9 @@ class Runtime:
                 await self.emit(event)
                 yield event
         await self.checkpoints.end()
-        self.box.preload_soon()  # numpy & co, now that nothing waits on the sandbox
+        # numpy & co, now that nothing waits on it, only if this turn (or an earlier one)
+        # started the sandbox: a chat that never ran code never pays for the preload.
+        self.box.preload_soon()
         await self.hooks.run_end(ending)
         if answered and self.config.auto_title:
             await self._title_later(agent, request)

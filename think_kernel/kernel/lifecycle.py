@@ -56,8 +56,8 @@ class KernelRuntime:
         first message does not wait for them. No session row is written and nothing runs for
         a session until the first chat frame binds one (``ensure_runtime``). The sandbox
         takes a uid lease, a cgroup and workspace access of its own here, and starts no
-        process: the first request starts them. No other session ever held that uid, and it
-        goes with this kernel to the one session that claims it."""
+        process: its first need (a code tool, a cell, a job) starts them. No other session
+        ever held that uid, and it goes with this kernel to the one session that claims it."""
         try:
             async with self._lock:
                 if self.runtime is not None or self._prepared is not None:
@@ -136,7 +136,7 @@ class KernelRuntime:
         if "notebooks" in linked:
             runtime.services.notebooks = linked["notebooks"]
         await runtime.start()
-        runtime.prepare_sandbox()  # its processes start at the first request or first need
+        runtime.prepare_sandbox()  # its processes start at its first need
         if not chat:
             remember_session(runtime.store_dir, self.session_key, runtime.session_id)
         return runtime

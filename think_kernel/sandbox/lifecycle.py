@@ -2,8 +2,8 @@
 
 box = SessionSandbox(root, config, loopback=handler, before_ready=files.start)
 box.prepare("s_1")                      # a spare kernel: uid, cgroup, ACLs; no process
-box.prewarm("s_1")                      # the chat's first message: start it in the background
-box.preload_soon()                      # its first turn ended: the heavy imports, now
+box.prewarm("s_1")                      # start it in the background (a cell, a kernel's start)
+box.preload_soon()                      # a turn that used it ended: the heavy imports, now
 sandbox = await box.ensure("s_1")       # first use: ToolError says why it cannot run
 await box.close()
 
@@ -68,7 +68,7 @@ class SessionSandbox:
         return self._prepared
 
     def prewarm(self, session_id: str) -> None:
-        """Start the sandbox in the background (a chat's first message, a kernel's start)."""
+        """Start the sandbox in the background (a code cell, a kernel's start)."""
         self._prepare(session_id)
         if self._task is None:
             self._task = asyncio.ensure_future(self._create())
