@@ -14,6 +14,8 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { Signal, type ISignal } from '@lumino/signaling';
 
+import type { ToolStatus } from './chatState';
+
 /** How an app stands. */
 export type AppState =
   'starting' | 'running' | 'exited' | 'crashed' | 'stopped';
@@ -76,7 +78,7 @@ export function appUrl(baseUrl: string, ref: IAppRef): string {
 /** What of a tool call the card offers to read. */
 export interface IToolCallLike {
   name: string;
-  status: string;
+  status: ToolStatus;
   input?: unknown;
   output?: string;
   display?: Record<string, unknown>[];
@@ -91,7 +93,7 @@ export function appOfToolCall(
   call: IToolCallLike,
   sessionId: string | null
 ): IAppRef | null {
-  if (call.name !== 'serve_app' || call.status !== 'done' || !sessionId) {
+  if (call.name !== 'serve_app' || call.status !== 'complete' || !sessionId) {
     return null;
   }
   for (const bundle of call.display ?? []) {
