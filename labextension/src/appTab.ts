@@ -13,7 +13,7 @@ import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
 import { refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { appUrl, type AppsModel, type IApp, type IAppRef } from './apps';
+import { openUrl, type AppsModel, type IApp, type IAppRef } from './apps';
 
 /** What the app's iframe may do: run its scripts and post its forms, nothing more. */
 export const APP_SANDBOX = 'allow-scripts allow-forms';
@@ -22,7 +22,7 @@ export const APP_SANDBOX = 'allow-scripts allow-forms';
 export class AppFrame extends Widget {
   constructor(
     readonly ref: IAppRef,
-    readonly url: string
+    private _url: string
   ) {
     super();
     this.addClass('jp-ThinkAppFrame');
@@ -31,12 +31,25 @@ export class AppFrame extends Widget {
     this._iframe.setAttribute('sandbox', APP_SANDBOX);
     this._iframe.referrerPolicy = 'no-referrer';
     this._iframe.title = `App ${ref.name}`;
-    this._iframe.src = url;
+    this._iframe.src = _url;
     this._note = document.createElement('div');
     this._note.className = 'jp-ThinkAppFrame-note';
     this._note.setAttribute('role', 'status');
     this._note.hidden = true;
     this.node.append(this._note, this._iframe);
+  }
+
+  /** The address the frame shows. */
+  get url(): string {
+    return this._url;
+  }
+
+  /** Show the app at another address (its keyed one, once known). */
+  setUrl(url: string): void {
+    if (url !== this._url) {
+      this._url = url;
+      this.reload();
+    }
   }
 
   /** The app's state as last shown. */
@@ -48,7 +61,7 @@ export class AppFrame extends Widget {
   reload(): void {
     // Setting `src` navigates again even to the same address; the frame is cross-origin
     // to us (opaque), so its `location.reload()` is out of reach.
-    this._iframe.src = this.url;
+    this._iframe.src = this._url;
   }
 
   /** Show how the app stands; a down app gets a note, a revived one a fresh page. */
@@ -118,12 +131,16 @@ export class AppTabs {
   }
 
   private _create(ref: IAppRef): MainAreaWidget<AppFrame> {
-    const content = new AppFrame(ref, appUrl(this.model.settings.baseUrl, ref));
+    const app = this.model.find(ref.sessionId, ref.name);
+    const content = new AppFrame(
+      ref,
+      openUrl(this.model.settings.baseUrl, ref, app)
+    );
     const tab = new MainAreaWidget({ content });
     tab.id = appTabId(ref);
     tab.addClass('jp-ThinkAppTab');
     tab.title.label = ref.name;
-    tab.title.caption = `Think app ${ref.name}: ${content.url}`;
+    tab.title.caption = `Think app ${ref.name}`;
     tab.title.closable = true;
     tab.toolbar.addItem(
       'reload',
@@ -134,7 +151,6 @@ export class AppTabs {
         onClick: () => content.reload()
       })
     );
-    const app = this.model.find(ref.sessionId, ref.name);
     if (app) {
       content.showApp(app);
     }
@@ -145,7 +161,11 @@ export class AppTabs {
     for (const tab of this._tabs.values()) {
       const { ref } = tab.content;
       if (ref.sessionId === this.model.sessionId) {
-        tab.content.showApp(this.model.find(ref.sessionId, ref.name));
+        const app = this.model.find(ref.sessionId, ref.name);
+        if (app?.state === 'running') {
+          tab.content.setUrl(openUrl(this.model.settings.baseUrl, ref, app));
+        }
+        tab.content.showApp(app);
       }
     }
   }

@@ -28,6 +28,12 @@ export interface IApp {
   command?: string;
   started_at?: number;
   exit_code?: number | null;
+  /**
+   * Where a browser opens it, below the server's base URL: the app's path with a key
+   * (`.../apps/{name}/@{key}/`) that lets its page's own requests in without the login
+   * cookie, which a sandboxed page does not send.
+   */
+  open_url?: string;
   /** Why it is not running (a crash, a stop), when the server knows. */
   error?: string | null;
   log_tail?: string;
@@ -73,6 +79,23 @@ export function appUrl(baseUrl: string, ref: IAppRef): string {
     URLExt.join(appsUrl(baseUrl, ref.sessionId), encodeURIComponent(ref.name)) +
     '/'
   );
+}
+
+/**
+ * Where a tab shows the app: the row's `open_url` when it is this app's keyed path (so a
+ * page's own scripts, images and fetches get in), else the plain app path.
+ */
+export function openUrl(baseUrl: string, ref: IAppRef, app?: IApp): string {
+  const plain = appUrl(baseUrl, ref);
+  const given = app?.open_url;
+  if (typeof given === 'string' && given) {
+    const prefix = plain.slice(baseUrl.length);
+    const rest = given.startsWith(prefix) ? given.slice(prefix.length) : '';
+    if (/^@[A-Za-z0-9_-]+\/$/.test(rest)) {
+      return plain + rest;
+    }
+  }
+  return plain;
 }
 
 /** What of a tool call the card offers to read. */

@@ -9,6 +9,7 @@ import {
   appOfToolCall,
   AppsModel,
   appUrl,
+  openUrl,
   type IApp,
   type IFrameSource
 } from '../src/apps';
@@ -110,6 +111,31 @@ describe('the app a serve_app card names', () => {
       output: '/api/think/sessions/s2/apps/web/'
     };
     expect(appOfToolCall(other, 's1')).toBeNull();
+  });
+
+  it('opens at its keyed path when the server gives one for it', () => {
+    const ref = { sessionId: 's1', name: 'web' };
+    const keyed = {
+      ...web,
+      open_url: 'api/think/sessions/s1/apps/web/@k_3-x/'
+    };
+    expect(openUrl('http://h/', ref, keyed)).toBe(
+      'http://h/api/think/sessions/s1/apps/web/@k_3-x/'
+    );
+    for (const open_url of [
+      'api/think/sessions/s1/apps/other/@k/',
+      'api/think/sessions/s2/apps/web/@k/',
+      'api/think/sessions/s1/apps/web/@k/../../x/',
+      'https://evil.example/',
+      ''
+    ]) {
+      expect(openUrl('http://h/', ref, { ...web, open_url })).toBe(
+        'http://h/api/think/sessions/s1/apps/web/'
+      );
+    }
+    expect(openUrl('http://h/', ref)).toBe(
+      'http://h/api/think/sessions/s1/apps/web/'
+    );
   });
 
   it('is served under the session, whatever the text said', () => {
@@ -266,6 +292,12 @@ describe('an app tab', () => {
     const tab = tabs.open({ sessionId: 's1', name: 'web' });
     expect(tab.title.label).toBe('web');
     expect(tab.content.url).toBe('http://h/api/think/sessions/s1/apps/web/');
+    // The row's keyed path, once listed, is where the frame shows it.
+    rows[0] = { ...web, open_url: 'api/think/sessions/s1/apps/web/@key/' };
+    await model.refresh();
+    expect(tab.content.url).toBe(
+      'http://h/api/think/sessions/s1/apps/web/@key/'
+    );
     expect([...tab.toolbar.names()]).toContain('reload');
     await model.stop('web');
     expect(tab.content.state).toBe('stopped');
