@@ -12,7 +12,12 @@ only ever reach that one app. What the app gets and sends is filtered:
 - the response may not set those cookies, and carries ``Content-Security-Policy: sandbox``
   (:data:`SANDBOX`): the browser runs the app in an opaque origin, even opened on its own,
   so its scripts cannot read JupyterLab's cookies, storage or DOM, nor call the server's API
-  with the person's credentials.
+  with the person's credentials;
+- nor may it act on the server's whole origin: its cookies are scoped to its own prefix (a
+  ``Path=/`` cookie bomb would make every Jupyter request too large), headers that reach
+  the origin (``Clear-Site-Data`` would log the person out, ``Service-Worker-Allowed``,
+  ``Access-Control-Allow-Credentials``) are dropped, and a redirect stays on the app (its
+  ``/x`` is its prefix's, another site's address is refused, not an open redirect).
 
 The app sees its path without the prefix (``/``, ``/static/app.js``), and the prefix in the
 ``X-Forwarded-Prefix`` header; links in its pages must be relative.
@@ -23,7 +28,7 @@ from __future__ import annotations
 import re
 import socket
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.base.handlers import JupyterHandler
@@ -50,7 +55,9 @@ _DROP_REQUEST = frozenset(
 _DROP_WEBSOCKET = frozenset({"sec-websocket-key", "sec-websocket-version",
                              "sec-websocket-extensions", "sec-websocket-protocol"})  # fmt: skip
 _DROP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-authenticate", "trailer",
-                            "transfer-encoding", "upgrade"})  # fmt: skip
+                            "transfer-encoding", "upgrade", "clear-site-data",
+                            "service-worker-allowed",
+                            "access-control-allow-credentials"})  # fmt: skip
 _CONNECT_TIMEOUT = 10.0
 _REQUEST_TIMEOUT = 24 * 3600.0  # a stream (server-sent events) may stay open for long
 _MAX_BODY = 1 << 40
@@ -93,14 +100,37 @@ class AppClients:
             self._clients.pop(path).close()
 
 
-def without_server_cookies(header: str) -> str:
+def is_server_cookie(name: str, login: str) -> bool:
+    """Whether ``name`` is one of the server's cookies (``login``: its login cookie's name,
+    which a deployment may configure)."""
+    name = name.strip()
+    return bool(_SERVER_COOKIE.match(name)) or name.lower() == login.lower()
+
+
+def without_server_cookies(header: str, login: str = "") -> str:
     """A Cookie header without the Jupyter server's cookies."""
     kept = []
     for part in header.split(";"):
         name = part.split("=", 1)[0].strip()
-        if name and not _SERVER_COOKIE.match(name):
+        if name and not is_server_cookie(name, login):
             kept.append(part.strip())
     return "; ".join(kept)
+
+
+def scoped_cookie(value: str, prefix: str) -> str:
+    """A Set-Cookie value for the app's prefix only: no Domain, its own Path."""
+    name, *attrs = value.split(";")
+    kept = [a for a in attrs if a.split("=", 1)[0].strip().lower() not in ("path", "domain")]
+    return ";".join([name, *kept, f" Path={prefix}/"])
+
+
+def app_location(value: str, prefix: str) -> str | None:
+    """Where an app's redirect may send the browser: relative, or its own ``/x`` under its
+    prefix; ``None`` for another site (browsers read ``/\\host`` as ``//host``)."""
+    url = urlsplit(value.strip().replace("\\", "/"))
+    if url.scheme or url.netloc:
+        return None
+    return prefix + value.strip() if value.strip().startswith("/") else value
 
 
 class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type: ignore[misc]
@@ -121,6 +151,7 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         self._status: tuple[int, str] | None = None
         self._app_headers = httputil.HTTPHeaders()
         self._started = False
+        self._refused = False
 
     async def prepare(self) -> None:  # type: ignore[override]
         """Authenticate (403, never a login redirect), authorise on ``think``, find the app."""
@@ -176,7 +207,8 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         for key, value in self.request.headers.get_all():
             if key.lower() not in drop:
                 out.add(key, value)
-        cookies = without_server_cookies(self.request.headers.get("Cookie", ""))
+        login = self.identity_provider.get_cookie_name(self)
+        cookies = without_server_cookies(self.request.headers.get("Cookie", ""), login)
         if cookies:
             out["Cookie"] = cookies
         out["X-Forwarded-Prefix"] = self.prefix
@@ -277,19 +309,40 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         # Ours, then the app's own policies: a browser enforces every one.
         self.set_header("Content-Security-Policy", f"frame-ancestors 'self'; {SANDBOX}")
         seen = {"content-security-policy"}
+        login = self.identity_provider.get_cookie_name(self)
         for key, value in self._app_headers.get_all():
             low = key.lower()
             if low in _DROP_RESPONSE:
                 continue
-            if low == "set-cookie" and _SERVER_COOKIE.match(value.split("=", 1)[0].strip()):
-                continue
+            if low == "set-cookie":
+                if is_server_cookie(value.split("=", 1)[0], login):
+                    continue
+                value = scoped_cookie(value, self.prefix)
+            if low == "location":
+                where = app_location(value, self.prefix)
+                if where is None:
+                    self._refuse(f"the app redirected to another site: {value[:200]!r}")
+                    return
+                value = where
             if low not in seen:
                 self.clear_header(key)
                 seen.add(low)
             self.add_header(key, value)
 
+    def _refuse(self, why: str) -> None:
+        """Answer 502 instead of the app's response (its body is dropped)."""
+        self._refused = True
+        self.log.warning("Think: app %s refused: %s", self.prefix, why)
+        self.clear()
+        self.set_status(502)
+        self.set_header("Content-Security-Policy", f"frame-ancestors 'self'; {SANDBOX}")
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.write(why)
+
     def _on_chunk(self, chunk: bytes) -> None:
         self._begin()
+        if self._refused:
+            return
         self.write(chunk)
         self.flush()
 
