@@ -145,13 +145,13 @@ class ThinkExtension(ExtensionApp):
         "0 never hibernates. Default: 300 (5 minutes).",
     )
     sessions_per_kernel = Int(
-        1,
+        10,
         config=True,
         help="Sidebar chats one think kernel may serve at once, each with its own runtime, "
         "sandbox (uid and limits), runs and store rows. Above 1, a new or waking chat joins "
         "a kernel with room instead of taking a spare (no kernel start, no process added), "
-        "and an idle chat hibernates alone. Think notebooks keep a kernel each. "
-        "Default: 1 (a kernel per chat).",
+        "and an idle chat hibernates alone. Think notebooks keep a kernel each. 1 gives "
+        "each chat a kernel of its own. Default: 10.",
     )
     memory_budget_mb = Float(
         0.0,

@@ -21,6 +21,7 @@ def think_config():
         "retry_delays": [0.2, 0.4],
         "kernel_pool_size": 1,
         "kernel_idle_timeout": 2.0,
+        "sessions_per_kernel": 1,  # this module is about a kernel per chat
     }
 
 
