@@ -8,8 +8,8 @@ host kernels (``sessions_per_kernel = K``). Printed, each next to the same run's
 (the server with its spare pool, no chats) and the peer's figures (jupyter-ai 3.2.0,
 measured side by side earlier):
 
-1. first one-``bash`` turn in a new chat, outside the model (the sandbox now starts with
-   the chat's first message, not in the spare)
+1. first one-``bash`` turn in a new chat, outside the model (the sandbox starts at the
+   chat's first bash call, not in the spare nor at its first message)
 2. tree PSS (``/proc/*/smaps_rollup``) and process count the server's tree gains per chat,
    for N chats that each answered one plain message, idle; then after they hibernated
 3. back-to-back new chats: POST of the first message -> the request at the model, each chat
