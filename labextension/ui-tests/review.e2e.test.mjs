@@ -327,6 +327,15 @@ describe('review mode', () => {
           ]
         ]
       },
+      { tool_calls: [['read_notebook', { path: 'analysis.ipynb' }]] },
+      {
+        tool_calls: [
+          [
+            'edit_cell',
+            { path: 'analysis.ipynb', cell_id: 'mine', source: 'z = 30' }
+          ]
+        ]
+      },
       { text: 'proposed a note' }
     ]);
     await page.fill('.jp-ThinkComposer-input', 'rewrite the notes');
@@ -344,8 +353,32 @@ describe('review mode', () => {
     const NOTES = '# Notes\n\nHello from notes.\n';
     assert.equal(fs.readFileSync(notes, 'utf8'), NOTES);
     await shot(page, 'review-propose-only', page.locator('.jp-ThinkChat'));
+
+    // The person changes the line the agent proposes to change: Accept reports the
+    // conflict on that cell, inline and in the sidebar, and writes nothing over the typing.
+    await cell(2).locator('.cm-content').click();
+    await page.keyboard.press('End');
+    await page.keyboard.type('!', { delay: 20 });
+    await waitCells(page, ['x = 10', 'y = 2', 'z = 3  # mine too!']);
     await page
-      .getByRole('button', { name: 'Reject all proposed changes' })
+      .getByRole('button', { name: 'Accept proposed change to cell 3' })
+      .click();
+    const conflict = cell(2).locator('.jp-ThinkReviewInline-conflict');
+    await conflict.waitFor({ timeout: TIMEOUT });
+    assert.match(await conflict.innerText(), /^Conflict: /);
+    await page
+      .locator(
+        '.jp-ThinkReview-cell[data-id="analysis.ipynb::cell:mine"] .jp-ThinkReview-conflict'
+      )
+      .waitFor({ timeout: TIMEOUT });
+    assert.deepEqual(await pageCells(page), [
+      'x = 10',
+      'y = 2',
+      'z = 3  # mine too!'
+    ]);
+    await shot(page, 'review-conflict');
+    await page
+      .getByRole('button', { name: 'Reject all proposed changes', exact: true })
       .click();
     await page
       .locator('.jp-ThinkReview-file')
