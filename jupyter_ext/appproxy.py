@@ -21,10 +21,23 @@ only ever reach that one app. What the app gets and sends is filtered:
 
 The app sees its path without the prefix (``/``, ``/static/app.js``), and the prefix in the
 ``X-Forwarded-Prefix`` header; links in its pages must be relative.
+
+In the browser the app's page has an opaque origin, so the page's own requests (its scripts,
+images, fetches, WebSocket) carry no login cookie and an ``Origin: null``. JupyterLab
+therefore opens the app at a capability path, ``.../apps/{name}/@{key}/``: ``key`` is an HMAC
+of the session and app name under the server's cookie secret (:func:`capability`), handed
+out only to people the ``think`` authoriser lets list the session's apps. Its relative links
+keep the key, and a request with the right key is let through without a cookie, from any
+origin: the key opens this one app and nothing else (not another app, not the server's
+API), and ``Referrer-Policy: no-referrer`` keeps it out of requests the page makes
+elsewhere.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
 import socket
 from typing import TYPE_CHECKING, Any
@@ -56,8 +69,8 @@ _DROP_WEBSOCKET = frozenset({"sec-websocket-key", "sec-websocket-version",
                              "sec-websocket-extensions", "sec-websocket-protocol"})  # fmt: skip
 _DROP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-authenticate", "trailer",
                             "transfer-encoding", "upgrade", "clear-site-data",
-                            "service-worker-allowed",
-                            "access-control-allow-credentials"})  # fmt: skip
+                            "service-worker-allowed", "access-control-allow-credentials",
+                            "referrer-policy"})  # fmt: skip
 _CONNECT_TIMEOUT = 10.0
 _REQUEST_TIMEOUT = 24 * 3600.0  # a stream (server-sent events) may stay open for long
 _MAX_BODY = 1 << 40
@@ -133,6 +146,17 @@ def app_location(value: str, prefix: str) -> str | None:
     return prefix + value.strip() if value.strip().startswith("/") else value
 
 
+def capability(secret: bytes, session_id: str, name: str) -> str:
+    """The key of an app's capability path (43 URL-safe characters)."""
+    mac = hmac.new(secret, f"think-app\0{session_id}\0{name}".encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
+
+
+def open_path(secret: bytes, session_id: str, name: str) -> str:
+    """The path (below the server's base URL) a browser opens the app at, key included."""
+    return f"api/think/sessions/{session_id}/apps/{name}/@{capability(secret, session_id, name)}/"
+
+
 class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type: ignore[misc]
     """One request (or WebSocket) to a session's live app."""
 
@@ -151,10 +175,37 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         self._status: tuple[int, str] | None = None
         self._app_headers = httputil.HTTPHeaders()
         self._started = False
+        self.by_key = False  # let through by the app's capability key
         self._refused = False
 
     async def prepare(self) -> None:  # type: ignore[override]
-        """Authenticate (403, never a login redirect), authorise on ``think``, find the app."""
+        """Authenticate (403, never a login redirect), authorise on ``think``, find the app.
+        A request at the app's capability path is let through by its key alone."""
+        sid, name = self.path_kwargs["session_id"], self.path_kwargs["name"]
+        key = self.path_kwargs.get("key")
+        if key is not None:
+            if not self.check_host():  # as every Jupyter handler: no DNS rebinding
+                raise web.HTTPError(403)
+            secret = self.settings.get("cookie_secret") or b""
+            self.by_key = bool(secret) and hmac.compare_digest(key, capability(secret, sid, name))
+            if not self.by_key:
+                raise web.HTTPError(403, "not a key of this app")
+        else:
+            await self._authorise()
+        self.svc = await services_or_503(self.startup)
+        if await self.svc.store.get_session(sid) is None:
+            raise web.HTTPError(404, f"no session {sid!r}")
+        row = self.svc.apps.row(sid, name)
+        if row is None or row.get("state") not in ("starting", "running"):
+            state = row.get("state") if row is not None else None
+            why = f"app {name!r} is {state}" if state else f"no app {name!r} in this session"
+            raise web.HTTPError(404, why)
+        self.socket_path = str(row.get("socket") or "")
+        marker = f"/sessions/{sid}/apps/{name}" + (f"/@{key}" if key is not None else "")
+        self.prefix = self.request.path[: self.request.path.index(marker) + len(marker)]
+
+    async def _authorise(self) -> None:
+        """The person's login, and the ``think`` right the method needs (403 otherwise)."""
         await JupyterHandler.prepare(self, _redirect_to_login=False)
         user = self.current_user
         if user is None:
@@ -164,25 +215,15 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         if not await ensure_async(self.authorizer.is_authorized(self, user, action,
                                                                 AUTH_RESOURCE)):  # fmt: skip
             raise web.HTTPError(403, f"not authorised to {action} think sessions")
-        self.svc = await services_or_503(self.startup)
-        sid, name = self.path_kwargs["session_id"], self.path_kwargs["name"]
-        if await self.svc.store.get_session(sid) is None:
-            raise web.HTTPError(404, f"no session {sid!r}")
-        row = self.svc.apps.row(sid, name)
-        if row is None or row.get("state") not in ("starting", "running"):
-            state = row.get("state") if row is not None else None
-            why = f"app {name!r} is {state}" if state else f"no app {name!r} in this session"
-            raise web.HTTPError(404, why)
-        self.socket_path = str(row.get("socket") or "")
-        marker = f"/sessions/{sid}/apps/{name}"
-        self.prefix = self.request.path[: self.request.path.index(marker) + len(marker)]
 
     def check_xsrf_cookie(self) -> None:
         """The app checks its own forms: its pages cannot hold the server's XSRF token."""
 
     def check_origin(self, origin: str | None = None) -> bool:
-        """A WebSocket from the server's own origin (or with no Origin: a script)."""
-        return JupyterHandler.check_origin(self)
+        """A WebSocket from the server's own origin (or with no Origin: a script); at the
+        capability path from any origin (the app's page is opaque: ``Origin: null``), since
+        the key, not a cookie, is what lets it in."""
+        return self.by_key or JupyterHandler.check_origin(self)
 
     def compute_etag(self) -> None:
         """The app's own ETag, if any (tornado would answer 304 for it)."""
@@ -308,6 +349,7 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         self.set_status(code, reason)
         # Ours, then the app's own policies: a browser enforces every one.
         self.set_header("Content-Security-Policy", f"frame-ancestors 'self'; {SANDBOX}")
+        self.set_header("Referrer-Policy", "no-referrer")  # the key stays out of Referer
         seen = {"content-security-policy"}
         login = self.identity_provider.get_cookie_name(self)
         for key, value in self._app_headers.get_all():
@@ -399,4 +441,10 @@ def proxy_routes(s: str) -> list[str]:
     """The proxy's URL patterns under the session prefix ``s`` (the second redirects to
     the first: an app's relative links need the slash)."""
     name = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]{0,39})"
-    return [rf"{s}/apps/{name}/(?P<path>.*)", rf"{s}/apps/{name}"]
+    key = r"@(?P<key>[A-Za-z0-9_\-]{43})"
+    return [
+        rf"{s}/apps/{name}/{key}/(?P<path>.*)",
+        rf"{s}/apps/{name}/{key}",
+        rf"{s}/apps/{name}/(?P<path>.*)",
+        rf"{s}/apps/{name}",
+    ]

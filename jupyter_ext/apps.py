@@ -27,7 +27,7 @@ from think_kernel.schedules.scheduler import Firing, pid_alive
 from think_kernel.waits import wait_for
 from think_kernel.wire.link import AppsFrame
 
-from .appproxy import AppClients
+from .appproxy import AppClients, open_path
 from .base import ThinkHandler
 
 if TYPE_CHECKING:
@@ -40,9 +40,14 @@ ANSWER_TIMEOUT = 60.0
 ALIVE = ("starting", "running")
 
 
-def public(row: dict[str, Any]) -> dict[str, Any]:
-    """An app's row as the tabs and the REST API see it (no socket path)."""
-    return {k: v for k, v in row.items() if k != "socket"}
+def public(row: dict[str, Any], session_id: str = "", secret: bytes = b"") -> dict[str, Any]:
+    """An app's row as the tabs and the REST API see it: no socket path; with the server's
+    cookie secret, ``open_url``, the capability path a browser opens it at."""
+    out = {k: v for k, v in row.items() if k != "socket"}
+    name = str(row.get("name") or "")
+    if secret and session_id and name:
+        out["open_url"] = open_path(secret, session_id, name)
+    return out
 
 
 class AppsWatch:
@@ -55,6 +60,8 @@ class AppsWatch:
         self._changed: dict[str, asyncio.Event] = {}
         #: The proxy's HTTP clients, one per app socket.
         self.clients = AppClients()
+        #: The server's cookie secret: the key of each app's capability path.
+        self.secret = b""
 
     def on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:
         """An ``apps`` item: keep the rows, send them (without sockets) to the tabs."""
@@ -74,7 +81,8 @@ class AppsWatch:
         if event is not None:
             event.set()
         self.hub.publish(sid, {"type": "apps", "session_id": sid,
-                               "apps": [public(r) for r in self._rows[sid]]})  # fmt: skip
+                               "apps": [public(r, sid, self.secret)
+                                        for r in self._rows[sid]]})  # fmt: skip
 
     def busy(self, session_id: str) -> bool:
         """Whether an app of the session runs (its kernel must not be culled)."""
@@ -168,7 +176,8 @@ class AppsHandler(_AppsHandler):
     async def get(self, session_id: str) -> None:
         """Its apps, oldest first: name, url, state, command, exit code, last lines."""
         await self.session_or_404(session_id)
-        self.send({"apps": [public(r) for r in await self.rows(session_id)]})
+        secret = self.settings.get("cookie_secret") or b""
+        self.send({"apps": [public(r, session_id, secret) for r in await self.rows(session_id)]})
 
 
 class AppStopHandler(_AppsHandler):
@@ -215,7 +224,7 @@ class AppRestartHandler(_AppsHandler):
             row = await self.svc.apps.changed(session_id, restarted, name)
         except TimeoutError:
             raise web.HTTPError(504, "the kernel did not restart the app in time") from None
-        self.send(public(row or {}))
+        self.send(public(row or {}, session_id, self.settings.get("cookie_secret") or b""))
 
 
 def app_routes(s: str) -> list[tuple[str, type[ThinkHandler]]]:

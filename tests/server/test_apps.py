@@ -125,6 +125,31 @@ async def test_an_app_served_by_the_agent_is_reachable_only_through_the_proxy(
     with pytest.raises(Exception, match="403"):
         await websocket_connect(url)  # no token
 
+    # The capability path, which an app's page (an opaque origin: no login cookie, Origin
+    # null) loads its own scripts, images and WebSocket through: the key alone lets it in,
+    # for this app only.
+    key_path = row["open_url"]
+    assert key_path.startswith(base + "@") and key_path.endswith("/"), key_path
+    assert frames[-1]["apps"][0]["open_url"] == key_path
+    r = await raw(key_path + "echo", token=False)
+    assert r.code == 200, r.body
+    assert json.loads(r.body)["headers"]["X-Forwarded-Prefix"] == (
+        f"{jp_base_url}{key_path}".rstrip("/")
+    )
+    assert r.headers["Referrer-Policy"] == "no-referrer"  # the key stays out of Referer
+    key = key_path.rstrip("/").rsplit("@", 1)[1]
+    bad = key[:-1] + ("A" if key[-1] != "A" else "B")
+    for wrong in (f"{base}@{bad}/echo", f"api/think/sessions/{sid}/apps/other/@{key}/echo"):
+        r = await raw(wrong, token=False)
+        assert r.code == 403 and b"v1" not in r.body, wrong
+    key_ws = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}{key_path}ws"
+    conn = await websocket_connect(HTTPRequest(key_ws, headers={"Origin": "null"}))
+    await conn.write_message("from the page")
+    assert await conn.read_message() == "echo: from the page"
+    conn.close()
+    with pytest.raises(Exception, match="403"):  # without the key, a page's socket needs more
+        await websocket_connect(HTTPRequest(url, headers={"Origin": "null"}))
+
     # No way out: not the internet, not the Jupyter server's port.
     for host, port in (("1.1.1.1", 80), ("127.0.0.1", jp_http_port)):
         r = await raw(f"{base}reach?host={host}&port={port}")
