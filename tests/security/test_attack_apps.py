@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 import pytest
-from tornado.httpclient import AsyncHTTPClient, HTTPResponse
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest, HTTPResponse
+from tornado.websocket import websocket_connect
 
 from tests.server.conftest import *  # noqa: F403  (a real server: jp_*, think, api, ws)
 from tests.server.conftest import TOKEN, WSClient, write_kernelspec
@@ -51,6 +52,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code, headers = 302, [("Location", "//evil.example/login")]
         elif path == "/home":
             code, headers = 302, [("Location", "/inside")]
+        elif path == "/notmod":
+            code, body = 304, ""
         elif path == "/flood":
             headers = [(f"X-Flood-{i}", "y" * 4000) for i in range(64)]
         data = body.encode()
@@ -132,6 +135,7 @@ async def test_a_hostile_app_cannot_act_on_the_jupyter_origin(
         # (the server sets its own login and XSRF cookies on a token's request; the app may not)
         cookies = r.headers.get_list("Set-Cookie")
         assert not [c for c in cookies if "forged" in c], cookies
+        login = next(c.split(";")[0] for c in cookies if c.startswith(f"{LOGIN_COOKIE}="))
         mine = ("theme=", "late=", "bomb")
         cookies = [c for c in cookies if c.startswith(mine)]
         assert len(cookies) == 5, cookies
@@ -148,6 +152,24 @@ async def test_a_hostile_app_cannot_act_on_the_jupyter_origin(
             r = await raw(f"{base}/{away}")
             assert "evil.example" not in r.headers.get("Location", ""), r.headers
             assert r.code == 502, (away, r.code)
+
+        # Every answer carries the sandbox policy: HEAD, 304.
+        for method, path in (("HEAD", "hostile"), ("GET", "notmod")):
+            r = await raw(f"{base}/{path}", method=method)
+            assert r.code in (200, 304, 501), (path, r.code)  # 501: no do_HEAD in the app
+            assert "sandbox allow-scripts" in r.headers["Content-Security-Policy"], path
+
+        # A WebSocket from another site's page, carrying the person's login cookie, is
+        # refused (cross-site WebSocket hijacking); another session has no such app.
+        url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}{base}/ws"
+        foreign = {"Cookie": login, "Origin": "https://evil.example"}
+        r = await raw(f"{base}/echo", headers={"Authorization": "", "Cookie": login})
+        assert r.code == 200, r.code  # the cookie alone lets the person in
+        with pytest.raises(HTTPClientError, match="403"):
+            await websocket_connect(HTTPRequest(url, headers=foreign))
+        _, other = await api("POST", "sessions", {"title": "other"})
+        r = await raw(f"api/think/sessions/{other['id']}/apps/web/echo")
+        assert r.code == 404, r.code
 
         # A flood of headers is refused, and the server keeps answering.
         r = await raw(f"{base}/flood")
