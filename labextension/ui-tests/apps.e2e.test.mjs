@@ -17,13 +17,15 @@ const TIMEOUT = 90000;
 
 /**
  * The app's page: it reports, in its own text, what its script could reach (JupyterLab's
- * DOM through `parent`, the cookies of Lab's origin). One document: a sandboxed frame's
- * own requests carry no login cookie, so the page needs no other file of the app.
+ * DOM through `parent`, the cookies of Lab's origin) and that its own script file loaded
+ * (a sandboxed frame's requests carry no login cookie: the tab opens the app at its keyed
+ * path, which lets them in).
  */
 const PAGE = version => `<!doctype html>
 <title>Demo</title>
 <h1 id="h">Hello from the demo app ${version}</h1>
-<p id="parent"></p><p id="cookie"></p>
+<p id="parent"></p><p id="cookie"></p><p id="file"></p>
+<script src="file.js"></script>
 <script>
 let p, c;
 try { p = 'parent DOM: ' + parent.document.title; } catch (e) { p = 'parent blocked: ' + e.name; }
@@ -37,15 +39,20 @@ document.getElementById('cookie').textContent = c;
 const APP = `import http.server, pathlib, think_app
 
 PAGE = pathlib.Path("site/index.html").read_bytes()
+FILE = b"document.getElementById('file').textContent = 'file: loaded';"
 
 
 class Demo(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path.startswith("/file.js"):
+            body, kind = FILE, "text/javascript"
+        else:
+            body, kind = PAGE, "text/html"
         self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(PAGE)
+        self.wfile.write(body)
 
 
 think_app.serve(Demo)
@@ -192,7 +199,7 @@ describe('Live apps and background runs', () => {
       .locator('#h', { hasText: 'demo app v1' })
       .waitFor({ timeout: TIMEOUT });
     await app
-      .locator('#cookie', { hasText: /^cookie/ })
+      .locator('#file', { hasText: /^file/ })
       .waitFor({ timeout: TIMEOUT });
     assert.match(
       await app.locator('#parent').textContent(),
@@ -202,6 +209,7 @@ describe('Live apps and background runs', () => {
       await app.locator('#cookie').textContent(),
       /^cookie blocked: SecurityError/
     );
+    assert.equal(await app.locator('#file').textContent(), 'file: loaded');
     await shot(page, 'app-tab', page.locator('#jp-main-dock-panel'));
 
     // The same address without the token: refused.
