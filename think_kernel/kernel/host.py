@@ -88,9 +88,11 @@ class ChatHost:
         runtime.linked = bool(linked.get("server"))
         if "notebooks" in linked:
             runtime.services.notebooks = linked["notebooks"]
-        # No sandbox yet: it starts at the session's first tool call, so a chat that only
-        # talks costs its runtime objects alone.
         await runtime.start()
+        # Its sandbox's uid, cgroup and workspace access are taken now, in the background,
+        # and no process starts: its first tool call then waits for the start alone, and a
+        # chat that only talks costs its runtime objects.
+        runtime.prepare_sandbox()
         return runtime
 
     async def _start_reminders(self, runtime: Runtime) -> None:
