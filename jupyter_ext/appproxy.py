@@ -290,7 +290,19 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         await self.proxy()
 
     async def options(self, *args: Any, **kwargs: Any) -> None:
-        """Proxied."""
+        """Proxied; at the keyed path a CORS preflight is answered here (see ``_begin``)."""
+        method = self.request.headers.get("Access-Control-Request-Method")
+        if self.by_key and method:
+            self.set_status(204)
+            self.set_header("Content-Security-Policy", f"frame-ancestors 'self'; {SANDBOX}")
+            self.set_header("Access-Control-Allow-Origin", "*")
+            self.set_header("Access-Control-Allow-Methods", method)
+            asked = self.request.headers.get("Access-Control-Request-Headers")
+            if asked:
+                self.set_header("Access-Control-Allow-Headers", asked)
+            self.set_header("Access-Control-Max-Age", "600")
+            self.finish()
+            return
         await self.proxy()
 
     def _to_slash(self) -> None:
@@ -351,10 +363,16 @@ class AppProxy(WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):  # type
         self.set_header("Content-Security-Policy", f"frame-ancestors 'self'; {SANDBOX}")
         self.set_header("Referrer-Policy", "no-referrer")  # the key stays out of Referer
         seen = {"content-security-policy"}
+        if self.by_key:
+            # The page's own fetches come from its opaque origin (``Origin: null``): a
+            # cross-origin read, which CORS must allow. No cookie is involved (the key is the
+            # credential), so ``*`` lets the page read its own app and nothing more.
+            self.set_header("Access-Control-Allow-Origin", "*")
+            seen.add("access-control-allow-origin")
         login = self.identity_provider.get_cookie_name(self)
         for key, value in self._app_headers.get_all():
             low = key.lower()
-            if low in _DROP_RESPONSE:
+            if low in _DROP_RESPONSE or (self.by_key and low == "access-control-allow-origin"):
                 continue
             if low == "set-cookie":
                 if is_server_cookie(value.split("=", 1)[0], login):

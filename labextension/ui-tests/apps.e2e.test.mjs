@@ -17,14 +17,14 @@ const TIMEOUT = 90000;
 
 /**
  * The app's page: it reports, in its own text, what its script could reach (JupyterLab's
- * DOM through `parent`, the cookies of Lab's origin) and that its own script file loaded
- * (a sandboxed frame's requests carry no login cookie: the tab opens the app at its keyed
- * path, which lets them in).
+ * DOM through `parent`, the cookies of Lab's origin), and what its own script file and a
+ * fetch of its own data gave (a sandboxed frame's requests carry no login cookie: the
+ * tab opens the app at its keyed path, which lets them in).
  */
 const PAGE = version => `<!doctype html>
 <title>Demo</title>
 <h1 id="h">Hello from the demo app ${version}</h1>
-<p id="parent"></p><p id="cookie"></p><p id="file"></p>
+<p id="parent"></p><p id="cookie"></p><p id="file"></p><p id="data"></p>
 <script src="file.js"></script>
 <script>
 let p, c;
@@ -32,6 +32,10 @@ try { p = 'parent DOM: ' + parent.document.title; } catch (e) { p = 'parent bloc
 try { c = 'cookie: [' + document.cookie + ']'; } catch (e) { c = 'cookie blocked: ' + e.name; }
 document.getElementById('parent').textContent = p;
 document.getElementById('cookie').textContent = c;
+fetch('data.json')
+  .then(r => (r.ok ? r.json().then(d => 'data: ' + d.from) : 'data failed: ' + r.status))
+  .catch(e => 'data failed: ' + e)
+  .then(t => { document.getElementById('data').textContent = t; });
 </script>
 `;
 
@@ -46,6 +50,8 @@ class Demo(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path.startswith("/file.js"):
             body, kind = FILE, "text/javascript"
+        elif self.path.startswith("/data.json"):
+            body, kind = b'{"from": "the app"}', "application/json"
         else:
             body, kind = PAGE, "text/html"
         self.send_response(200)
@@ -199,7 +205,7 @@ describe('Live apps and background runs', () => {
       .locator('#h', { hasText: 'demo app v1' })
       .waitFor({ timeout: TIMEOUT });
     await app
-      .locator('#file', { hasText: /^file/ })
+      .locator('#data', { hasText: /^data/ })
       .waitFor({ timeout: TIMEOUT });
     assert.match(
       await app.locator('#parent').textContent(),
@@ -210,6 +216,7 @@ describe('Live apps and background runs', () => {
       /^cookie blocked: SecurityError/
     );
     assert.equal(await app.locator('#file').textContent(), 'file: loaded');
+    assert.equal(await app.locator('#data').textContent(), 'data: the app');
     await shot(page, 'app-tab', page.locator('#jp-main-dock-panel'));
 
     // The same address without the token: refused.

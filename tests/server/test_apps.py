@@ -137,6 +137,15 @@ async def test_an_app_served_by_the_agent_is_reachable_only_through_the_proxy(
         f"{jp_base_url}{key_path}".rstrip("/")
     )
     assert r.headers["Referrer-Policy"] == "no-referrer"  # the key stays out of Referer
+    # The page's fetch of its own data is a cross-origin read (its origin is opaque): CORS
+    # lets it, with no cookie involved; a preflight is answered at the proxy.
+    assert r.headers["Access-Control-Allow-Origin"] == "*"
+    r = await raw(key_path + "echo", token=False, method="OPTIONS", headers={
+        "Origin": "null", "Access-Control-Request-Method": "PUT",
+        "Access-Control-Request-Headers": "content-type"})  # fmt: skip
+    assert r.code == 204 and r.headers["Access-Control-Allow-Origin"] == "*"
+    assert r.headers["Access-Control-Allow-Methods"] == "PUT"
+    assert r.headers["Access-Control-Allow-Headers"] == "content-type"
     key = key_path.rstrip("/").rsplit("@", 1)[1]
     bad = key[:-1] + ("A" if key[-1] != "A" else "B")
     for wrong in (f"{base}@{bad}/echo", f"api/think/sessions/{sid}/apps/other/@{key}/echo"):
