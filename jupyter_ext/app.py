@@ -469,7 +469,8 @@ class ThinkExtension(ExtensionApp):
         # Review mode: the tabs refetch the proposal when the agent changes it.
         self.links.item_listeners.append(ProposalWatch(self.hub, store).on_item)
         apps_watch = AppsWatch(self.hub)
-        apps_watch.secret = self.serverapp.cookie_secret  # capability paths' key
+        if self.serverapp is not None:  # the key of the apps' capability paths
+            apps_watch.secret = self.serverapp.cookie_secret
         self.links.item_listeners.append(apps_watch.on_item)
         # A chat whose jobs or apps run is in use: hibernating would end them with its kernel.
         in_use = chats.pool.busy

@@ -22,6 +22,10 @@ _APP = {
         "restarts": {"type": "integer"},
         "restart_on_change": {"type": "boolean"},
         "log_tail": {"type": "string", "description": "its last lines of output"},
+        "open_url": {
+            "type": "string",
+            "description": "the keyed path a browser opens it at (below the base URL)",
+        },
     },
 }
 _PARAMS = [path_param("session_id"), path_param("name")]
@@ -31,9 +35,10 @@ _PROXIED = {
 }
 
 
-def _proxy(summary: str) -> dict[str, Any]:
-    params = [*_PARAMS, {"name": "path", "in": "path", "required": True,
-                         "schema": {"type": "string"}}]  # fmt: skip
+def _proxy(summary: str, keyed: bool = False) -> dict[str, Any]:
+    names = ["key", "path"] if keyed else ["path"]
+    params = [*_PARAMS, *({"name": n, "in": "path", "required": True,
+                           "schema": {"type": "string"}} for n in names)]  # fmt: skip
     return {m: op(summary, _PROXIED, params=params)
             for m in ("get", "post", "put", "patch", "delete")}  # fmt: skip
 
@@ -73,6 +78,21 @@ APP_PATHS: dict[str, Any] = {
         "Upgrade): authenticated and authorised as every route; the app gets the path below "
         "its prefix, never the person's token, XSRF token or the server's cookies"
     ),
+    "/sessions/{session_id}/apps/{name}/@{key}/{path}": _proxy(
+        "The app at its keyed path (`open_url`), for the requests its own page makes from its "
+        "opaque origin (no login cookie): let through by the key (an HMAC of the session and "
+        "app under the server's cookie secret) alone, from any origin, for this app only; "
+        "403 for a wrong key. Answers allow CORS reads (`*`) and a preflight is answered here",
+        keyed=True,
+    ),
+    "/sessions/{session_id}/apps/{name}/@{key}": {
+        "get": op(
+            "Redirects to the app's keyed address with its trailing slash",
+            {"description": "a redirect to .../apps/{name}/@{key}/"},
+            params=[*_PARAMS, path_param("key")],
+            status="302",
+        ),
+    },
     "/sessions/{session_id}/apps/{name}": {
         "get": op(
             "Redirects to the app's address with its trailing slash",
