@@ -50,7 +50,7 @@ from .layers import AgentExtension, Layers, load_extensions
 from .layers.core import CORE_TOOLS
 from .mcp import McpServers
 from .memory import MemoryConfig, MemoryFile
-from .proposals import before_request, in_review
+from .proposals import before_request, in_review, news_for_step
 from .proposals.sandboxview import ProposalSource
 from .sandbox import Sandbox, SandboxConfig
 from .sandbox.asuser import ActingAs
@@ -491,6 +491,7 @@ class Runtime:
                 yield ev
             return
         self.running_tools[""] = agent.tools
+        agent.step_notes = functools.partial(news_for_step, self)
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
         context = await before_request(self, props, user_message_id, context)  # review mode
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text

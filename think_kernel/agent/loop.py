@@ -128,6 +128,9 @@ class Agent:
         self.before_step = before_step
         # Extensions' lifecycle hooks: before each model call, around each tool call.
         self.hooks = hooks
+        #: ``await notes(session_id)`` before each step after the first: news for the model
+        #: that came while it worked (a person's decisions on its proposal), "" for none.
+        self.step_notes: Callable[[str], Awaitable[str]] | None = None
 
     def caller(self, session_id: str) -> ModelCaller:
         """The model caller of a session (roles, usage records, calibration)."""
@@ -234,6 +237,9 @@ class Agent:
                 call = ModelCall(session_id, step_no, role, model, request, self.hooks.workspace)
                 change = await self.hooks.before_model(call)
                 role, step.context = change.role or role, change.context
+            if step_no > 1 and self.step_notes is not None:
+                news = await self.step_notes(session_id)
+                step.context = f"{step.context}\n\n{news}".strip() if news else step.context
             # The step's row is stored while the request is on its way: the model has it one
             # SQLite commit sooner. Nothing about the step is yielded, and no
             # update of the row is made, before the insert is done (``step.stored``).

@@ -26,6 +26,7 @@ __all__ = [
     "Proposal",
     "before_request",
     "in_review",
+    "news_for_step",
     "is_notebook",
 ]
 
@@ -42,6 +43,16 @@ async def before_request(
     sent = props.get("propose_only") or []
     proposal.forced = bool(user_message_id) and user_message_id in sent
     return await take_notes(runtime.store, runtime.session_id, context)
+
+
+async def news_for_step(runtime: Any, session_id: str) -> str:
+    """Decisions on the session's proposal made while its run goes on: the model is told at
+    its next step (each once), not only at the next request."""
+    from .notes import take_notes
+
+    if runtime.store is None:
+        return ""
+    return await take_notes(runtime.store, session_id)
 
 
 def in_review(runtime: Any, ctx: Any) -> None:
