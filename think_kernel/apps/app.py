@@ -93,6 +93,7 @@ class App:
     path: str  # its socket
     sock: socket.socket
     restart_on_change: bool = False
+    port: int | None = None  # the port it binds itself in the sandbox (tier 1), if any
     started_at: float = field(default_factory=time.time)
     state: str = "starting"
     exit_code: int | None = None
@@ -129,6 +130,7 @@ class App:
             "error": self.error,
             "restarts": self.restarts,
             "restart_on_change": self.restart_on_change,
+            "port": self.port,
             "log_tail": self.log_tail(tail),
             "socket": self.path,
         }

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import shlex
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..jobs import Job, JobsConfig
 from ..jobs.job import follow
+from ..sandbox.tiers import Tier
 from .app import NAME, App, AppError, answers, open_listener
 from .config import AppsConfig
 
@@ -100,11 +102,14 @@ class Apps:
         name: str = "",
         *,
         restart_on_change: bool = False,
+        port: int | None = None,
         store: Store | None = None,
         wake_scheduler: Callable[[], Any] | None = None,
     ) -> App:
         """Start ``command`` as an app of the session and wait until it answers HTTP (or
-        ends, or its start timeout passes: then it is stopped). AppError says why not."""
+        ends, or its start timeout passes: then it is stopped). With ``port`` the app binds
+        that port itself (tier 1 only) and a forwarder links it to its socket. AppError says
+        why not."""
         if self._closed:
             raise AppError("the kernel is shutting down")
         if not command.strip():
@@ -121,12 +126,14 @@ class Apps:
         if len(self.alive(session_id)) >= self.config.max_apps:
             raise AppError(f"{self.config.max_apps} apps are running already "
                            "(c.AppsConfig.max_apps); stop one first")  # fmt: skip
+        if port is not None:
+            await self._check_port(port)
         if store is not None:
             self._stores[session_id] = store
         if wake_scheduler is not None:
             self._wakes[session_id] = wake_scheduler
         path, sock = open_listener(self.config.socket_root)
-        app = App(name, command, session_id, path, sock, restart_on_change)
+        app = App(name, command, session_id, path, sock, restart_on_change, port)
         app.restarts = old.restarts + 1 if old is not None else 0
         mine[name] = app
         try:
@@ -148,12 +155,30 @@ class Apps:
         # As a job's: no CPU-time or address-space limit of a foreground run; its memory is
         # watched over its processes together.
         limits = {**sandbox.config.limits(), "cpu_seconds": 0, "memory_bytes": 0}
-        job.run = await sandbox.start_job(app.command, limits, f"app:{app.name}", app.sock)
+        command = app.command if app.port is None else forwarded(app.command, app.port)
+        job.run = await sandbox.start_job(command, limits, f"app:{app.name}", app.sock,
+                                          net=app.port is not None)  # fmt: skip
         job.sandbox = sandbox
         app.job = job
         app.task = self._spawn(self._follow(app, job, sandbox))
         if app.restart_on_change:
             self._spawn(self._watch_files(app, job, sandbox.workspace))
+
+    async def _check_port(self, port: int) -> None:
+        """Refuse a port the app cannot bind, or a tier without a network of its own."""
+        if not 1024 <= port <= 65535:
+            raise AppError("port must be between 1024 and 65535 (the app binds it itself, "
+                           "as the session's user)")  # fmt: skip
+        sandbox = await self._sandbox()
+        if sandbox.tier != Tier.BUBBLEWRAP:
+            raise AppError(
+                f"an app cannot bind a port on sandbox tier {int(sandbox.tier)}: only tier 1 "
+                "gives the session a network of its own. Serve on the listening socket "
+                "handed as file descriptor $THINK_APP_FD instead (no port argument): "
+                "`python -m think_app DIR`, `uvicorn mod:app --fd $THINK_APP_FD`, "
+                "`gunicorn --bind fd://$THINK_APP_FD app:app`, or "
+                "`import think_app; think_app.serve(MyHandler)`"
+            )
 
     async def _wait_ready(self, app: App) -> None:
         """Until the app answers HTTP; past the start timeout it is stopped."""
@@ -212,7 +237,7 @@ class Apps:
             raise AppError(f"no app {name!r} in this session")
         await self.stop(session_id, name, "restarted")
         return await self.start(session_id, app.command, name,
-                                restart_on_change=app.restart_on_change,
+                                restart_on_change=app.restart_on_change, port=app.port,
                                 store=self._stores.get(session_id))  # fmt: skip
 
     async def stop_all(self, session_id: str | None, reason: str = "stopped") -> list[App]:
@@ -322,6 +347,13 @@ class Apps:
                     self.on_record(session_id, record)
                 except Exception:  # the link's trouble, not the app's
                     log.debug("could not send the apps record", exc_info=True)
+
+
+def forwarded(command: str, port: int) -> str:
+    """``command`` with ``$PORT`` set and the forwarder from its socket to that port beside
+    it (in its process group: stopping the app stops both)."""
+    python = shlex.quote(sys.executable)
+    return f"export PORT={port}\n{python} -m think_app_port {port} &\n{command}"
 
 
 def _mtimes(command: str, workspace: Path) -> dict[str, float]:

@@ -45,7 +45,11 @@ def _line(app: App) -> str:
 # for every tool's spec, they are not offered.
 @optional
 async def serve_app(
-    ctx: ToolContext, command: str, name: str = "", restart_on_change: bool = False
+    ctx: ToolContext,
+    command: str,
+    name: str = "",
+    restart_on_change: bool = False,
+    port: int = 0,
 ) -> ToolOutput:
     """Run a web app (a dashboard, a demo page, an API) in the sandbox and show it to the
     person: returns once it answers HTTP, with its address on the Jupyter server, or with
@@ -53,15 +57,20 @@ async def serve_app(
     must serve on the listening socket it is handed as file descriptor $THINK_APP_FD.
     Static files: `python -m think_app DIR`. Python's http.server: `import think_app;
     think_app.serve(MyHandler)`. uvicorn: `uvicorn mod:app --fd $THINK_APP_FD`; gunicorn:
-    `--bind fd://$THINK_APP_FD`. Links in its pages must be relative (it is served under
-    a path). It has no internet access. Check it with browse_url or screenshot on its
-    address; read its output with app_logs; stop it with stop_app.
+    `--bind fd://$THINK_APP_FD`. A server that only binds a port of its own (`python -m
+    http.server $PORT`, streamlit, voila, panel serve) needs `port`: it gets $PORT and may
+    listen on it inside the sandbox (sandbox tier 1 only; elsewhere it is refused). Links
+    in its pages must be relative (it is served under a path). It has no internet access.
+    Check it with browse_url or screenshot on its address; read its output with app_logs;
+    stop it with stop_app.
 
     Args:
         command: the command line, run with `bash -c` in the workspace
         name: a short name, part of its address (default app, app-2, ...)
         restart_on_change: restart it when the files its command names change (the
             workspace's top files when it names none)
+        port: the port the app binds itself, inside the sandbox (0: none, it serves on
+            $THINK_APP_FD)
     """
     apps = _apps(ctx)
     try:
@@ -69,7 +78,7 @@ async def serve_app(
             wake = ctx.services.reminders.wake if ctx.services.reminders is not None else None
             app = await apps.start(ctx.session_id, command, name, store=ctx.store,
                                    restart_on_change=restart_on_change,
-                                   wake_scheduler=wake)  # fmt: skip
+                                   port=int(port) or None, wake_scheduler=wake)  # fmt: skip
     except AppError as e:
         raise ToolError(str(e), "BAD_APP") from None
     if app.state == "running":

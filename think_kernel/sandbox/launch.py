@@ -302,6 +302,11 @@ def zygote_config(
         # tier 2 has no network namespace, and even tier 1's read-only view of the host
         # file system shows sockets (connect() ignores read-only mounts).
         "no_sockets": tier in (Tier.BUBBLEWRAP, Tier.LANDLOCK),
+        # A live app that binds its own port (serve_app's port) may make inet sockets, on
+        # tier 1 only: bwrap_argv always unshares the network there, and the new namespace
+        # holds no interface but lo, so nothing outside the sandbox is reachable (not the
+        # internet, not the host's own 127.0.0.1). AF_UNIX stays refused to it.
+        "app_net": tier == Tier.BUBBLEWRAP,
         "drop_uid": identity[0] if identity else None,
         "drop_gid": identity[1] if identity else None,
         "cgroup_fds": list(cgroup_fds),

@@ -357,12 +357,14 @@ class Sandbox(StartRuns, CollectRuns, ReviewRuns):
         limits: dict[str, int],
         worker: str,
         listen: socket.socket | None = None,
+        net: bool = False,
     ) -> Run:
         """Start ``command`` in a fresh bash under ``limits`` (rlimits, the shape of
         ``config.limits()``) and return its run at once: a background job, which no wall
         clock of the sandbox's limits and no ``interrupt`` ends. Its owner reads
         ``run.queue`` and ends it with :meth:`kill_run`; ``close`` kills it with the rest.
-        ``listen``: a listening socket the process gets as ``$THINK_APP_FD`` (a live app)."""
+        ``listen``: a listening socket the process gets as ``$THINK_APP_FD`` (a live app);
+        ``net``: its process tree may make inet sockets (tier 1, in its own network namespace)."""
         if "\0" in command:
             raise SandboxError("the command holds a NUL character, which bash cannot run")
         if too_long(command):
@@ -374,7 +376,8 @@ class Sandbox(StartRuns, CollectRuns, ReviewRuns):
         # In review mode a job starts in the view; what it writes reaches the proposal at
         # the session's next run, or collect_review().
         await self._review_before()
-        return await self._spawn("bash", {"command": command}, ack, worker, limits, listen)
+        payload = {"command": command, "net": True} if net else {"command": command}
+        return await self._spawn("bash", payload, ack, worker, limits, listen)
 
     def watch_job(self, run: Run, budget_mb: int) -> WriteWatch | None:
         """Watch a job's disk writes as a run's are (its own ``budget_mb``, the session's

@@ -17,7 +17,11 @@ What it refuses, and why:
 - sockets: every family but ``AF_UNIX``; with ``no_sockets`` (tier 2, which has no network
   namespace) ``socket()``, ``connect()`` and ``bind()`` entirely, and ``socketpair()`` except
   ``AF_UNIX`` stream/seqpacket pairs (multiprocessing keeps working; a datagram pair could
-  ``sendto()`` any host socket by path).
+  ``sendto()`` any host socket by path);
+- with ``inet`` (a live app that binds its own port, tier 1 only): ``socket()`` of
+  ``AF_INET``/``AF_INET6`` only, with ``connect()`` and ``bind()``; never ``AF_UNIX``, so the
+  host's unix sockets stay out of reach, and the network namespace has no interface but
+  ``lo``, so an inet socket reaches only the sandbox's own loopback.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ PR_SET_NO_NEW_PRIVS = 38
 SECCOMP_MODE_FILTER = 2
 
 EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
-AF_UNIX = 1
+AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOCK_STREAM, SOCK_SEQPACKET = 1, 5
 PRIO_USER, IOPRIO_WHO_USER = 2, 3
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
@@ -125,9 +129,12 @@ def seccomp_supported() -> bool:
     return os.uname().machine in _ARCHES
 
 
-def build_seccomp_filter(protected: Sequence[int] = (), no_sockets: bool = False) -> bytes:
+def build_seccomp_filter(
+    protected: Sequence[int] = (), no_sockets: bool = False, inet: bool = False
+) -> bytes:
     """Assemble the program (struct sock_filter[]) for this architecture; ``protected``
-    are pids (and process group ids) sandboxed code may not signal or re-prioritise."""
+    are pids (and process group ids) sandboxed code may not signal or re-prioritise;
+    ``inet`` lets it make inet sockets (only where its network namespace holds only ``lo``)."""
     audit_arch, nr = _ARCHES[os.uname().machine]
     pids = sorted({p for p in protected if p > 0})
     prog: list[tuple[int, ...]] = [
@@ -149,12 +156,19 @@ def build_seccomp_filter(protected: Sequence[int] = (), no_sockets: bool = False
                                            *_deny_values(1, pids), *allow])  # fmt: skip
         prog += _block(nr["ioprio_set"], [*_deny_values(0, [IOPRIO_WHO_USER]),
                                           *_deny_values(1, pids), *allow])  # fmt: skip
-    # socket(): AF_UNIX only, or nothing at all.
-    if no_sockets:
-        prog += _block(nr["socket"], [*_deny_values(0, [AF_UNIX]),
-                                      (_RET, 0, 0, _errno(EAFNOSUPPORT))])  # fmt: skip
-        for name in ("connect", "bind"):
-            prog += [(_JEQ, 0, 1, nr[name]), (_RET, 0, 0, _errno(EPERM))]
+    # socket(): AF_UNIX only, inet only, or nothing at all.
+    if inet:
+        # connect()/bind() stay open: the only unix sockets such a process holds are the
+        # inherited, connected or listening ones and its stream socketpairs.
+        prog += _block(nr["socket"], [_arg(0), (_JEQ, 2, 0, AF_INET), (_JEQ, 1, 0, AF_INET6),
+                                      (_RET, 0, 0, _errno(EAFNOSUPPORT)),
+                                      (_RET, 0, 0, _ALLOW)])  # fmt: skip
+    if no_sockets or inet:
+        if not inet:
+            prog += _block(nr["socket"], [*_deny_values(0, [AF_UNIX]),
+                                          (_RET, 0, 0, _errno(EAFNOSUPPORT))])  # fmt: skip
+            for name in ("connect", "bind"):
+                prog += [(_JEQ, 0, 1, nr[name]), (_RET, 0, 0, _errno(EPERM))]
         prog += _block(nr["socketpair"], [
             _arg(0), (_JEQ, 1, 0, AF_UNIX), (_RET, 0, 0, _errno(EAFNOSUPPORT)),
             _arg(1), (_AND, 0, 0, 0xF),  # type without SOCK_NONBLOCK / SOCK_CLOEXEC

@@ -99,6 +99,8 @@ class Zygote:
         self.cfg = cfg
         self.ctl = ctl
         self.program = program
+        #: The program of a live app that binds its own port (tier 1), None elsewhere.
+        self.net_program: bytes | None = None
         self.runs: dict[int, int] = {}  # pid -> run id
         self.pids: dict[int, int] = {}  # run id -> pid
         self.spares: list[tuple[int, socket.socket]] = []
@@ -279,7 +281,7 @@ class Zygote:
 
     def spawn(self, line: bytes, req: dict, mine: list[int]) -> None:
         """Start one run: lend a bash run to the bash fork server, else use a spare, or fork."""
-        if self.lend(line, req, mine):
+        if not req.get("net") and self.lend(line, req, mine):
             return
         if self.loading:
             assert self.preloader is not None
@@ -287,7 +289,10 @@ class Zygote:
             self.waiting.append((line, req, mine))
             return
         pid = 0
-        while self.spares and not pid:
+        # A spare waits under the strict filter already, and a filter is never relaxed: a
+        # run with inet sockets is forked here, under its own.
+        net = bool(req.get("net")) and self.net_program is not None
+        while self.spares and not pid and not net:
             spid, ssock = self.spares.pop(0)
             try:
                 send_with_fds(ssock, line + b"\n", mine)
@@ -303,7 +308,7 @@ class Zygote:
                 error = f"cannot start a process: {e.strerror} (the session's process limit?)"
             if pid == 0 and error is None:
                 try:
-                    child_main(self.cfg, req, mine, self.program)
+                    child_main(self.cfg, req, mine, self.net_program if net else self.program)
                 except BaseException:
                     print_exc()
                 os._exit(70)
@@ -467,7 +472,10 @@ def main() -> None:
 
     preloader = Preloader(cfg)  # before Landlock, which binds only the thread applying it
     program = confinement(cfg, protected)
-    Zygote(cfg, ctl, program, light, preloader).serve([])
+    zygote = Zygote(cfg, ctl, program, light, preloader)
+    if program is not None and cfg.get("app_net"):
+        zygote.net_program = build_seccomp_filter(protected, inet=True)
+    zygote.serve([])
 
 
 if __name__ == "__main__":
