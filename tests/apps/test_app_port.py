@@ -13,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import pytest_asyncio
@@ -20,6 +21,7 @@ import pytest_asyncio
 from tests.apps.app_source import app_source
 from tests.layers import starts_processes
 from think_kernel.apps import AppError, Apps, AppsConfig
+from think_kernel.kernel.commands import CommandError, run_command
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module")]
@@ -70,6 +72,11 @@ async def test_http_server_on_port_answers_through_the_forwarder(workspace: Path
         again = await apps.restart("s1", "files")
         assert again.state == "running" and again.port == 8000, again.log_tail()
         assert b"static page" in await get(again.path, "/index.html")
+        # From a cell, as %think_serve NAME --port N -- COMMAND.
+        rt = SimpleNamespace(apps=apps, session_id="s2", store=None)  # what the command reads
+        line = "cell --port 8002 -- python -m http.server $PORT"
+        assert "`cell` is running" in (await run_command(rt, "think_serve", line)).markdown
+        assert b"static page" in await get(apps.get("s2", "cell").path, "/index.html")  # type: ignore[union-attr]
     finally:
         await apps.close()
         await sandbox.close()
@@ -127,6 +134,9 @@ async def test_port_is_refused_without_a_network_namespace(workspace: Path) -> N
         with pytest.raises(AppError, match=r"tier 2.*\$THINK_APP_FD.*think_app"):
             await apps.start("s1", "python -m http.server $PORT", "files", port=8000)
         assert apps.of("s1") == []
+        rt = SimpleNamespace(apps=apps, session_id="s1", store=None)
+        with pytest.raises(CommandError, match=r"tier 2.*\$THINK_APP_FD"):
+            await run_command(rt, "think_serve", "x --port 8000 -- python -m http.server $PORT")
     finally:
         await apps.close()
         await sandbox.close()

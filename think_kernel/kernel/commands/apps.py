@@ -1,14 +1,19 @@
-"""``%think_serve [NAME -- COMMAND | stop NAME]``: a live app of this session, from a cell
-(as the agent's ``serve_app``: in the sandbox, reachable through the server's proxy)."""
+"""``%think_serve [NAME [--port N] -- COMMAND | stop NAME]``: a live app of this session,
+from a cell (as the agent's ``serve_app``: in the sandbox, reachable through the server's
+proxy; ``--port N``: the app binds port N itself, on sandbox tier 1)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...apps import App, AppError
 from .reply import CommandError, CommandReply
 
-USAGE = "usage: %think_serve NAME -- COMMAND  |  %think_serve stop NAME  |  %think_serve"
+USAGE = ("usage: %think_serve NAME [--port N] -- COMMAND  |  %think_serve stop NAME  |  "
+         "%think_serve")  # fmt: skip
+_START = re.compile(r"^(?P<name>[^\s-]\S*)?\s*(?:--port[= ](?P<port>\d+)\s*)?--\s(?P<command>.*)$",
+                    re.S)  # fmt: skip
 
 
 def _row(app: App) -> str:
@@ -25,10 +30,12 @@ async def think_serve(rt: Any, arg: str) -> CommandReply:
             app = await apps.stop(rt.session_id, text[5:].strip(), "stopped from a cell")
             return CommandReply(f"App `{app.name}`: {app.state}.")
         if text:
-            name, sep, command = text.partition("--")
-            if not sep or not command.strip():
+            m = _START.match(text)
+            if m is None or not m["command"].strip():
                 raise CommandError(USAGE)
-            app = await apps.start(rt.session_id, command.strip(), name.strip(), store=rt.store)
+            port = int(m["port"]) if m["port"] else None
+            app = await apps.start(rt.session_id, m["command"].strip(), m["name"] or "",
+                                   port=port, store=rt.store)  # fmt: skip
         else:
             rows = [_row(a) for a in apps.of(rt.session_id)]
             if not rows:
