@@ -32,7 +32,7 @@ HELP = """\
 |---|---|
 | `%%python` / `%%bash` | run the cell's code (sandboxed when a sandbox is available) |
 | `%%think_job [NAME]` | the cell's bash as a background job, followed here (Stop: it runs on) |
-| `%think_serve [NAME [--port N] -- CMD\\|stop NAME]` | a live app in the sandbox, shown through the server |
+| `%think_serve [NAME [--port N] -- CMD\\|stop NAME]` | a live app in the sandbox, via the server |
 | `%think_session [ID\\|new]` | show, resume or start the agent session |
 | `%think_sessions` | list sessions |
 | `%think_model [NAME\\|ROLE=NAME]` | this session's models (`fast=`, `summarizer=`, `vision=`) |
