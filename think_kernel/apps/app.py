@@ -3,7 +3,9 @@
 The kernel makes the app's listening unix socket itself, in a folder of its own (mode 0700:
 only the kernel's user, and so the Jupyter server, can connect), and hands it to the app's
 process as ``$THINK_APP_FD``: sandboxed code may not make or bind sockets, and no port is
-ever opened. The socket outlives a restart of the app (connections wait in its backlog).
+opened on the host (an app given a port binds it in the sandbox's own network namespace, on
+tier 1, and a forwarder beside it links the two). The socket outlives a restart of the
+app (connections wait in its backlog).
 """
 
 from __future__ import annotations
