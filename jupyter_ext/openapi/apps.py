@@ -21,6 +21,11 @@ _APP = {
         "error": {"type": "string", "description": "why it ended, when it did"},
         "restarts": {"type": "integer"},
         "restart_on_change": {"type": "boolean"},
+        "port": {
+            "type": "integer",
+            "nullable": True,
+            "description": "the port it binds itself inside the sandbox (tier 1), if any",
+        },
         "log_tail": {"type": "string", "description": "its last lines of output"},
         "open_url": {
             "type": "string",

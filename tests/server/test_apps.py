@@ -212,3 +212,25 @@ async def test_an_app_served_by_the_agent_is_reachable_only_through_the_proxy(
     assert len(told) == 1 and told[0]["content"].startswith("The live app 'web' crashed"), told
     _, body = await api("GET", f"sessions/{sid}/apps")
     assert body["apps"][0]["state"] == "crashed"
+
+
+async def test_an_app_that_binds_its_own_port_is_reached_through_the_proxy(
+    model_env, api, ws, think, raw
+) -> None:
+    page = "cat > index.html <<'EOF'\n<p>served from a port</p>\nEOF"
+    model_env.reply(tool_calls=[("bash", {"command": page})])
+    model_env.reply(tool_calls=[("serve_app", {"command": "python -m http.server $PORT",
+                                               "name": "files", "port": 8000})])  # fmt: skip
+    model_env.reply(text="Served.")
+    _, s = await api("POST", "sessions", {"title": "port app"})
+    sid = s["id"]
+    tab = await ws(sid)
+    await api("POST", f"sessions/{sid}/messages", {"content": "serve the folder"})
+    await until(lambda: chat_text(tab, "Served."), 90, "the app served")
+    served = json.dumps(model_env.requests[-1]["messages"][-1])
+    assert "is running" in served, served
+    _, body = await api("GET", f"sessions/{sid}/apps")
+    [row] = body["apps"]
+    assert row["state"] == "running" and row["port"] == 8000, row
+    r = await raw(f"api/think/sessions/{sid}/apps/files/index.html")
+    assert r.code == 200 and b"served from a port" in r.body, r.body

@@ -35,7 +35,10 @@ def _connect(port: int) -> socket.socket | None:
     """A connection to the app's port (IPv4 loopback, else IPv6); None while it listens on
     neither (it is starting: the client sees its connection closed and tries again)."""
     for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no inet sockets here (not under serve_app's port): the app says why
+            continue
         try:
             sock.connect((host, port))
             return sock
