@@ -83,3 +83,33 @@ def test_where_socket_files_cannot_be_made_the_kernel_stays_on_tcp() -> None:
     ok = KernelManager(kernel_name="think", connection_file=f"{jupyter_runtime_dir()}/k.json")
     assert use_socket_files(ok) and ok.transport == "ipc"
     assert not os.path.exists(f"{ok.ip}-probe")  # the probe leaves nothing behind
+
+
+def test_a_runtime_folder_too_deep_for_a_socket_uses_a_short_private_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection file whose folder is too deep for a socket's path (a long home or data
+    path, or a test's tmp folder): the sockets go to ``<temp>/think-ipc-<uid>`` (0700, ours),
+    not back to TCP ports and their race; a folder by that name someone else could enter
+    is not used."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True, mode=0o700)
+    km = KernelManager(kernel_name="think", connection_file=str(deep / "kernel-abc.json"))
+    assert use_socket_files(km) and km.transport == "ipc", km.ip
+    folder = os.path.dirname(km.ip)
+    assert os.path.basename(km.ip) == "kernel-abc-ipc"
+    assert len(os.fsencode(km.ip)) <= 100 and not folder.startswith(str(tmp_path))
+    st = os.lstat(folder)
+    assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o077 == 0
+
+    # A planted stand-in (another user's, or open to others) is refused: TCP then.
+    import think_kernel.kernel.provisioner as provisioner
+
+    planted = tmp_path / "planted"
+    planted.mkdir(mode=0o777)
+    planted.chmod(0o777)
+    monkeypatch.setattr(provisioner.tempfile, "gettempdir", lambda: str(planted))
+    (planted / f"think-ipc-{os.getuid()}").mkdir(mode=0o755)
+    (planted / f"think-ipc-{os.getuid()}").chmod(0o755)
+    other = KernelManager(kernel_name="think", connection_file=str(deep / "kernel-x.json"))
+    assert not use_socket_files(other) and other.transport == "tcp"

@@ -20,8 +20,10 @@ transport), not localhost TCP ports. jupyter_client picks TCP ports by binding p
 letting go, and the kernel binds them later: any connection or listener made meanwhile on
 the machine (a browser's socket, a sandbox's web proxy) can take one, the kernel then fails
 with "Address already in use", and its restarts reuse the same ports. A socket file has no
-such race, and only its owner can open it (the runtime folder is private). Kept on TCP: a
-transport set in configuration, Windows, and a socket path over the system's length limit.
+such race, and only its owner can open it (the runtime folder is private). A runtime folder
+too deep for a socket's path limit gives its place to a short private one,
+``<temp>/think-ipc-<uid>``. Kept on TCP: a transport set in configuration, Windows, and a deep
+runtime folder when that short folder cannot be ours alone.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ import json
 import logging
 import os
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
@@ -114,12 +118,38 @@ def use_socket_files(km: Any) -> bool:
         runtime = jupyter_runtime_dir()
         ensure_dir_exists(runtime, 0o700)
         base = os.path.join(runtime, f"kernel-{km.kernel_id}-ipc")
-    if len(os.fsencode(base)) > _SOCKET_PATH_MAX or not _can_bind_socket_files(base):
+    if len(os.fsencode(base)) > _SOCKET_PATH_MAX:
+        # A deep runtime folder (a long home or data path): the sockets go to a short
+        # private folder instead, as private as the runtime folder (0700, ours).
+        short = _short_folder()
+        if short is None:
+            return False
+        base = os.path.join(short, os.path.basename(base))
+        if len(os.fsencode(base)) > _SOCKET_PATH_MAX:
+            return False
+    if not _can_bind_socket_files(base):
         return False
     km.transport = "ipc"
     km.ip = base
     km.cache_ports = False  # TCP's port cache: socket files need none
     return True
+
+
+def _short_folder() -> str | None:
+    """``<temp>/think-ipc-<uid>``, made 0700 if missing; None unless it is a real folder of
+    ours that no one else can enter (in a shared temp folder another user could have made
+    it first, or put a link there)."""
+    folder = os.path.join(tempfile.gettempdir(), f"think-ipc-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        log.warning("Think: %s is not a private folder of ours; the kernel uses TCP", folder)
+        return None
+    return folder
 
 
 def _can_bind_socket_files(base: str) -> bool:
