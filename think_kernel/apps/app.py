@@ -96,6 +96,7 @@ class App:
     sock: socket.socket
     restart_on_change: bool = False
     port: int | None = None  # the port it binds itself in the sandbox (tier 1), if any
+    run_id: str = ""  # the chat run that started it ("" outside a run): its Stop ends it
     started_at: float = field(default_factory=time.time)
     state: str = "starting"
     exit_code: int | None = None

@@ -6,18 +6,25 @@ recorded in the store and sent to the server.
     apps.get("s_1", "site").describe()
     await apps.restart("s_1", "site")
     await apps.stop("s_1", "site")
+    await apps.stop_run("r_1")               # the chat's Stop: the apps that run started
     await apps.close()                       # the kernel ends: every app stops
 
 An app is a background process of the session's sandbox (the job machinery of
 ``think_kernel/jobs``: the same uid, tier, cgroup and limits, a bounded log) that serves HTTP
 on a socket the kernel made for it (:mod:`.app`). The store keeps each session's apps under
 the setting ``apps.<session id>``, with their socket paths, which the server's proxy reads.
+
+An app belongs to the chat run that started it (:data:`RUN`, set by the kernel for each run):
+when a person stops that run, the apps it started end with it (:meth:`Apps.stop_run`), as
+does an app whose start is cancelled while it is awaited. Apps of earlier, finished turns
+run on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import shlex
@@ -41,6 +48,11 @@ log = logging.getLogger(__name__)
 #: The schedule kind of an app's crash: the server posts it into the chat, once.
 APP_CRASH = "app_crash"
 _PROBE_EVERY = 0.05  # seconds between two probes of an app that closed without answering
+#: Why an app ended with the run that started it (a person's Stop of that run).
+STOPPED_WITH_RUN = "stopped with the run that started it (Stop)"
+#: The chat run whose tools run in this context ("" outside one): set by the kernel as a run
+#: begins, read when an app starts, so the run's Stop knows which apps are its own.
+RUN: contextvars.ContextVar[str] = contextvars.ContextVar("think_app_run", default="")
 
 
 def setting_key(session_id: str) -> str:
@@ -105,11 +117,13 @@ class Apps:
         port: int | None = None,
         store: Store | None = None,
         wake_scheduler: Callable[[], Any] | None = None,
+        run_id: str | None = None,
     ) -> App:
         """Start ``command`` as an app of the session and wait until it answers HTTP (or
         ends, or its start timeout passes: then it is stopped). With ``port`` the app binds
-        that port itself (tier 1 only) and a forwarder links it to its socket. AppError says
-        why not."""
+        that port itself (tier 1 only) and a forwarder links it to its socket. It belongs to
+        ``run_id`` (default: the chat run of this context, :data:`RUN`). Cancelled while it
+        waits, the app is stopped before the cancellation goes on. AppError says why not."""
         if self._closed:
             raise AppError("the kernel is shutting down")
         if not command.strip():
@@ -134,6 +148,7 @@ class Apps:
             self._wakes[session_id] = wake_scheduler
         path, sock = open_listener(self.config.socket_root)
         app = App(name, command, session_id, path, sock, restart_on_change, port)
+        app.run_id = RUN.get() if run_id is None else run_id
         app.restarts = old.restarts + 1 if old is not None else 0
         mine[name] = app
         try:
@@ -144,7 +159,14 @@ class Apps:
             await self._save(session_id)
             raise
         await self._save(session_id)
-        await self._wait_ready(app)
+        try:
+            await self._wait_ready(app)
+        except asyncio.CancelledError:
+            # Whoever awaited it gave up (the chat's Stop): an app no one waits for must not
+            # live on unseen. The stop is a task of ours, so a second cancel cannot cut it.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._spawn(self.stop(session_id, name, STOPPED_WITH_RUN)))
+            raise
         return app
 
     async def _launch(self, app: App) -> None:
@@ -187,6 +209,7 @@ class Apps:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.start_timeout
         ended = asyncio.ensure_future(job.ended.wait())
+        probe: asyncio.Future[bool] | None = None
         try:
             while not job.ended.is_set() and loop.time() < deadline:
                 probe = asyncio.ensure_future(answers(app.path))
@@ -204,6 +227,8 @@ class Apps:
                     await asyncio.sleep(_PROBE_EVERY)  # a poll interval, not a wait
         finally:
             ended.cancel()
+            if probe is not None:
+                probe.cancel()  # cancelled while it waited: the probe is ours to end
         if job.ended.is_set() and app.task is not None:
             await asyncio.wait({app.task})  # its end recorded (exited or crashed)
         if app.alive:
@@ -236,13 +261,24 @@ class Apps:
         if app is None:
             raise AppError(f"no app {name!r} in this session")
         await self.stop(session_id, name, "restarted")
+        # Restarted, it is still the app its run started (that run's Stop ends it).
         return await self.start(session_id, app.command, name,
                                 restart_on_change=app.restart_on_change, port=app.port,
-                                store=self._stores.get(session_id))  # fmt: skip
+                                store=self._stores.get(session_id),
+                                run_id=app.run_id)  # fmt: skip
 
     async def stop_all(self, session_id: str | None, reason: str = "stopped") -> list[App]:
         """Stop every app still alive (of one session, or all); the apps it stopped."""
         apps = self.alive(session_id)
+        await asyncio.gather(*(self.stop(a.session_id, a.name, reason) for a in apps))
+        return apps
+
+    async def stop_run(self, run_id: str, reason: str = STOPPED_WITH_RUN) -> list[App]:
+        """The chat run ``run_id`` was stopped: stop the apps it started that still run (an
+        app of an earlier turn runs on); the apps it stopped."""
+        if not run_id:
+            return []
+        apps = [a for a in self.alive() if a.run_id == run_id]
         await asyncio.gather(*(self.stop(a.session_id, a.name, reason) for a in apps))
         return apps
 

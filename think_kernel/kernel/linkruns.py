@@ -15,12 +15,14 @@ side (one at a time per session), and an approval goes to the runtime that asked
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..apps.registry import RUN as APP_RUN
 from ..wire.link import (
     ApprovalFrame,
     CancelFrame,
@@ -165,6 +167,8 @@ class LinkRuns:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         ids = {"run_id": run_id, "session_id": session_id, "attempt": attempt}
+        APP_RUN.set(run_id)  # the apps this run starts are its own: its Stop ends them
+        rt: Any = None
         async with self._lock_of(session_id):
             self._push({"kind": "run_started", **ids})
             self.current = run_id
@@ -182,6 +186,9 @@ class LinkRuns:
                         retryable = bool(getattr(event, "retryable", False))
             except asyncio.CancelledError:
                 status, error = "cancelled", "cancelled"
+                if rt is not None:  # before run_end: the server hears of them first
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(rt.apps.stop_run(run_id))
                 raise
             except Exception as e:
                 log.exception("chat run %s failed", run_id)
