@@ -75,12 +75,14 @@ class Delivery:
         try:
             woke = self.pool.hibernating(run.session_id)
             kid = await self.pool.ensure(run.session_id)
-            if self.pool.take_restart(run.session_id) or (woke and await self._ran(run)):
-                run.context = f"{WORKER_RESTARTED}\n{run.context}".strip()
-                await self._note_restart(run.session_id)
             run.kernel_id = kid
             await self.store.update_run(run.id, kernel_id=kid, status="running")
             await wait_for(self.links.wait(kid), self.start_timeout)
+            # Asked once the link is up: a kernel jupyter_server restarted under the same id
+            # is known as a new process only when it links again.
+            if self.pool.take_restart(run.session_id) or (woke and await self._ran(run)):
+                run.context = f"{WORKER_RESTARTED}\n{run.context}".strip()
+                await self._note_restart(run.session_id)
             if self.current(run):
                 self.send(kid, run)
         except asyncio.CancelledError:

@@ -428,6 +428,11 @@ class ChatSessions:
     # -- what kernels say --------------------------------------------------------------------
 
     def _on_connect(self, info: KernelInfo, new_process: bool) -> None:
+        if new_process:
+            # A chat kernel links once before any chat takes it: a new process of a kernel
+            # that serves chats is a restart (jupyter_server's restarter brings a dead kernel
+            # back under the same id), and its chats' warm workers went with the old one.
+            self.pool.restarted.update(self.pool.sessions_on(info.kernel_id))
         for run in list(self.runs.values()):
             if run.kernel_id != info.kernel_id or run.state != "running":
                 continue

@@ -110,6 +110,25 @@ async def test_a_host_killed_while_one_of_its_chats_hibernates(model_env, api, t
     await _wakes_told(api, model_env, b, "beta")
 
 
+async def test_a_host_jupyter_restarted_tells_its_chats(model_env, api, think):
+    """jupyter_server's restarter brings a killed host back under the same id: its chats
+    stay on it, and each is told its worker restarted (the new process links anew)."""
+    chats = think.services.chats
+    chats.pool.sessions_per_kernel = 4  # as c.ThinkExtension.sessions_per_kernel = 4
+    a = await _chat_answered(api, model_env, "alpha")
+    b = await _chat_answered(api, model_env, "beta")
+    host = chats.kernels[a]
+    assert chats.kernels[b] == host
+    links = think.services.links
+    epoch = links.epochs[host]
+    os.kill(_pid(think, host), signal.SIGKILL)
+    await until(lambda: links.epochs.get(host) not in (None, epoch), 60, "the host restarted")
+    assert await chats.pool.alive(host)
+    await _wakes_told(api, model_env, a, "alpha")
+    await _wakes_told(api, model_env, b, "beta")
+    assert chats.kernels[a] == chats.kernels[b] == host
+
+
 async def test_a_wake_up_while_the_pool_is_empty(model_env, api, think):
     chats = think.services.chats
     sid = await _chat_answered(api, model_env, "alpha")
