@@ -28,6 +28,8 @@ from .config import WebConfig
 from .page import NetworkWatch
 
 log = logging.getLogger(__name__)
+#: Called with a session's new browser context before its first page.
+Prepare = Callable[[Any], Awaitable[None]]
 
 # Chromium switches: headless on a server, no background traffic of its own (on a closed
 # network each refused connection would otherwise be retried in a storm), nothing that could
@@ -168,7 +170,7 @@ class BrowserManager:
             self.browser = None
             self.tabs.clear()
 
-    async def _new_tab(self) -> Tab:
+    async def _new_tab(self, prepare: Prepare | None) -> Tab:
         browser = await self._ensure_browser()
         cfg = self.config
         options: dict[str, Any] = {
@@ -181,6 +183,8 @@ class BrowserManager:
         context = await browser.new_context(**options)
         context.set_default_timeout(cfg.action_timeout * 1000)
         context.set_default_navigation_timeout(cfg.navigation_timeout * 1000)
+        if prepare is not None:  # before its first page: no request goes out unrouted
+            await prepare(context)
         page = await context.new_page()
         tab = Tab(context, page, NetworkWatch(context), self.clock())
 
@@ -192,12 +196,13 @@ class BrowserManager:
         return tab
 
     @contextlib.asynccontextmanager
-    async def use(self, session_id: str) -> AsyncIterator[Tab]:
-        """The session's tab, started if needed; calls on one session run one at a time."""
+    async def use(self, session_id: str, prepare: Prepare | None = None) -> AsyncIterator[Tab]:
+        """The session's tab, started if needed (``prepare`` gets its new context first: the
+        session's own app routes); calls on one session run one at a time."""
         async with self._tab_lock:  # two first calls of a session must not open two pages
             tab = self.tabs.get(session_id)
             if tab is None or tab.page.is_closed():
-                tab = await self._new_tab()
+                tab = await self._new_tab(prepare)
                 self.tabs[session_id] = tab
         async with tab.lock:
             tab.last_used = self.clock()

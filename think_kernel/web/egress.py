@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..waits import wait_for
-from .netpolicy import AllowEntry, IPAddress, NetPolicy
+from .netpolicy import APP_HOST, AllowEntry, IPAddress, NetPolicy, is_app_host
 
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
@@ -32,9 +32,10 @@ class Blocked(Exception):
     """A connection the policy refused; the message says why and what would allow it."""
 
     def __init__(self, host: str, port: int, reason: str, hint: str) -> None:
+        allow = f"; to allow it, add {hint} to THINK_BROWSER_ALLOW" if hint else ""
         super().__init__(
             f"blocked {host}:{port}: {reason}. The browser and search tools may not reach this "
-            f"machine or its network; to allow it, add {hint} to THINK_BROWSER_ALLOW"
+            f"machine or its network{allow}"
         )
         self.host, self.port, self.reason, self.hint = host, port, reason, hint
 
@@ -148,14 +149,22 @@ class Egress:
         new = self.blocked_count - mark
         return list(self.blocked)[-new:] if new > 0 else []
 
-    def _refuse(self, host: str, port: int, reason: str, policy: NetPolicy, what: str) -> Blocked:
+    def note_refusal(self, host: str, port: int, reason: str, what: str = "") -> None:
+        """Keep a refusal made elsewhere (a session's app routes) with the egress's own."""
         self.blocked.append(BlockedAttempt(time.time(), host, port, reason, what))
         self.blocked_count += 1
+
+    def _refuse(self, host: str, port: int, reason: str, policy: NetPolicy, what: str) -> Blocked:
+        self.note_refusal(host, port, reason, what)
         return Blocked(host, port, reason, policy.hint(host, port))
 
     async def allowed_addresses(self, host: str, port: int, what: str = "") -> list[IPAddress]:
         """Resolve once; return the addresses that may be used, or raise Blocked."""
         policy = self.policy()
+        if is_app_host(host):  # only a session's browser context answers it, never a socket
+            reason = f"{APP_HOST} is served to a session's browser by the kernel only"
+            self.note_refusal(host, port, reason, what)
+            raise Blocked(host, port, reason, "")
         try:
             ips = await wait_for(self.resolver(host, port), self.connect_timeout)
         except (OSError, TimeoutError, UnicodeError) as e:

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
+#: The name the browser sees a session's own live apps at (``ownapps.py``): its context
+#: answers it from the kernel, so no connection may ever go to it, whatever it resolves to.
+APP_HOST = "think-app.localhost"
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _V4_COMPAT = ipaddress.ip_network("::/96")
 
@@ -66,6 +69,11 @@ def normalise_host(host: str) -> str:
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host.rstrip(".")
+
+
+def is_app_host(host: str) -> bool:
+    """Whether ``host`` is :data:`APP_HOST`."""
+    return normalise_host(host) == APP_HOST
 
 
 def _port(text: str, entry: str) -> int:

@@ -2,7 +2,10 @@
 
 Plain async functions (STYLE 6). They find the kernel's :class:`WebServices` in
 ``ctx.services.web``; everything they do goes through its egress proxy, so no page, redirect
-or search endpoint can make them reach this machine or its network unless allowlisted.
+or search endpoint can make them reach this machine or its network unless allowlisted. The
+one internal exception is the session's own live apps (``ownapps.py``): their address
+(``/api/think/sessions/{id}/apps/{name}/``, ``app://{name}/``) opens them, answered from their
+sockets by the kernel, never through the Jupyter server.
 Results are cached per session (search results per kernel); a hit says so in the text the
 model reads and in the action-log summary (``(cache hit)``).
 """
@@ -21,6 +24,7 @@ from ..tools.base import ToolContext, ToolError, ToolFunc, ToolOutput
 from ..tools.summarize import clip
 from .browser import BrowserUnavailable, Tab
 from .cache import key
+from .ownapps import AppRoutes, NotOwnApp, app_page_url
 from .page import (
     Action,
     PageError,
@@ -50,6 +54,27 @@ def _web(ctx: ToolContext) -> WebServices:
     except WebSetupError as e:
         raise ToolError(str(e), "WEB_MISCONFIGURED") from None
     return web
+
+
+def _socket_of(ctx: ToolContext) -> Callable[[str], str | None]:
+    """The socket of a running app of the calling session, by name."""
+    apps = ctx.services.apps
+
+    def socket_of(name: str) -> str | None:
+        app = apps.get(ctx.session_id, name) if apps is not None else None
+        return app.path if app is not None and app.alive else None
+
+    return socket_of
+
+
+def _target(ctx: ToolContext, url: str) -> tuple[str, bool]:
+    """(the URL the browser opens, whether it is one of the session's own apps); ToolError
+    for an address that is neither an http(s) URL nor a running app of this session."""
+    try:
+        own = app_page_url(url, ctx.session_id, _socket_of(ctx))
+        return (own, True) if own is not None else (check_url(url), False)
+    except (NotOwnApp, PageError) as e:
+        raise ToolError(str(e), "URL_NOT_ALLOWED") from None
 
 
 def _page_prefix(session_id: str) -> str:
@@ -124,8 +149,11 @@ async def _in_tab(ctx: ToolContext, web: WebServices, fn: Callable[[Tab], Awaita
     from playwright.async_api import Error as PlaywrightError
 
     mark = web.egress.blocked_count
+    routes = AppRoutes(ctx.session_id, _socket_of(ctx), web.egress.note_refusal,
+                       max_bytes=web.config.max_response_mb * 1_000_000,
+                       timeout=web.config.navigation_timeout)  # fmt: skip
     try:
-        async with web.browser.use(ctx.session_id) as tab:
+        async with web.browser.use(ctx.session_id, prepare=routes.install) as tab:
             return await fn(tab)
     except BrowserUnavailable as e:
         raise ToolError(str(e), "BROWSER_UNAVAILABLE") from None
@@ -159,7 +187,7 @@ async def _goto(tab: Tab, web: WebServices, session_id: str, url: str) -> int | 
 async def _current(tab: Tab, web: WebServices, session_id: str, url: str | None) -> None:
     """Open ``url``, or the page a cache hit stood in for; PageError if no page is open."""
     if url:
-        await _goto(tab, web, session_id, check_url(url))
+        await _goto(tab, web, session_id, url)
         return
     pending = web.browser.pending.get(session_id)
     if pending:
@@ -174,19 +202,18 @@ def _with_blocked(text: str, web: WebServices, mark: int) -> str:
 
 
 async def browse_url(ctx: ToolContext, url: str) -> ToolOutput:
-    """Open a web page in the browser and return its readable text, title and links.
+    """Open a web page in the browser and return its readable text, title and links. Your
+    own live app (serve_app) opens at the address serve_app printed,
+    /api/think/sessions/ID/apps/NAME/..., or at app://NAME/...; nothing else of this machine.
 
     Args:
-        url: the http(s) URL to open
+        url: the http(s) URL to open, or your app's address
     """
     web = _web(ctx)
-    try:
-        url = check_url(url)
-    except PageError as e:
-        raise ToolError(str(e), "URL_NOT_ALLOWED") from None
+    url, own = _target(ctx, url)
     cfg = web.config
     k = key("page", ctx.session_id, "text", url)
-    hit = web.cache.get(k)
+    hit = None if own else web.cache.get(k)  # an app changes as the agent edits it
     if hit is not None:
         web.browser.pending[ctx.session_id] = url
         page_text: PageText = hit.value
@@ -204,7 +231,7 @@ async def browse_url(ctx: ToolContext, url: str) -> ToolOutput:
 
     result = await _in_tab(ctx, web, run)
     ok = result.status is None or result.status < 400
-    if ok:  # an error page is worth loading again next time
+    if ok and not own:  # an error page is worth loading again next time
         web.cache.put(k, result)
     return ToolOutput(
         text=_with_blocked(format_page(result, cfg.max_text_chars), web, mark),
@@ -231,10 +258,12 @@ async def screenshot(
 ) -> ToolOutput:
     """Take a PNG screenshot of the current page (or open url first), the whole page or one
     element; it is shown to the user. Give a question to have the vision model answer it
-    about the image.
+    about the image. Your own live app opens at /api/think/sessions/ID/apps/NAME/... or
+    app://NAME/....
 
     Args:
-        url: open this URL first (else the page browse_url or interact_with_page left open)
+        url: open this URL (or your app's address) first (else the page browse_url or
+            interact_with_page left open)
         selector: CSS selector of one element to capture
         text: visible text of one element to capture (instead of a selector)
         full_page: capture the whole scrollable page, not just the viewport
@@ -243,6 +272,8 @@ async def screenshot(
     web = _web(ctx)
     cfg = web.config
     mark = web.egress.blocked_count
+    if url:
+        url = _target(ctx, url)[0]
 
     async def run(tab: Tab) -> tuple[Any, str, str]:
         await _current(tab, web, ctx.session_id, url)
@@ -318,8 +349,11 @@ async def interact_with_page(
         selector: CSS selector of the element
         text: the element's visible text, label, placeholder or button name (or a selector)
         value: text to type, option, key (Enter), scroll (up/down/top/bottom/pixels) or URL
+            (your own app's address too)
     """
     web = _web(ctx)
+    if action == "navigate":
+        value = _target(ctx, value or "")[0]
     cfg = web.config
     mark = web.egress.blocked_count
     # The page may change what a cached read of it said (a form posted, a cookie set).
@@ -327,8 +361,8 @@ async def interact_with_page(
 
     async def run(tab: Tab) -> tuple[str, PageText]:
         if action == "navigate":
-            done = f"navigated to {check_url(value or '')}"
-            await _goto(tab, web, ctx.session_id, check_url(value or ""))
+            done = f"navigated to {value}"
+            await _goto(tab, web, ctx.session_id, value or "")
         else:
             await _current(tab, web, ctx.session_id, None)
             before = tab.page
@@ -360,15 +394,18 @@ async def scrape_page(
 
     Args:
         selectors: field -> CSS selector, e.g. {"prices": "table#prices", "link": "a.more@href"}
-        url: open this URL first (else the page already open)
+        url: open this URL (or your own app's address) first (else the page already open)
         item: CSS selector of repeated elements (e.g. ".product"); selectors are relative to it
     """
     web = _web(ctx)
+    own = False
+    if url:
+        url, own = _target(ctx, url)
     k = key("page", ctx.session_id, "scrape", url, selectors, item) if url else ""
-    hit = web.cache.get(k) if url else None
+    hit = web.cache.get(k) if url and not own else None
     if hit is not None:
         assert url is not None
-        web.browser.pending[ctx.session_id] = check_url(url)
+        web.browser.pending[ctx.session_id] = url
         data, page_url = hit.value
         text = json.dumps(data, indent=1, ensure_ascii=False)
         return ToolOutput(
@@ -382,7 +419,7 @@ async def scrape_page(
         return await scrape(tab.page, selectors, item), tab.page.url
 
     data, page_url = await _in_tab(ctx, web, run)
-    if url:
+    if url and not own:
         web.cache.put(k, (data, page_url))
     text = json.dumps(data, indent=1, ensure_ascii=False)
     return ToolOutput(
