@@ -61,8 +61,8 @@ async def serve_app(
     http.server $PORT`, streamlit, voila, panel serve) needs `port`: it gets $PORT and may
     listen on it inside the sandbox (sandbox tier 1 only; elsewhere it is refused). Links
     in its pages must be relative (it is served under a path). It has no internet access.
-    Check it with browse_url or screenshot on its address; read its output with app_logs;
-    stop it with stop_app.
+    Check it with browse_url or screenshot on its address (or app://NAME/); read its
+    output with app_logs; stop it with stop_app.
 
     Args:
         command: the command line, run with `bash -c` in the workspace
@@ -83,8 +83,9 @@ async def serve_app(
         raise ToolError(str(e), "BAD_APP") from None
     if app.state == "running":
         text = (f"App {app.name!r} is running at {app.url} (the person opens it from the "
-                f"Apps list). app_logs({app.name!r}) shows its output, stop_app({app.name!r}) "
-                "ends it.")  # fmt: skip
+                f"Apps list). Look at it yourself with browse_url or screenshot on that "
+                f"address, or on app://{app.name}/. app_logs({app.name!r}) shows its output, "
+                f"stop_app({app.name!r}) ends it.")  # fmt: skip
         return ToolOutput(text=text, summary=f"app {app.name} running")
     tail = app.log_tail(40) or "(no output)"
     text = f"App {app.name!r} did not start: {_line(app)}\n[its last output]\n{for_model(tail)}"
