@@ -334,7 +334,7 @@ class ThinkExtension(ExtensionApp):
         self.handlers.append((r"/api/think/notifications", NotificationsSocket, kw))
         session = r"/api/think/sessions/(?P<session_id>[A-Za-z0-9_.\-]{1,128})"
         self.handlers.extend((pattern, cls, kw) for pattern, cls in app_routes(session))
-        # After the app routes: POST .../apps/NAME/stop is the app's Stop, not its page.
+        # The list, Stop and Restart at .../apps; every path below .../apps/NAME is the app's.
         self.handlers.extend((pattern, AppProxy, kw) for pattern in proxy_routes(session))
         self.handlers.append((r"/api/think/link", LinkHandler, {"links": self.links}))
         if self.mcp is not None:

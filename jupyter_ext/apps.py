@@ -1,5 +1,6 @@
 """Live apps on the server: what each session's kernel says of its apps, the tabs' ``apps``
-frame, and ``GET .../apps``, ``POST .../apps/{name}/stop`` and ``.../restart``.
+frame, ``GET .../apps`` and ``POST .../apps`` (``{"action": "stop"|"restart", "name"?}``: a
+person's Stop, Stop all, Restart).
 
     watch = AppsWatch(hub); links.item_listeners.append(watch.on_item)
     watch.socket_of("s_1", "site")      # the app's private socket, for the proxy
@@ -8,7 +9,9 @@ frame, and ``GET .../apps``, ``POST .../apps/{name}/stop`` and ``.../restart``.
 A kernel sends each change of its apps as an ``apps`` link item (``think_kernel/apps``) and
 keeps them in the store (``apps.<session id>``). The rows carry each app's socket path,
 which stays on the server: the tabs and the REST API never see it. Stop and restart go to
-the session's kernel as an ``apps`` link frame.
+the session's kernel as an ``apps`` link frame. The controls sit on the list's own path, not
+below an app's (``.../apps/{name}/...`` is the app's own path space, all of it proxied: an
+app's own ``POST /stop`` reaches the app).
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from think_kernel.apps import setting_key
+from think_kernel.apps.app import NAME
 from think_kernel.schedules.scheduler import Firing, pid_alive
 from think_kernel.waits import wait_for
 from think_kernel.wire.link import AppsFrame
 
 from .appproxy import AppClients, open_path
-from .base import ThinkHandler
+from .base import ThinkHandler, field
 
 if TYPE_CHECKING:
     from .hub import Hub
@@ -170,7 +174,8 @@ class _AppsHandler(ThinkHandler):
 
 
 class AppsHandler(_AppsHandler):
-    """``GET``: a session's live apps."""
+    """``GET``: a session's live apps. ``POST {"action", "name"?}``: a person's Stop or
+    Restart of one of them, or Stop of every one that runs (no ``name``)."""
 
     @authorized
     async def get(self, session_id: str) -> None:
@@ -179,40 +184,51 @@ class AppsHandler(_AppsHandler):
         secret = self.settings.get("cookie_secret") or b""
         self.send({"apps": [public(r, session_id, secret) for r in await self.rows(session_id)]})
 
-
-class AppStopHandler(_AppsHandler):
-    """``POST``: stop one of the session's apps (a person's Stop)."""
-
     @authorized
-    async def post(self, session_id: str, name: str) -> None:
-        """Ask its kernel to stop it, and answer once it has: ``{"stopped": bool}``."""
+    async def post(self, session_id: str) -> None:
+        """``stop``: answered once the kernel stopped them, ``{"stopped": [names], "apps":
+        [rows]}``; ``restart`` (a name): its row once it runs, or failed. 409 without a
+        kernel."""
         await self.session_or_404(session_id)
-        row = next((r for r in await self.rows(session_id) if r.get("name") == name), None)
-        if row is None:
+        body = self.body()
+        action = field(body, "action", str, required=True)
+        name = field(body, "name", str) or ""
+        if action not in ("stop", "restart"):
+            raise web.HTTPError(400, "action is 'stop' or 'restart'")
+        if name and not NAME.match(name):
+            raise web.HTTPError(400, f"{name!r} is not an app's name")
+        rows = await self.rows(session_id)
+        row = next((r for r in rows if r.get("name") == name), None)
+        if name and row is None:
             raise web.HTTPError(404, f"no app {name!r} in this session")
-        if row.get("state") not in ALIVE:
-            self.send({"stopped": False, "state": row.get("state")})
+        if action == "restart":
+            if row is None:
+                raise web.HTTPError(400, "restart needs the app's name")
+            await self._restart(session_id, row)
             return
-        await self.ask_kernel(session_id, name, "stop")
+        names = [str(r.get("name")) for r in ([row] if row is not None else rows)
+                 if r.get("state") in ALIVE]  # fmt: skip
+        await self._stop(session_id, names)
+
+    async def _stop(self, session_id: str, names: list[str]) -> None:
+        """Ask the kernel to stop the apps, and answer once their rows say so."""
+        for name in names:
+            await self.ask_kernel(session_id, name, "stop")
+
+        def ended(r: dict[str, Any] | None) -> bool:
+            return r is None or r.get("state") not in ALIVE
+
         try:
-            row = await self.svc.apps.changed(
-                session_id, lambda r: r is None or r.get("state") not in ALIVE, name
-            )
+            await asyncio.gather(*(self.svc.apps.changed(session_id, ended, n) for n in names))
         except TimeoutError:
-            raise web.HTTPError(504, "the kernel did not stop the app in time") from None
-        self.send({"stopped": True, "state": (row or {}).get("state", "stopped")})
+            raise web.HTTPError(504, "the kernel did not stop the apps in time") from None
+        secret = self.settings.get("cookie_secret") or b""
+        apps = [public(r, session_id, secret) for r in self.svc.apps.rows(session_id)]
+        self.send({"stopped": names, "apps": apps})
 
-
-class AppRestartHandler(_AppsHandler):
-    """``POST``: start one of the session's apps again (stopped first if it runs)."""
-
-    @authorized
-    async def post(self, session_id: str, name: str) -> None:
-        """Ask its kernel to restart it; answer with its row once it runs (or failed)."""
-        await self.session_or_404(session_id)
-        row = next((r for r in await self.rows(session_id) if r.get("name") == name), None)
-        if row is None:
-            raise web.HTTPError(404, f"no app {name!r} in this session")
+    async def _restart(self, session_id: str, row: dict[str, Any]) -> None:
+        """Ask the kernel to restart the app; answer with its row once it runs (or failed)."""
+        name = str(row.get("name"))
         before = float(row.get("started_at") or 0)
         await self.ask_kernel(session_id, name, "restart")
 
@@ -221,17 +237,13 @@ class AppRestartHandler(_AppsHandler):
                     and r.get("state") != "starting")  # fmt: skip
 
         try:
-            row = await self.svc.apps.changed(session_id, restarted, name)
+            new = await self.svc.apps.changed(session_id, restarted, name)
         except TimeoutError:
             raise web.HTTPError(504, "the kernel did not restart the app in time") from None
-        self.send(public(row or {}, session_id, self.settings.get("cookie_secret") or b""))
+        self.send(public(new or {}, session_id, self.settings.get("cookie_secret") or b""))
 
 
 def app_routes(s: str) -> list[tuple[str, type[ThinkHandler]]]:
-    """The REST routes under the session prefix ``s``."""
-    name = r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]{0,39})"
-    return [
-        (f"{s}/apps", AppsHandler),
-        (f"{s}/apps/{name}/stop", AppStopHandler),
-        (f"{s}/apps/{name}/restart", AppRestartHandler),
-    ]
+    """The REST routes under the session prefix ``s`` (every path below ``.../apps/{name}``
+    is the app's, :func:`~.appproxy.proxy_routes`)."""
+    return [(f"{s}/apps", AppsHandler)]

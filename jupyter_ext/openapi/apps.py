@@ -1,4 +1,5 @@
-"""The routes of a session's live apps: their list, Stop, Restart, and the proxy to each."""
+"""The routes of a session's live apps: their list with its Stop, Stop all and Restart, and
+the proxy to each (every path below ``.../apps/{name}``)."""
 
 from __future__ import annotations
 
@@ -56,26 +57,41 @@ APP_PATHS: dict[str, Any] = {
             ok_json({"type": "object", "properties": {"apps": {"type": "array", "items": _APP}}}),
             params=[path_param("session_id")],
         ),
-    },
-    "/sessions/{session_id}/apps/{name}/stop": {
         "post": op(
-            "Stop one of the session's apps (a person's Stop): answered once its kernel "
-            "stopped it. 409 when no kernel runs the session",
-            ok_json(
-                {
-                    "type": "object",
-                    "properties": {"stopped": {"type": "boolean"}, "state": {"type": "string"}},
-                }
-            ),  # fmt: skip
-            params=_PARAMS,
-        ),
-    },
-    "/sessions/{session_id}/apps/{name}/restart": {
-        "post": op(
-            "Start one of the session's apps again (stopped first if it runs): answered with "
-            "its row once it answers HTTP or has failed. 409 when no kernel runs the session",
-            ok_json(_APP),
-            params=_PARAMS,
+            "A person's control of the session's apps. `stop` with a name: stop that app; "
+            "without one: every app that runs (Stop all). Answered once the kernel stopped "
+            "them, with the names stopped and the session's apps. `restart` (a name): start "
+            "it again (stopped first if it runs), answered with its row once it answers HTTP "
+            "or has failed. 404 for an unknown app, 409 when no kernel runs the session. "
+            "These controls are here, not below .../apps/{name}/, which is all the app's own",
+            {
+                "description": "stop: the apps stopped; restart: the app's row",
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "oneOf": [
+                                {
+                                    "type": "object",
+                                    "properties": {
+                                        "stopped": {"type": "array", "items": {"type": "string"}},
+                                        "apps": {"type": "array", "items": _APP},
+                                    },
+                                },
+                                _APP,
+                            ]
+                        }
+                    }
+                },
+            },
+            params=[path_param("session_id")],
+            body={
+                "type": "object",
+                "required": ["action"],
+                "properties": {
+                    "action": {"type": "string", "enum": ["stop", "restart"]},
+                    "name": {"type": "string", "description": "the app (stop: absent for all)"},
+                },
+            },
         ),
     },
     "/sessions/{session_id}/apps/{name}/{path}": _proxy(

@@ -189,14 +189,14 @@ async def test_an_app_served_by_the_agent_is_reachable_only_through_the_proxy(
     assert body["apps"][0]["restarts"] == 1
 
     # A person's Stop ends it: the proxy no longer reaches it.
-    code, body = await api("POST", f"sessions/{sid}/apps/web/stop")
-    assert code == 200 and body["stopped"] is True and body["state"] == "stopped"
+    code, body = await api("POST", f"sessions/{sid}/apps", {"action": "stop", "name": "web"})
+    assert code == 200 and body["stopped"] == ["web"] and body["apps"][0]["state"] == "stopped"
     r = await raw(base)
     assert r.code == 404
     _, body = await api("GET", f"sessions/{sid}/apps")
     assert body["apps"][0]["state"] == "stopped"
     # ... and Restart brings it back.
-    code, row = await api("POST", f"sessions/{sid}/apps/web/restart")
+    code, row = await api("POST", f"sessions/{sid}/apps", {"action": "restart", "name": "web"})
     assert code == 200 and row["state"] == "running", row
     assert (await raw(base)).code == 200
 

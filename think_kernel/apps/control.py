@@ -1,5 +1,5 @@
 """The ``apps`` link frame in a kernel: a person's Stop or Restart of an app (the sidebar,
-``POST .../apps/{name}/stop`` and ``.../restart``).
+``POST .../apps`` with ``{"action": "stop"|"restart", "name"}``).
 
     control = AppsControl(link.runtime)
     control.on_frame(AppsFrame(session_id="s_1", name="site", action="restart"))
