@@ -82,3 +82,20 @@ def test_parse() -> None:
             Rule.parse(bad)
     with pytest.raises(PolicyError):
         Policy.from_settings("lax")
+
+
+def test_proposed_edits_do_not_ask_in_review_mode() -> None:
+    """In review mode an edit only proposes: the defaults and strict mode do not ask for it
+    (a person accepts or rejects it later), a person's own rule still does."""
+    default, strict = Policy(), Policy(mode="strict")
+    for tool in ("delete_file", "delete_cell", "write_file", "edit_cell"):
+        assert default.check(tool, {"path": "a"}, known=CORE, proposing=True) is None
+        assert strict.check(tool, {"path": "a"}, known=CORE, proposing=True) is None
+    assert default.check("delete_file", {"path": "a"}, known=CORE)  # live: asks
+    # Nothing that acts on its own is waved through.
+    assert strict.check("bash", {"command": "ls"}, known=CORE, proposing=True)
+    assert default.check("revert", {"path": "n.ipynb"}, known=CORE, proposing=True)
+    ruled = Policy.from_settings("default", [{"tool": "delete_file"}])
+    assert ruled.check("delete_file", {"path": "a"}, known=CORE, proposing=True)
+    # A steering file asks before it is proposed too.
+    assert default.check("write_file", {"path": ".think/hooks.py"}, known=CORE, proposing=True)

@@ -154,8 +154,15 @@ class ApprovalGate:
                 return None  # invalid arguments: the tool refuses them, nothing runs
             if tool == ASK_USER:
                 return await self._ask(session_id, message_id, call_id, args, emit, task_id=task_id)
+            # In review mode the workspace carries the session's active proposal: edits
+            # only propose.
+            proposal = getattr(workspace, "proposal", None)
             reason = (await self.policy()).check(
-                tool, args, known=self.known(), destructive=self.destructive()
+                tool,
+                args,
+                known=self.known(),
+                destructive=self.destructive(),
+                proposing=proposal is not None and bool(await proposal.is_active()),
             )
             if reason is None:
                 return None

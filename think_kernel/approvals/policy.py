@@ -79,6 +79,11 @@ WRITES = frozenset(
 #: Tools that run a command as another does: a rule naming the other governs them too (a
 #: rule that asks before ``bash`` commands matching ``rm\s`` asks before such a job).
 SAME_AS = {"run_job": "bash", "serve_app": "bash"}
+#: Tools whose change goes to the session's proposal in review mode: nothing live changes
+#: until a person accepts it, so asking before each would ask twice.
+PROPOSED = frozenset(
+    {"write_file", "edit_file", "delete_file", "insert_cell", "edit_cell", "delete_cell"}
+)
 #: File tools whose ``path`` argument names what they change.
 FILE_CHANGES = frozenset({"write_file", "edit_file", "delete_file"})
 #: The workspace folder whose files steer the agent (``think_kernel.skills.places``).
@@ -246,12 +251,15 @@ class Policy:
         *,
         known: Iterable[str] = (),
         destructive: Iterable[str] = (),
+        proposing: bool = False,
     ) -> str | None:
         """None when the call may run; otherwise why it needs approval.
 
         ``known`` names tools that are core or marked read-only: other tools (MCP servers,
         extensions) ask in ``default`` mode. ``destructive`` names tools whose server says
         they may destroy data: they ask unless the mode is ``auto`` or a rule names them.
+        ``proposing``: the session is in review mode, so file and cell edits only propose
+        (the defaults and ``strict`` do not ask for them; a person's rules still do).
         """
         if tool in set(destructive) and self.mode != "auto":
             for rule in self.rules:
@@ -274,7 +282,7 @@ class Policy:
         for rule in self.rules:
             if rule.matches(tool, args):
                 return f"policy rule: {rule.describe()}" if rule.action == "ask" else None
-        if self.mode == "auto":
+        if self.mode == "auto" or (proposing and tool in PROPOSED):
             return None
         if tool == "run_in_kernel" and self.kernel_exec == "auto":
             return None
