@@ -3,8 +3,10 @@
  *
  * `AppsModel` reads `GET sessions/{id}/apps` when a session opens, takes each `apps` frame
  * of the session socket, and asks again when a tool that changes apps returns (so a
- * server that sends no frame still shows them). Stop and Restart post to the server and
- * show its answer. The sidebar's list (appsView.tsx) and the app tabs (appTab.ts) read it.
+ * server that sends no frame still shows them). Stop, Stop all and Restart post to the
+ * session's `apps` route (`{action, name?}`: never a path below an app's, which is all the
+ * app's own) and show the answer. The sidebar's list (appsView.tsx) and the app tabs
+ * (appTab.ts) read it.
  *
  * An app's address is always built here from the session id and the app's name: never taken
  * from a tool's text, so a tab can only ever show the server's authenticated app proxy.
@@ -110,13 +112,15 @@ export interface IToolCallLike {
 /**
  * The app a finished `serve_app` call started, or null: its name from the result's
  * structured `app` (a display bundle), else from the proxy path its text names, else from
- * its `name` argument. The session is the one the card belongs to.
+ * its `name` argument (the only source for a call cut by Stop while its app started). The
+ * session is the one the card belongs to.
  */
 export function appOfToolCall(
   call: IToolCallLike,
   sessionId: string | null
 ): IAppRef | null {
-  if (call.name !== 'serve_app' || call.status !== 'complete' || !sessionId) {
+  const ended = call.status === 'complete' || call.status === 'cancelled';
+  if (call.name !== 'serve_app' || !ended || !sessionId) {
     return null;
   }
   for (const bundle of call.display ?? []) {
@@ -222,13 +226,19 @@ export class AppsModel {
 
   /** Stop an app; the list shows how it ended. */
   async stop(name: string): Promise<void> {
-    await this._post(name, 'stop');
+    await this._post('stop', name);
+    await this.refresh();
+  }
+
+  /** Stop every app of the session that runs; the list shows how they ended. */
+  async stopAll(): Promise<void> {
+    await this._post('stop');
     await this.refresh();
   }
 
   /** Start an app again with its command; the list shows its new row. */
   async restart(name: string): Promise<void> {
-    const row = appRows([await this._post(name, 'restart')])[0];
+    const row = appRows([await this._post('restart', name)])[0];
     if (row) {
       this._put(row);
     }
@@ -261,17 +271,22 @@ export class AppsModel {
     }
   }
 
-  private async _post(name: string, action: string): Promise<unknown> {
+  /** `action` on the app `name` (no name: every app of the session). */
+  private async _post(
+    action: 'stop' | 'restart',
+    name?: string
+  ): Promise<unknown> {
     const sid = this._sessionId;
-    if (!sid || !isAppName(name)) {
+    if (!sid || (name !== undefined && !isAppName(name))) {
       throw new Error(`no app ${name} in this session`);
     }
-    const url = URLExt.join(
-      appsUrl(this.settings.baseUrl, sid),
-      encodeURIComponent(name),
-      action
+    const body = JSON.stringify(
+      name === undefined ? { action } : { action, name }
     );
-    return this._request(url, { method: 'POST', body: '{}' });
+    return this._request(appsUrl(this.settings.baseUrl, sid), {
+      method: 'POST',
+      body
+    });
   }
 
   private async _request(

@@ -1,6 +1,7 @@
 /**
  * The session's live apps in the chat sidebar (name, state, Open, Stop, Restart and the
- * tail of its log) and the "Open app" button of a `serve_app` tool card.
+ * tail of its log; "Stop all apps" while several run) and, on a `serve_app` tool card, the
+ * "Open app" button while the app runs, or how it ended (stopped with its run's Stop).
  *
  * Both read the apps model (apps.ts) and open an app through the app tabs (appTab.ts),
  * which the chat panel hands down in `AppsContext`.
@@ -76,17 +77,24 @@ function AppsList(props: {
   if (model.sessionId !== sessionId || !apps.length) {
     return null;
   }
+  // name '' with 'stop': every app that runs (Stop all apps).
   const act = async (name: string, what: 'stop' | 'restart'): Promise<void> => {
     setError(null);
     setBusy(name);
     try {
-      await (what === 'stop' ? model.stop(name) : model.restart(name));
+      if (what === 'restart') {
+        await model.restart(name);
+      } else {
+        await (name ? model.stop(name) : model.stopAll());
+      }
     } catch (e) {
-      setError(`${what === 'stop' ? 'Stop' : 'Restart'} ${name}: ${e}`);
+      const label = what === 'stop' ? 'Stop' : 'Restart';
+      setError(name ? `${label} ${name}: ${e}` : `Stop all apps: ${e}`);
     } finally {
       setBusy(null);
     }
   };
+  const liveCount = apps.filter(a => isLive(a.state)).length;
   return (
     <div className="jp-ThinkApps" aria-label="Live apps">
       {apps.map(a => (
@@ -134,6 +142,16 @@ function AppsList(props: {
           ) : null}
         </div>
       ))}
+      {liveCount > 1 ? (
+        <button
+          className="jp-ThinkApps-stopAll"
+          disabled={busy === ''}
+          onClick={() => void act('', 'stop')}
+          title="Stop every app of this chat that runs"
+        >
+          Stop all apps
+        </button>
+      ) : null}
       {error ? (
         <div className="jp-ThinkApps-error" role="alert">
           {error}
@@ -143,7 +161,10 @@ function AppsList(props: {
   );
 }
 
-/** "Open app" on a `serve_app` card that started one (nothing on other cards). */
+/**
+ * On a `serve_app` card: "Open app" while its app runs; once it ended, how (e.g. stopped
+ * with the run's Stop). Nothing on other cards.
+ */
 export function OpenAppButton(props: {
   call: IToolCallLike;
 }): JSX.Element | null {
@@ -163,6 +184,22 @@ function OpenApp(props: {
   const ref = appOfToolCall(props.call, ctx.model.sessionId);
   if (!ref) {
     return null;
+  }
+  const app = ctx.model.find(ref.sessionId, ref.name);
+  if (app && !isLive(app.state)) {
+    // The list's row is the app's last start: this card's app has ended since.
+    return (
+      <div
+        className="jp-ThinkToolCard-appEnded"
+        data-state={app.state}
+        role="status"
+      >
+        {appLine(app)}
+        {app.error && typeof app.exit_code !== 'number'
+          ? ` (${app.error})`
+          : ''}
+      </div>
+    );
   }
   return (
     <button

@@ -29,7 +29,7 @@ const web: IApp = {
 
 /** A server answering the apps routes; `rows` is what GET lists. */
 function server(rows: IApp[]) {
-  const calls: { url: string; method: string }[] = [];
+  const calls: { url: string; method: string; body?: unknown }[] = [];
   const fetch = vi.fn(async (req: RequestInfo, init?: RequestInit) => {
     const url = (typeof req === 'string' ? req : req.url).split('?')[0];
     const method = (
@@ -37,21 +37,32 @@ function server(rows: IApp[]) {
       (req as Request).method ??
       'GET'
     ).toUpperCase();
-    calls.push({ url, method });
-    if (url.endsWith('/stop')) {
+    if (method !== 'POST') {
+      calls.push({ url, method });
+      return new Response(JSON.stringify({ apps: rows }));
+    }
+    const text =
+      typeof init?.body === 'string'
+        ? init.body
+        : await (req as Request).text();
+    const body = JSON.parse(text) as { action: string; name?: string };
+    calls.push({ url, method, body });
+    const named = (r: IApp): boolean => !body.name || r.name === body.name;
+    if (body.action === 'stop') {
+      const stopped = rows.filter(r => named(r) && r.state === 'running');
       rows.splice(
         0,
         rows.length,
-        ...rows.map(r => ({ ...r, state: 'stopped' }))
+        ...rows.map(r => (stopped.includes(r) ? { ...r, state: 'stopped' } : r))
       );
-      return new Response(JSON.stringify({ stopped: true }));
+      return new Response(
+        JSON.stringify({ stopped: stopped.map(r => r.name), apps: rows })
+      );
     }
-    if (url.endsWith('/restart')) {
-      const row = { ...rows[0], state: 'running', started_at: 2000 };
-      rows.splice(0, 1, row);
-      return new Response(JSON.stringify(row));
-    }
-    return new Response(JSON.stringify({ apps: rows }));
+    const i = rows.findIndex(named);
+    const row = { ...rows[i], state: 'running', started_at: 2000 };
+    rows.splice(i, 1, row);
+    return new Response(JSON.stringify(row));
   });
   const settings = ServerConnection.makeSettings({
     baseUrl: 'http://h/',
@@ -180,22 +191,30 @@ describe('the apps model', () => {
     model.dispose();
   });
 
-  it('posts Stop and Restart and shows the answers', async () => {
-    const rows = [web];
+  it('posts Stop, Stop all and Restart to the list, never below an app', async () => {
+    const rows = [web, { ...web, name: 'other' }];
     const { calls, settings } = server(rows);
     const model = new AppsModel(source(), settings);
     await model.open('s1');
     await model.stop('web');
+    // An app's own paths (.../apps/web/stop) are the app's: the controls are the list's.
     expect(calls[1]).toEqual({
-      url: 'http://h/api/think/sessions/s1/apps/web/stop',
-      method: 'POST'
+      url: 'http://h/api/think/sessions/s1/apps',
+      method: 'POST',
+      body: { action: 'stop', name: 'web' }
     });
     expect(model.find('s1', 'web')?.state).toBe('stopped');
+    expect(model.find('s1', 'other')?.state).toBe('running');
     await model.restart('web');
-    expect(calls[3].url).toBe(
-      'http://h/api/think/sessions/s1/apps/web/restart'
-    );
+    expect(calls[3]).toEqual({
+      url: 'http://h/api/think/sessions/s1/apps',
+      method: 'POST',
+      body: { action: 'restart', name: 'web' }
+    });
     expect(model.find('s1', 'web')?.state).toBe('running');
+    await model.stopAll();
+    expect(calls[5].body).toEqual({ action: 'stop' });
+    expect(model.apps.map(a => a.state)).toEqual(['stopped', 'stopped']);
     await expect(model.stop('../x')).rejects.toThrow(/no app/);
   });
 });
@@ -236,12 +255,63 @@ describe('the apps list and the Open app button', () => {
     click(m.container.querySelector('.jp-ThinkToolCard-openApp')!);
     expect(open).toHaveBeenCalledTimes(2);
 
+    // One app runs: no Stop all.
+    expect(m.container.querySelector('.jp-ThinkApps-stopAll')).toBeNull();
     click(live.querySelector('.jp-ThinkApps-stop')!);
     await settle();
-    expect(calls.some(c => c.url.endsWith('/web/stop'))).toBe(true);
+    expect(calls.at(-2)?.body).toEqual({ action: 'stop', name: 'web' });
     expect(m.container.querySelector('.jp-ThinkApps-line')?.textContent).toBe(
       'web: stopped'
     );
+    act(() => model.dispose());
+  });
+
+  it('offers Stop all apps while several run', async () => {
+    const rows: IApp[] = [web, { ...web, name: 'api' }];
+    const { calls, settings } = server(rows);
+    const model = new AppsModel(source(), settings);
+    m = mount(
+      <AppsContext.Provider value={{ model, open: vi.fn() }}>
+        <AppsStrip sessionId="s1" />
+      </AppsContext.Provider>
+    );
+    await settle();
+    const all = m.container.querySelector('.jp-ThinkApps-stopAll')!;
+    expect(all.textContent).toBe('Stop all apps');
+    click(all);
+    await settle();
+    expect(calls.at(-2)?.body).toEqual({ action: 'stop' });
+    const lines = [...m.container.querySelectorAll('.jp-ThinkApps-line')].map(
+      e => e.textContent
+    );
+    expect(lines).toEqual(['web: stopped', 'api: stopped']);
+    expect(m.container.querySelector('.jp-ThinkApps-stopAll')).toBeNull();
+    act(() => model.dispose());
+  });
+
+  it("says on the serve_app card that its app ended with the run's Stop", async () => {
+    const why = 'stopped with the run that started it (Stop)';
+    const rows: IApp[] = [{ ...web, state: 'stopped', error: why }];
+    const { settings } = server(rows);
+    const model = new AppsModel(source(), settings);
+    m = mount(
+      <AppsContext.Provider value={{ model, open: vi.fn() }}>
+        <AppsStrip sessionId="s1" />
+        {/* Cut by Stop while its app started: only its argument names the app. */}
+        <OpenAppButton
+          call={{
+            name: 'serve_app',
+            status: 'cancelled' as const,
+            input: { command: 'x', name: 'web' }
+          }}
+        />
+      </AppsContext.Provider>
+    );
+    await settle();
+    expect(m.container.querySelector('.jp-ThinkToolCard-openApp')).toBeNull();
+    expect(
+      m.container.querySelector('.jp-ThinkToolCard-appEnded')?.textContent
+    ).toBe(`web: stopped (${why})`);
     act(() => model.dispose());
   });
 });
