@@ -122,6 +122,16 @@ async def test_the_agent_reads_its_own_app_and_its_websocket(call) -> None:
     assert not {"Authorization", "Cookie", "X-XSRFToken"} & set(seen), seen
 
 
+async def test_the_other_page_tools_take_its_address(call) -> None:
+    out = await call("interact_with_page", action="navigate", value="app://web/")
+    assert out.ok and MARKER in out.text, out.text
+    out = await call("scrape_page", url=mine(), selectors={"marker": "#marker"})
+    assert out.ok and json.loads(out.text.split("\n", 1)[1]) == {"marker": [MARKER]}, out.text
+    out = await call("interact_with_page", action="navigate", value=mine("x").replace(
+        "s_mine", "s_other"))  # fmt: skip
+    assert not out.ok and "another session" in out.text, out.text
+
+
 async def test_a_screenshot_of_the_own_app(call) -> None:
     out = await call("screenshot", url="app://web/")
     assert out.ok, out.text

@@ -7,9 +7,16 @@ import ipaddress
 
 import pytest
 
+from jupyter_ext.appproxy import SANDBOX as SERVER_SANDBOX
 from think_kernel.web.egress import Blocked, Egress, PolicySource
 from think_kernel.web.netpolicy import parse_allow
-from think_kernel.web.ownapps import APP_ORIGIN, NotOwnApp, app_location, app_page_url
+from think_kernel.web.ownapps import (
+    APP_ORIGIN,
+    SANDBOX,
+    NotOwnApp,
+    app_location,
+    app_page_url,
+)
 
 RUNNING = {"web": "/tmp/think-app-x/app.sock"}
 
@@ -81,3 +88,7 @@ async def test_the_egress_never_connects_to_the_apps_name() -> None:
     with pytest.raises(Blocked, match="served to a session's browser by the kernel only"):
         await egress.allowed_addresses("Think-App.localhost.", 80)
     assert egress.blocked[-1].host == "Think-App.localhost."
+
+
+def test_the_agent_sees_the_sandbox_a_person_sees() -> None:
+    assert SANDBOX == SERVER_SANDBOX
