@@ -287,4 +287,66 @@ describe('Live apps and background runs', () => {
     assert.match(await broken.locator('pre').textContent(), /boom/);
     await shot(page, 'apps-crashed', page.locator('.jp-ThinkApps'));
   });
+
+  test("the composer's Stop ends the app its run started", async () => {
+    const s = await lab.api('POST', 'sessions', { title: 'Stop apps' });
+    await page.evaluate(
+      id => window.localStorage.setItem('think:last-session', id),
+      s.id
+    );
+    await page.reload();
+    await page.waitForSelector('#jp-main-dock-panel', { timeout: TIMEOUT });
+    await openChat(page);
+    await page.waitForFunction(
+      id => document.querySelector('.jp-ThinkSessions-select')?.value === id,
+      s.id,
+      { timeout: TIMEOUT }
+    );
+    // The run serves an app, then its next step waits on the model.
+    await lab.scriptReplies([
+      {
+        text: 'Serving the folder.',
+        tool_calls: [
+          ['serve_app', { command: 'python3 -m think_app .', name: 'stopme' }]
+        ]
+      },
+      { hang: true }
+    ]);
+    await lab.api('POST', `sessions/${s.id}/messages`, {
+      content: 'serve the folder'
+    });
+    await page.waitForFunction(
+      () =>
+        document.querySelector('.jp-ThinkApps-line')?.textContent ===
+        'stopme: running',
+      null,
+      { timeout: TIMEOUT }
+    );
+    const url = `${lab.url}/api/think/sessions/${s.id}/apps/stopme/`;
+    const auth = { headers: { Authorization: `token ${lab.token}` } };
+    assert.equal((await fetch(url, auth)).status, 200);
+
+    // The person presses Stop: the run ends, and the app with it.
+    await page.locator('.jp-ThinkComposer-stop').click();
+    await page.waitForFunction(
+      () =>
+        /^stopme: stopped/.test(
+          document.querySelector('.jp-ThinkApps-line')?.textContent ?? ''
+        ),
+      null,
+      { timeout: TIMEOUT }
+    );
+    // The serve_app card says why, in place of its "Open app".
+    const ended = page.locator('.jp-ThinkToolCard-appEnded');
+    await ended.waitFor({ timeout: TIMEOUT });
+    assert.match(
+      await ended.textContent(),
+      /^stopme: stopped \(stopped with the run that started it \(Stop\)\)$/
+    );
+    assert.equal(await page.locator('.jp-ThinkToolCard-openApp').count(), 0);
+    const listed = await lab.api('GET', `sessions/${s.id}/apps`);
+    assert.equal(listed.apps[0].state, 'stopped');
+    assert.equal((await fetch(url, auth)).status, 404);
+    await shot(page, 'app-stopped-with-run', page.locator('.jp-ThinkChat'));
+  });
 });
