@@ -26,6 +26,13 @@ from .conftest import TOKEN, WSClient
 pytestmark = pytest.mark.timeout(240)
 
 
+@pytest.fixture(params=[1, 2], ids=["own-kernel", "hosted"])
+def think_config(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A chat's own kernel, and a kernel that hosts several chats (each its own runtime)."""
+    return {"heartbeat_interval": 0.2, "stale_timeout": 3.0, "retry_delays": [0.2, 0.4],
+            "kernel_pool_size": 0, "sessions_per_kernel": request.param}  # fmt: skip
+
+
 def said(tab: WSClient, text: str) -> bool:
     """Whether the tab saw the assistant say ``text``."""
     return any(f.get("type") == "chat" and text in json.dumps(f) for f in tab.frames)
