@@ -158,8 +158,8 @@ class Apps:
             app.release()
             await self._save(session_id)
             raise
-        await self._save(session_id)
         try:
+            await self._save(session_id)
             await self._wait_ready(app)
         except asyncio.CancelledError:
             # Whoever awaited it gave up (the chat's Stop): an app no one waits for must not
