@@ -196,3 +196,19 @@ async def test_a_page_of_the_app_cannot_lead_the_browser_home(call, listener: Se
 async def test_another_sessions_browser_does_not_open_this_app(call) -> None:
     out = await call("browse_url", session_id="s_other", url=mine())
     assert not out.ok and "another session" in out.text and MARKER not in out.text
+
+
+async def test_a_session_without_apps_keeps_its_browser_unrouted(
+    call, web: WebServices, listener: Server
+) -> None:
+    out = await call("browse_url", session_id="s_none", url=f"http://127.0.0.1:{listener.port}/")
+    assert not out.ok and "loopback" in out.text
+    assert web.browser.tabs["s_none"].routed is False  # its HTTP cache stays on
+    assert web.browser.tabs["s_mine"].routed is True
+    out = await call("browse_url", session_id="s_none", url="app://web/")
+    assert not out.ok and "no app 'web' runs in this session" in out.text, out.text
+    # A page that names the apps' address anyway meets the egress guard, which refuses it.
+    async with web.browser.use("s_none") as tab:
+        response = await tab.page.goto(f"http://{APP_HOST}{mine()}")
+        assert response.status == 403 and MARKER not in await tab.page.content()
+    assert "served to a session's browser by the kernel only" in web.egress.blocked[-1].reason

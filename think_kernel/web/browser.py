@@ -28,8 +28,6 @@ from .config import WebConfig
 from .page import NetworkWatch
 
 log = logging.getLogger(__name__)
-#: Called with a session's new browser context before its first page.
-Prepare = Callable[[Any], Awaitable[None]]
 
 # Chromium switches: headless on a server, no background traffic of its own (on a closed
 # network each refused connection would otherwise be retried in a storm), nothing that could
@@ -60,6 +58,9 @@ class Tab:
     page: Any
     watch: NetworkWatch
     last_used: float
+    #: Whether the session's own app routes are installed (``ownapps.py``); only once it has
+    #: an app, since Playwright's routing turns the context's HTTP cache off.
+    routed: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -170,7 +171,7 @@ class BrowserManager:
             self.browser = None
             self.tabs.clear()
 
-    async def _new_tab(self, prepare: Prepare | None) -> Tab:
+    async def _new_tab(self) -> Tab:
         browser = await self._ensure_browser()
         cfg = self.config
         options: dict[str, Any] = {
@@ -183,8 +184,6 @@ class BrowserManager:
         context = await browser.new_context(**options)
         context.set_default_timeout(cfg.action_timeout * 1000)
         context.set_default_navigation_timeout(cfg.navigation_timeout * 1000)
-        if prepare is not None:  # before its first page: no request goes out unrouted
-            await prepare(context)
         page = await context.new_page()
         tab = Tab(context, page, NetworkWatch(context), self.clock())
 
@@ -196,13 +195,12 @@ class BrowserManager:
         return tab
 
     @contextlib.asynccontextmanager
-    async def use(self, session_id: str, prepare: Prepare | None = None) -> AsyncIterator[Tab]:
-        """The session's tab, started if needed (``prepare`` gets its new context first: the
-        session's own app routes); calls on one session run one at a time."""
+    async def use(self, session_id: str) -> AsyncIterator[Tab]:
+        """The session's tab, started if needed; calls on one session run one at a time."""
         async with self._tab_lock:  # two first calls of a session must not open two pages
             tab = self.tabs.get(session_id)
             if tab is None or tab.page.is_closed():
-                tab = await self._new_tab(prepare)
+                tab = await self._new_tab()
                 self.tabs[session_id] = tab
         async with tab.lock:
             tab.last_used = self.clock()

@@ -5,19 +5,20 @@ address the tool printed, ``/api/think/sessions/{id}/apps/{name}/``, or on ``app
 
     url = app_page_url("app://site/about", session_id, socket_of)
     # 'http://think-app.localhost/api/think/sessions/s_1/apps/site/about'
-    routes = AppRoutes(session_id, socket_of, egress.note_refusal)
-    async with browser.use(session_id, prepare=routes.install):
-        ...
+    async with browser.use(session_id) as tab:
+        await AppRoutes(session_id, socket_of, egress.note_refusal).install(tab.context)
+        await tab.page.goto(url)
 
 The browser never reaches the Jupyter server for this, and never holds its token, cookies
 or XSRF token: the page's origin is a name of its own (:data:`APP_HOST`), and the session's
 browser context answers every request to it from the kernel (Playwright's request
-interception), over the app's private unix socket, which the kernel made and only its user
-can open. Each request is checked on its own (a page, a redirect, a script, an image, a
-``fetch``, a WebSocket): it must name an app of *this* session that runs, else it is refused
-and noted with the egress guard's refusals. Every other request of the page still goes
-through the egress proxy and its policy, unchanged; the egress refuses :data:`APP_HOST` by
-name, so a request the interception missed fails closed.
+interception, installed once the session has an app), over the app's private unix socket,
+which the kernel made and only its user can open. Each request is checked on its own (a
+page, a redirect, a script, an image, a ``fetch``, a WebSocket): it must name an app of
+*this* session that runs, else it is refused and noted with the egress guard's refusals.
+Every other request of the page still goes through the egress proxy and its policy,
+unchanged; the egress refuses :data:`APP_HOST` by name, so a request the interception missed
+(a session without apps, a redirect) fails closed.
 
 The app gets what the server's proxy gives it: its path below its prefix, the prefix in
 ``X-Forwarded-Prefix``, and answers carrying ``Content-Security-Policy: sandbox`` (so the
@@ -161,7 +162,7 @@ class AppRoutes:
         self._tasks: set[asyncio.Future[Any]] = set()
 
     async def install(self, context: Any) -> None:
-        """Route the context's requests to :data:`APP_HOST` here (before its first page)."""
+        """Route the context's requests to :data:`APP_HOST` here (its pages' too)."""
         await context.route(_HTTP_URL, self._http)
         await context.route_web_socket(_WS_URL, self._websocket)
 

@@ -149,11 +149,9 @@ async def _in_tab(ctx: ToolContext, web: WebServices, fn: Callable[[Tab], Awaita
     from playwright.async_api import Error as PlaywrightError
 
     mark = web.egress.blocked_count
-    routes = AppRoutes(ctx.session_id, _socket_of(ctx), web.egress.note_refusal,
-                       max_bytes=web.config.max_response_mb * 1_000_000,
-                       timeout=web.config.navigation_timeout)  # fmt: skip
     try:
-        async with web.browser.use(ctx.session_id, prepare=routes.install) as tab:
+        async with web.browser.use(ctx.session_id) as tab:
+            await _route_own_apps(ctx, web, tab)
             return await fn(tab)
     except BrowserUnavailable as e:
         raise ToolError(str(e), "BROWSER_UNAVAILABLE") from None
@@ -167,6 +165,19 @@ async def _in_tab(ctx: ToolContext, web: WebServices, fn: Callable[[Tab], Awaita
             msg = "the URL starts a download, and downloads are off"
         note = web.blocked_note(mark)
         raise ToolError(f"{msg} {note}".strip(), "PAGE_ERROR") from None
+
+
+async def _route_own_apps(ctx: ToolContext, web: WebServices, tab: Tab) -> None:
+    """Once the session has an app, its tab answers the app's address (before any page of
+    it loads: until then a request to it meets the egress guard, which refuses it)."""
+    apps = ctx.services.apps
+    if tab.routed or apps is None or not apps.alive(ctx.session_id):
+        return
+    routes = AppRoutes(ctx.session_id, _socket_of(ctx), web.egress.note_refusal,
+                       max_bytes=web.config.max_response_mb * 1_000_000,
+                       timeout=web.config.navigation_timeout)  # fmt: skip
+    await routes.install(tab.context)
+    tab.routed = True
 
 
 async def _goto(tab: Tab, web: WebServices, session_id: str, url: str) -> int | None:
