@@ -494,6 +494,8 @@ class Runtime:
         agent.step_notes = functools.partial(news_for_step, self)
         text = self.skills.expand(request)[0]  # "/name ..." attaches that skill
         context = await before_request(self, props, user_message_id, context)  # review mode
+        stopped = self.apps.take_stopped_news(self.session_id)  # a Stop ended its apps
+        context = f"{stopped}\n{context}".strip() if stopped else context
         text = f"{text}\n\n<context>\n{context}\n</context>" if context else text
         attachments = [*self.pending_attachments, *(attachments or [])]
         self.pending_attachments = []

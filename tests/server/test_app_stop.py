@@ -114,6 +114,11 @@ async def test_stop_ends_the_apps_of_the_stopped_run_and_only_those(
                                                "name": "silent"})])  # fmt: skip
     await api("POST", f"sessions/{sid}/messages", {"content": "a slow one"})
     await until(lambda: processes_with(silent), 60, "the silent app's process", every=0.02)
+    # The model's next request is told, once, which of its apps the Stop ended.
+    sent = [r for r in model_env.requests if "a slow one" in str(r["messages"])]
+    told = str([m for m in sent[0]["messages"] if m["role"] == "user"][-1]["content"])
+    assert "Stop of your last request also stopped the live app(s) 'now'" in told, told
+    assert "'earlier'" not in told
 
     async def starting() -> bool:  # its record may reach the server after its process runs
         return await state("silent") == "starting"

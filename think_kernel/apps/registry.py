@@ -81,6 +81,8 @@ class Apps:
         self._tasks: set[asyncio.Task] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        #: Apps a person's Stop ended, per session, until the model's next request is told.
+        self._stopped_by_stop: dict[str, list[str]] = {}
         #: Called with (session id, record) after each change (a linked kernel sends it).
         self.on_record: Callable[[str, dict[str, Any]], None] | None = None
         #: Called with an app that crashed after it served (once per crash): the chat is told.
@@ -280,7 +282,20 @@ class Apps:
             return []
         apps = [a for a in self.alive() if a.run_id == run_id]
         await asyncio.gather(*(self.stop(a.session_id, a.name, reason) for a in apps))
+        for a in apps:
+            self._stopped_by_stop.setdefault(a.session_id, []).append(a.name)
         return apps
+
+    def take_stopped_news(self, session_id: str) -> str:
+        """A note for the model's next request naming the apps a person's Stop ended since
+        (its serve_app result still says they run); "" when none. Each is told once."""
+        names = self._stopped_by_stop.pop(session_id, [])
+        if not names:
+            return ""
+        listed = ", ".join(repr(n) for n in dict.fromkeys(names))
+        return (f"Note: the person's Stop of your last request also stopped the live app(s) "
+                f"{listed} that request started; call serve_app again if it is still "
+                "wanted.")  # fmt: skip
 
     async def close(self) -> None:
         """The kernel ends: every app is stopped (and its end recorded)."""
