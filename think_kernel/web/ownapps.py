@@ -246,7 +246,8 @@ class AppRoutes:
 
         sent = {**sent, "Host": APP_HOST, "X-Forwarded-Prefix": prefix,
                 "X-Forwarded-Proto": "http", "X-Forwarded-Host": APP_HOST}  # fmt: skip
-        transport = httpx.AsyncHTTPTransport(uds=sock)
+        # Plain HTTP on a unix socket: no TLS, so no certificate store to load per request.
+        transport = httpx.AsyncHTTPTransport(uds=sock, verify=False)
         client = httpx.AsyncClient(
             transport=transport, trust_env=False, follow_redirects=False, timeout=self.timeout
         )
