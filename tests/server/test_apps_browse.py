@@ -17,7 +17,7 @@ from tests.waiting import until
 from tests.web.own_app import own_app
 from tests.web.servers import Server
 
-from .conftest import WSClient
+from .conftest import TOKEN, WSClient
 
 pytestmark = pytest.mark.timeout(240)
 MARKER = "agent-checks-its-app-7731"
@@ -74,6 +74,7 @@ async def test_the_agent_browses_and_screenshots_its_own_app_and_nothing_else(
     model_env.reply(tool_calls=[("interact_with_page", {"action": "wait",
                                                         "text": "echo: ping"})])  # fmt: skip
     for args in (
+        {"url": own + "headers"},
         {"url": f"/api/think/sessions/{b}/apps/web/"},
         {"url": "/api/think/sessions"},
         {"url": server + "/"},
@@ -111,13 +112,17 @@ async def test_the_agent_browses_and_screenshots_its_own_app_and_nothing_else(
     page = browsed[0]
     assert page["ok"] and MARKER in page["output"], page["output"]
     assert "other-secret" not in page["output"]
+    # What the app got: no credential of the person's (the browser holds none).
+    headers = browsed[1]["output"]
+    assert "X-Forwarded-Prefix" in headers and TOKEN not in headers, headers
+    assert "Cookie" not in headers and "Authorization" not in headers, headers
     # Another session's app, the server's API and port, a listener: refused, none reached.
-    for refused, why in zip(browsed[1:5], ("another session", "not a live app", "loopback",
+    for refused, why in zip(browsed[2:6], ("another session", "not a live app", "loopback",
                                            "loopback"), strict=True):  # fmt: skip
         assert not refused["ok"] and why in refused["output"], refused["output"]
         assert "other-secret" not in refused["output"] and "HOST SECRET" not in refused["output"]
     # The app's page leads elsewhere: its redirect is refused, its loads are.
-    redirect, leak = browsed[5:]
+    redirect, leak = browsed[6:]
     assert not redirect["ok"] and f"127.0.0.1:{port}" in redirect["output"], redirect["output"]
     assert "leak page" in leak["output"] and "Blocked by the network guard" in leak["output"]
     assert f"127.0.0.1:{port}" in leak["output"], leak["output"]
