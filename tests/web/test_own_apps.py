@@ -193,6 +193,25 @@ async def test_a_page_of_the_app_cannot_lead_the_browser_home(call, listener: Se
     assert len(listener.hits) == before
 
 
+async def test_a_page_cannot_open_another_sessions_app_websocket(call, web: WebServices) -> None:
+    await call("browse_url", url=mine())
+    mark = web.egress.blocked_count
+    other = f"ws://{APP_HOST}/api/think/sessions/s_other/apps/web/ws"
+    async with web.browser.use("s_mine") as tab:
+        got = await tab.page.evaluate(
+            """(url) => new Promise((done) => {
+                const ws = new WebSocket(url);
+                ws.onopen = () => ws.send('ping');
+                ws.onmessage = (e) => done('message: ' + e.data);
+                ws.onclose = (e) => done('closed ' + e.code);
+            })""",
+            other,
+        )
+    assert got.startswith("closed"), got
+    (refused,) = web.egress.blocked_since(mark)
+    assert refused.what == f"WebSocket {other}" and "another session" in refused.reason
+
+
 async def test_another_sessions_browser_does_not_open_this_app(call) -> None:
     out = await call("browse_url", session_id="s_other", url=mine())
     assert not out.ok and "another session" in out.text and MARKER not in out.text

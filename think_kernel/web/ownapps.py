@@ -160,9 +160,11 @@ class AppRoutes:
         self.max_bytes = max_bytes
         self.timeout = timeout
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._upstreams: set[Any] = set()  # the apps' ends of the pages' WebSockets
 
     async def install(self, context: Any) -> None:
         """Route the context's requests to :data:`APP_HOST` here (its pages' too)."""
+        context.on("close", lambda _context: self.close())
         await context.route(_HTTP_URL, self._http)
         await context.route_web_socket(_WS_URL, self._websocket)
 
@@ -179,7 +181,20 @@ class AppRoutes:
 
     # ------------------------------------------------------------------ HTTP
 
+    def close(self) -> None:
+        """Close the apps' ends of the WebSockets still open (the context closed)."""
+        for upstream in list(self._upstreams):
+            upstream.close()
+        self._upstreams.clear()
+
     async def _http(self, route: Any) -> None:
+        try:
+            await self._answer(route)
+        except Exception:  # a bug here must not take the kernel down; the request just fails
+            log.exception("an app request failed")
+            await self._fulfil(route, status=502, body="the request to the app failed")
+
+    async def _answer(self, route: Any) -> None:
         request = route.request
         try:
             prefix, target, sock = self._check(request.url, f"{request.method} {request.url}")
@@ -290,9 +305,11 @@ class AppRoutes:
         try:
             _, target, sock = self._check(ws.url, f"WebSocket {ws.url}")
         except NotOwnApp as e:
-            await ws.close(code=1008, reason=str(e)[:120])
+            with contextlib.suppress(Exception):  # the page may be gone already
+                await ws.close(code=1008, reason=str(e)[:120])
             return
         early: list[str | bytes] = []
+        gone: list[bool] = []
         upstream: Any = None
 
         def from_page(message: str | bytes) -> None:
@@ -303,13 +320,16 @@ class AppRoutes:
 
         def from_app(message: str | bytes | None) -> None:
             if message is None:
+                self._upstreams.discard(upstream)
                 self._own(ws.close())
             else:
                 with contextlib.suppress(Exception):  # the page closed meanwhile
                     ws.send(message)
 
         def closed(_code: int | None, _reason: str | None) -> None:
+            gone.append(True)
             if upstream is not None:
+                self._upstreams.discard(upstream)
                 upstream.close()
 
         ws.on_message(from_page)
@@ -328,6 +348,10 @@ class AppRoutes:
             with contextlib.suppress(Exception):
                 await ws.close(code=1011, reason="the app did not accept the WebSocket")
             return
+        if gone:  # the page closed it while the app was being reached
+            upstream.close()
+            return
+        self._upstreams.add(upstream)
         for message in early:
             self._own(upstream.write_message(message, binary=isinstance(message, bytes)))
 
