@@ -5,7 +5,7 @@ from __future__ import annotations
 
 #: ``app.py``: GET / says MESSAGE and echoes what it was sent; /reach?host=H&port=P tries a
 #: TCP connection; /ws is a WebSocket echo.
-APP = r"""
+_HEAD = r"""
 import base64, hashlib, http.server, json, socket, struct, urllib.parse
 import think_app
 
@@ -41,6 +41,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+"""
+
+#: A WebSocket echo (a hand-rolled RFC 6455 handshake and frames) and a log line per
+#: request: methods of the apps' ``http.server`` handlers.
+ECHO = r"""
     def echo(self):
         key = self.headers["Sec-WebSocket-Key"]
         accept = base64.b64encode(hashlib.sha1(
@@ -71,11 +76,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         print("request", fmt % args, flush=True)
+"""
 
+APP = (
+    _HEAD
+    + ECHO
+    + r"""
 
 print("app starting", flush=True)
 think_app.serve(Handler)
 """
+)
 
 
 def app_source(message: str) -> str:

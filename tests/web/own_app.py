@@ -4,11 +4,13 @@ socket)."""
 
 from __future__ import annotations
 
+from tests.apps.app_source import ECHO
+
 #: ``own_app.py``: ``/`` is an HTML page saying MARKER, whose script opens the app's own
 #: WebSocket (``ws``, relative) and writes its echo into the page; ``/redirect?to=URL``
 #: answers 302 to URL; ``/leak?src=URL`` is a page with an image and a fetch of URL;
 #: ``/headers`` echoes the request's headers as JSON; ``/ws`` is a WebSocket echo.
-SOURCE = r"""
+_HEAD = r"""
 import base64, hashlib, http.server, json, struct, urllib.parse
 import think_app
 
@@ -49,40 +51,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def echo(self):
-        key = self.headers["Sec-WebSocket-Key"]
-        accept = base64.b64encode(hashlib.sha1(
-            (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
-        self.send_response(101)
-        self.send_header("Upgrade", "websocket")
-        self.send_header("Connection", "Upgrade")
-        self.send_header("Sec-WebSocket-Accept", accept)
-        self.end_headers()
-        self.wfile.flush()
-        while True:
-            head = self.rfile.read(2)
-            if len(head) < 2:
-                return
-            opcode, n = head[0] & 0x0F, head[1] & 0x7F
-            if n == 126:
-                n = struct.unpack(">H", self.rfile.read(2))[0]
-            elif n == 127:
-                n = struct.unpack(">Q", self.rfile.read(8))[0]
-            mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
-            data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
-            if opcode == 8:
-                self.wfile.write(b"\x88\x00")
-                return
-            reply = ("echo: " + data.decode()).encode()
-            self.wfile.write(bytes([0x81, len(reply)]) + reply)
-            self.wfile.flush()
+"""
 
-    def log_message(self, fmt, *args):
-        print("request", fmt % args, flush=True)
-
+SOURCE = (
+    _HEAD
+    + ECHO
+    + r"""
 
 think_app.serve(Handler)
 """
+)
 
 
 def own_app(marker: str) -> str:
