@@ -83,6 +83,16 @@ async def _dead(pool, kid: str) -> bool:
     return not await pool.alive(kid)
 
 
+async def _two_chats_on_one_host(api, model_env, chats) -> tuple[str, str, str]:
+    """Two answered chats sharing one host kernel: (a, b, the host's kernel id)."""
+    chats.pool.sessions_per_kernel = 4  # as c.ThinkExtension.sessions_per_kernel = 4
+    a = await _chat_answered(api, model_env, "alpha")
+    b = await _chat_answered(api, model_env, "beta")
+    host = chats.kernels[a]
+    assert chats.kernels[b] == host
+    return a, b, host
+
+
 async def test_the_spare_killed_while_a_chat_hibernates(model_env, api, think):
     chats = think.services.chats
     sid = await _chat_answered(api, model_env, "alpha")
@@ -98,11 +108,7 @@ async def test_the_spare_killed_while_a_chat_hibernates(model_env, api, think):
 
 async def test_a_host_killed_while_one_of_its_chats_hibernates(model_env, api, think):
     chats = think.services.chats
-    chats.pool.sessions_per_kernel = 4  # as c.ThinkExtension.sessions_per_kernel = 4
-    a = await _chat_answered(api, model_env, "alpha")
-    b = await _chat_answered(api, model_env, "beta")
-    host = chats.kernels[a]
-    assert chats.kernels[b] == host
+    a, b, host = await _two_chats_on_one_host(api, model_env, chats)
     await _hibernate(chats, a)
     os.kill(_pid(think, host), signal.SIGKILL)
     await until(lambda: _dead(chats.pool, host), 30, "the host dead")
@@ -114,11 +120,7 @@ async def test_a_host_jupyter_restarted_tells_its_chats(model_env, api, think):
     """jupyter_server's restarter brings a killed host back under the same id: its chats
     stay on it, and each is told its worker restarted (the new process links anew)."""
     chats = think.services.chats
-    chats.pool.sessions_per_kernel = 4  # as c.ThinkExtension.sessions_per_kernel = 4
-    a = await _chat_answered(api, model_env, "alpha")
-    b = await _chat_answered(api, model_env, "beta")
-    host = chats.kernels[a]
-    assert chats.kernels[b] == host
+    a, b, host = await _two_chats_on_one_host(api, model_env, chats)
     links = think.services.links
     epoch = links.epochs[host]
     os.kill(_pid(think, host), signal.SIGKILL)
