@@ -55,6 +55,11 @@ _APP_PATH = re.compile(
     r"^/api/think/sessions/(?P<sid>[^/?#]+)/apps/(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,39})"
     r"(?P<rest>/[^?#]*)?$"
 )
+#: Exchanges with a session's apps at once (a browser's connections to one host): a page's
+#: thousand subresources queue here instead of each holding a socket and an answer.
+MAX_EXCHANGES = 6
+#: WebSockets between a session's pages and its apps at once; one more is closed (1013).
+MAX_SOCKETS = 16
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 5
 _HTTP_URL = re.compile(rf"^http://{re.escape(APP_HOST)}(:80)?/", re.I)
@@ -161,6 +166,8 @@ class AppRoutes:
         self.timeout = timeout
         self._tasks: set[asyncio.Future[Any]] = set()
         self._upstreams: set[Any] = set()  # the apps' ends of the pages' WebSockets
+        self._slots = asyncio.Semaphore(MAX_EXCHANGES)
+        self._sockets = 0  # the pages' WebSockets to the apps, being reached or open
 
     async def install(self, context: Any) -> None:
         """Route the context's requests to :data:`APP_HOST` here (its pages' too)."""
@@ -219,7 +226,7 @@ class AppRoutes:
         try:
             for _ in range(_MAX_REDIRECTS + 1):
                 status, headers, content = await wait_for(
-                    self._exchange(method, target, sock, prefix, sent, body), self.timeout
+                    self._one(method, target, sock, prefix, sent, body), self.timeout
                 )
                 if "set-cookie" in headers:
                     cookies.append(headers["set-cookie"])
@@ -246,6 +253,11 @@ class AppRoutes:
         if cookies:  # those of the redirects it took, too
             headers["set-cookie"] = "\n".join(cookies)
         await self._fulfil(route, status=status, headers=headers, body=content)
+
+    async def _one(self, *args: Any) -> tuple[int, dict[str, str], bytes]:
+        """:meth:`_exchange`, once one of the :data:`MAX_EXCHANGES` slots is free."""
+        async with self._slots:
+            return await self._exchange(*args)
 
     async def _exchange(
         self,
@@ -308,29 +320,56 @@ class AppRoutes:
             with contextlib.suppress(Exception):  # the page may be gone already
                 await ws.close(code=1008, reason=str(e)[:120])
             return
+        if self._sockets >= MAX_SOCKETS:  # each would hold a connection of the kernel's
+            with contextlib.suppress(Exception):
+                await ws.close(code=1013, reason=f"over {MAX_SOCKETS} app WebSockets at once")
+            return
+        self._sockets += 1
         early: list[str | bytes] = []
-        gone: list[bool] = []
+        ended: list[bool] = []
         upstream: Any = None
+        waiting = [0]  # what the page sent that the app has not taken yet (bytes, about)
+
+        def end(**why: Any) -> None:
+            if ended:
+                return
+            ended.append(True)
+            self._sockets -= 1
+            if upstream is not None:
+                self._upstreams.discard(upstream)
+                upstream.close()
+            self._own(ws.close(**why))
+
+        def send(message: str | bytes, size: int) -> None:
+            try:
+                sent = upstream.write_message(message, binary=isinstance(message, bytes))
+            except Exception:  # the app closed meanwhile
+                end()
+                return
+            sent.add_done_callback(lambda _f: waiting.__setitem__(0, waiting[0] - size))
+            self._own(sent)
 
         def from_page(message: str | bytes) -> None:
+            # An app that does not read would have the kernel keep every send of the page.
+            size = len(message)
+            if waiting[0] + size > self.max_bytes:
+                end(code=1009, reason="the app does not take its WebSocket's messages")
+                return
+            waiting[0] += size
             if upstream is None:
                 early.append(message)
-            else:
-                self._own(upstream.write_message(message, binary=isinstance(message, bytes)))
+            elif not ended:
+                send(message, size)
 
         def from_app(message: str | bytes | None) -> None:
             if message is None:
-                self._upstreams.discard(upstream)
-                self._own(ws.close())
+                end()
             else:
                 with contextlib.suppress(Exception):  # the page closed meanwhile
                     ws.send(message)
 
         def closed(_code: int | None, _reason: str | None) -> None:
-            gone.append(True)
-            if upstream is not None:
-                self._upstreams.discard(upstream)
-                upstream.close()
+            end()
 
         ws.on_message(from_page)
         ws.on_close(closed)
@@ -345,15 +384,15 @@ class AppRoutes:
             )
         except Exception as e:
             log.info("an app WebSocket was refused: %s", e)
-            with contextlib.suppress(Exception):
-                await ws.close(code=1011, reason="the app did not accept the WebSocket")
+            end(code=1011, reason="the app did not accept the WebSocket")
             return
-        if gone:  # the page closed it while the app was being reached
+        if ended:  # the page closed it while the app was being reached
             upstream.close()
             return
         self._upstreams.add(upstream)
         for message in early:
-            self._own(upstream.write_message(message, binary=isinstance(message, bytes)))
+            send(message, len(message))
+        early.clear()
 
     def _own(self, future: Any) -> None:
         """Keep a send or a close until it is done; a failure means the other side went."""
