@@ -60,6 +60,10 @@ _APP_PATH = re.compile(
 MAX_EXCHANGES = 6
 #: WebSockets between a session's pages and its apps at once; one more is closed (1013).
 MAX_SOCKETS = 16
+#: What an app may send down a WebSocket before the kernel waits for the pages to take it
+#: (bytes): Playwright's ``WebSocketRoute.send`` does not wait, so an app that floods would
+#: otherwise pile its messages up in the Playwright driver until it runs out of memory.
+WS_CREDIT = 1_000_000
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 5
 _HTTP_URL = re.compile(rf"^http://{re.escape(APP_HOST)}(:80)?/", re.I)
@@ -168,9 +172,11 @@ class AppRoutes:
         self._upstreams: set[Any] = set()  # the apps' ends of the pages' WebSockets
         self._slots = asyncio.Semaphore(MAX_EXCHANGES)
         self._sockets = 0  # the pages' WebSockets to the apps, being reached or open
+        self._context: Any = None
 
     async def install(self, context: Any) -> None:
         """Route the context's requests to :data:`APP_HOST` here (its pages' too)."""
+        self._context = context
         context.on("close", lambda _context: self.close())
         await context.route(_HTTP_URL, self._http)
         await context.route_web_socket(_WS_URL, self._websocket)
@@ -361,12 +367,22 @@ class AppRoutes:
             elif not ended:
                 send(message, size)
 
-        def from_app(message: str | bytes | None) -> None:
-            if message is None:
-                end()
-            else:
+        async def from_app() -> None:
+            # Read by read_message, not a callback: tornado reads the app's socket no faster
+            # than this loop takes its messages, so the app's flood waits in the app.
+            given = 0
+            while not ended:
+                message = await upstream.read_message()
+                if message is None:
+                    end()
+                    return
                 with contextlib.suppress(Exception):  # the page closed meanwhile
                     ws.send(message)
+                given += len(message)
+                if given >= WS_CREDIT:
+                    given = 0
+                    if not await self._taken():
+                        end(code=1011, reason="the page does not take its WebSocket's messages")
 
         def closed(_code: int | None, _reason: str | None) -> None:
             end()
@@ -378,7 +394,6 @@ class AppRoutes:
         try:
             upstream = await websocket_connect(
                 request,
-                on_message_callback=from_app,
                 subprotocols=list(ws.protocols or []) or None,
                 resolver=_UnixResolver(sock),  # type: ignore[arg-type]
             )
@@ -393,6 +408,19 @@ class AppRoutes:
         for message in early:
             send(message, len(message))
         early.clear()
+        self._own(from_app())
+
+    async def _taken(self) -> bool:
+        """Wait until the context's pages took what was sent them (a round trip through
+        each, queued behind those sends); False if they do not within the timeout."""
+        pages = list(self._context.pages) if self._context is not None else []
+        try:
+            await wait_for(asyncio.gather(*(p.evaluate("0") for p in pages)), self.timeout)
+        except TimeoutError:
+            return False
+        except Exception:  # a page went away: what it was sent went with it
+            pass
+        return True
 
     def _own(self, future: Any) -> None:
         """Keep a send or a close until it is done; a failure means the other side went."""
