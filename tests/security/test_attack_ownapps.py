@@ -281,6 +281,24 @@ async def test_a_redirect_loop_inside_the_app_ends(call) -> None:
 
 
 @live
+async def test_a_slow_redirect_chain_inside_the_app_ends_at_navigation_timeout(
+    call, apps: Apps
+) -> None:
+    # Each step is well within the timeout; the kernel follows them, all within one.
+    out = await call("browse_url", url=mine(f"slowloop?pause={NAV * 0.6}"))
+    assert not out.ok, out.text
+    # Either the kernel lets go of the chain's second step (at the timeout), or it asks for a
+    # third one (past the timeout).
+    seen = await until(lambda: _slow_done(apps), 6 * NAV, "the chain given up or followed on")
+    assert seen["slow_steps"] == 2 and seen["abandoned"] == 1, seen
+
+
+async def _slow_done(apps: Apps) -> dict[str, int] | None:
+    seen = await stats(apps)
+    return seen if seen["abandoned"] or seen.get("slow_steps", 0) > 2 else None
+
+
+@live
 async def test_a_page_cannot_open_unbounded_websockets(page: Any, apps: Apps) -> None:
     got = await page.evaluate(
         """() => Promise.all([...Array(40).keys()].map(() => new Promise((done) => {

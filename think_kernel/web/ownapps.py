@@ -229,10 +229,14 @@ class AppRoutes:
                 if k.lower() not in _DROP_REQUEST and not k.startswith(":")}  # fmt: skip
         method, body, url = request.method, request.post_data_buffer, request.url
         cookies: list[str] = []
+        # One bound for the whole chain, as the page's load has: steps each within the
+        # timeout must not keep the kernel on the app long after the page gave up.
+        deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             for _ in range(_MAX_REDIRECTS + 1):
+                left = max(0.0, deadline - asyncio.get_running_loop().time())
                 status, headers, content = await wait_for(
-                    self._one(method, target, sock, prefix, sent, body), self.timeout
+                    self._one(method, target, sock, prefix, sent, body), left
                 )
                 if "set-cookie" in headers:
                     cookies.append(headers["set-cookie"])
