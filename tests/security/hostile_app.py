@@ -8,8 +8,9 @@ from tests.apps.app_source import ECHO
 #: ``hostile.py``: ``/`` says MARKER; ``/hold`` keeps its connection a moment (counting how
 #: many are held at once); ``/stats`` says those counts; ``/endless`` streams without end;
 #: ``/drip`` sends a byte now and then, without end; ``/ws`` is a counted WebSocket echo;
-#: ``/deaf`` a WebSocket that never reads; ``/flood`` one that sends without end; ``/loop``
-#: redirects to itself; ``/slowloop?pause=S`` too, each step after S seconds.
+#: ``/headers`` says the request's header lines; ``/deaf`` is a WebSocket that never reads,
+#: ``/flood`` one that sends without end; ``/loop`` redirects to itself;
+#: ``/slowloop?pause=S`` too, each step after S seconds.
 _HEAD = r"""
 import base64, hashlib, http.server, json, struct, threading, time, urllib.parse
 import think_app
@@ -111,6 +112,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(0.3)
             count("held", -1)
             return self.answer("held")
+        if path == "/headers":  # every header line as sent, repeats included
+            return self.answer(json.dumps(self.headers.items()), "application/json")
         if path == "/stats":
             with LOCK:
                 return self.answer(json.dumps(STATS), "application/json")

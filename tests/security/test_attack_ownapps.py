@@ -244,6 +244,17 @@ async def test_no_request_of_the_page_reaches_another_app_or_this_machine(
 
 
 @live
+async def test_the_page_cannot_forge_what_the_kernel_tells_the_app(page: Any) -> None:
+    forged = {"X-Forwarded-Prefix": "/api/think/sessions/s_other/apps/web",
+              "X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https",
+              "X-Forwarded-For": "10.0.0.1"}  # fmt: skip
+    got = await page.evaluate("(h) => fetch('headers', {headers: h}).then((r) => r.json())", forged)
+    seen = [(k.lower(), v) for k, v in got]
+    assert ("x-forwarded-prefix", "/api/think/sessions/s_mine/apps/web") in seen, seen
+    assert not [(k, v) for k, v in seen if v in forged.values()], seen
+
+
+@live
 async def test_a_page_cannot_open_unbounded_requests_to_its_app(page: Any, apps: Apps) -> None:
     answered = await page.evaluate(
         """() => Promise.all([...Array(40).keys()].map((i) =>

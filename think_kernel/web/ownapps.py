@@ -68,9 +68,12 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS = 5
 _HTTP_URL = re.compile(rf"^http://{re.escape(APP_HOST)}(:80)?/", re.I)
 _WS_URL = re.compile(rf"^ws://{re.escape(APP_HOST)}(:80)?/", re.I)
+# The X-Forwarded ones are the kernel's to say: a page's own would reach the app beside them.
 _DROP_REQUEST = frozenset({"host", "connection", "keep-alive", "proxy-authorization",
                            "proxy-connection", "te", "trailer", "transfer-encoding",
-                           "upgrade", "content-length"})  # fmt: skip
+                           "upgrade", "content-length", "x-forwarded-prefix",
+                           "x-forwarded-proto", "x-forwarded-host",
+                           "x-forwarded-for"})  # fmt: skip
 # The body reaches the browser decoded and whole, so its length and coding are recomputed.
 _DROP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-authenticate", "trailer",
                             "transfer-encoding", "upgrade", "content-length",
