@@ -57,12 +57,15 @@ async def direct(path: str) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-async def proxied(port: int, path: str) -> float:
-    """Milliseconds of one GET through the server's proxy (a new connection)."""
+async def proxied(port: int, path: str, token: bool = True) -> float:
+    """Milliseconds of one GET through the server's proxy (a new connection); with another
+    path, of any authenticated GET of the server (``api/status``: the floor). ``token``:
+    False at the app's keyed path (its key is the credential, as for the Lab tab)."""
     t0 = time.perf_counter()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    auth = f"Authorization: token {TOKEN}\r\n" if token else ""
     writer.write(f"GET /{path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                 f"Authorization: token {TOKEN}\r\nConnection: close\r\n\r\n".encode())  # fmt: skip
+                 f"{auth}Connection: close\r\n\r\n".encode())  # fmt: skip
     await writer.drain()
     data = await reader.read()
     writer.close()
@@ -115,18 +118,32 @@ async def main() -> None:
                 if listed["apps"]:
                     break
                 await asyncio.sleep(0.05)
+            # What the Lab tab opens: the running app's keyed path.
+            keyed_path = next(a["open_url"] for a in listed["apps"] if a["name"] == "web")
             ours: list[float] = []
             theirs: list[float] = []
-            for _ in range(20):  # warm both paths
+            floor: list[float] = []
+            keyed: list[float] = []
+            for _ in range(20):  # warm every path
                 await direct(app.path)
                 await proxied(port, base)
-            for _ in range(n):  # interleaved: both see the same machine
+                await proxied(port, "api/status")
+                await proxied(port, keyed_path, token=False)
+            for _ in range(n):  # interleaved: all see the same machine
                 theirs.append(await direct(app.path))
                 ours.append(await proxied(port, base))
+                floor.append(await proxied(port, "api/status"))
+                keyed.append(await proxied(port, keyed_path, token=False))
             p50, b50 = statistics.median(ours), statistics.median(theirs)
             report("GET through the proxy, p50", p50, b50, "ms", "overhead <= 2 ms")
             q = statistics.quantiles
             report("GET through the proxy, p90", q(ours, n=10)[-1], q(theirs, n=10)[-1], "ms", "-")
+            report("GET at the keyed path (the Lab tab's), p50", statistics.median(keyed), b50,
+                   "ms", "overhead <= 2 ms")  # fmt: skip
+            # The floor: what any authenticated request costs this server (a new TCP
+            # connection, tornado, the token check), with no app behind it.
+            report("any authenticated GET (api/status), p50", statistics.median(floor), b50,
+                   "ms", "the floor of a request through this server")  # fmt: skip
             await link.close()
         finally:
             await apps.close()
