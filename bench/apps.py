@@ -31,8 +31,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from server import TOKEN, Sink, call, start_server, wait_up  # noqa: E402
 
-from tests.apps.app_source import app_source  # noqa: E402
-from think_kernel.apps import Apps, AppsConfig  # noqa: E402
+from tests.apps.app_source import app_source, apps_in  # noqa: E402
 from think_kernel.kernel.link import KernelLink, kernel_identity  # noqa: E402
 from think_kernel.sandbox import Sandbox, SandboxConfig  # noqa: E402
 
@@ -83,7 +82,7 @@ async def main() -> None:
         ws.mkdir()
         (ws / "app.py").write_text(app_source("bench"))
         sandbox = await Sandbox.create(ws, f"bench-apps-{uuid.uuid4().hex[:6]}", SandboxConfig())
-        apps = Apps(AppsConfig(), lambda: asyncio.sleep(0, sandbox))
+        apps = apps_in(sandbox)
         proc = None
         try:
             await sandbox.run_bash("true")  # the sandbox is up: time the app alone

@@ -3,6 +3,9 @@ hand-rolled WebSocket echo, and probes of what the app can reach (stdlib only)."
 
 from __future__ import annotations
 
+from think_kernel.apps import Apps, AppsConfig
+from think_kernel.sandbox import Sandbox
+
 #: ``app.py``: GET / says MESSAGE and echoes what it was sent; /reach?host=H&port=P tries a
 #: TCP connection; /ws is a WebSocket echo.
 _HEAD = r"""
@@ -43,10 +46,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 """
 
-#: A WebSocket echo (a hand-rolled RFC 6455 handshake and frames) and a log line per
-#: request: methods of the apps' ``http.server`` handlers.
+#: A WebSocket handshake and echo (hand-rolled RFC 6455 frames) and a log line per request:
+#: methods of the apps' ``http.server`` handlers.
 ECHO = r"""
-    def echo(self):
+    def handshake(self):
         key = self.headers["Sec-WebSocket-Key"]
         accept = base64.b64encode(hashlib.sha1(
             (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
@@ -56,6 +59,9 @@ ECHO = r"""
         self.send_header("Sec-WebSocket-Accept", accept)
         self.end_headers()
         self.wfile.flush()
+
+    def echo(self):
+        self.handshake()
         while True:
             head = self.rfile.read(2)
             if len(head) < 2:
@@ -92,3 +98,13 @@ think_app.serve(Handler)
 def app_source(message: str) -> str:
     """The app's source, saying ``message``."""
     return APP.replace("MESSAGE_TEXT", message)
+
+
+def apps_in(sandbox: Sandbox, config: AppsConfig | None = None) -> Apps:
+    """An app registry whose every session runs in ``sandbox`` (a kernel's runtime hands it
+    each session's own)."""
+
+    async def the_sandbox() -> Sandbox:
+        return sandbox
+
+    return Apps(config or AppsConfig(), the_sandbox)

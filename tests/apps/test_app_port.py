@@ -18,9 +18,9 @@ from types import SimpleNamespace
 import pytest
 import pytest_asyncio
 
-from tests.apps.app_source import app_source
+from tests.apps.app_source import app_source, apps_in
 from tests.layers import starts_processes
-from think_kernel.apps import AppError, Apps, AppsConfig
+from think_kernel.apps import AppError
 from think_kernel.kernel.commands import CommandError, run_command
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers
 
@@ -62,7 +62,7 @@ async def get(path: str, target: str = "/", headers: str = "") -> bytes:
 @pytest.mark.skipif(Tier.BUBBLEWRAP not in TIERS, reason="needs sandbox tier 1 (bubblewrap)")
 async def test_http_server_on_port_answers_through_the_forwarder(workspace: Path) -> None:
     sandbox = await sandbox_of(workspace, Tier.BUBBLEWRAP)
-    apps = Apps(AppsConfig(), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox)
     try:
         app = await apps.start("s1", "python -m http.server $PORT", "files", port=8000)
         assert app.state == "running", app.log_tail()
@@ -88,7 +88,7 @@ async def test_an_app_on_a_port_reaches_nothing_outside_its_namespace(workspace:
     host = socket.create_server(("127.0.0.1", 0))
     host_port = host.getsockname()[1]
     sandbox = await sandbox_of(workspace, Tier.BUBBLEWRAP)
-    apps = Apps(AppsConfig(), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox)
     try:
         # Inet sockets only: a unix socket could connect() to the host's sockets by path.
         unix = "python -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -1"
@@ -129,7 +129,7 @@ async def test_an_app_on_a_port_reaches_nothing_outside_its_namespace(workspace:
 @pytest.mark.skipif(Tier.LANDLOCK not in TIERS, reason="needs sandbox tier 2 (Landlock)")
 async def test_port_is_refused_without_a_network_namespace(workspace: Path) -> None:
     sandbox = await sandbox_of(workspace, Tier.LANDLOCK)
-    apps = Apps(AppsConfig(), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox)
     try:
         with pytest.raises(AppError, match=r"tier 2.*\$THINK_APP_FD.*think_app"):
             await apps.start("s1", "python -m http.server $PORT", "files", port=8000)

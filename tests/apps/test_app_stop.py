@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from tests.apps.app_source import app_source
+from tests.apps.app_source import app_source, apps_in
 from tests.layers import starts_processes
 from tests.procs import marked_loop, processes_with
 from tests.waiting import until
@@ -50,7 +50,7 @@ async def in_run(run_id: str, apps: Apps, command: str, name: str) -> None:
 
 
 async def test_a_runs_stop_ends_its_own_apps_and_no_others(sandbox: Sandbox) -> None:
-    apps = Apps(AppsConfig(max_apps=4), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox, AppsConfig(max_apps=4))
     try:
         await in_run("r_earlier", apps, "python app.py", "earlier")
         await in_run("r_now", apps, "python app.py", "now")
@@ -75,7 +75,7 @@ async def test_a_runs_stop_ends_its_own_apps_and_no_others(sandbox: Sandbox) -> 
 
 
 async def test_a_start_cancelled_while_it_waits_leaves_no_process(sandbox: Sandbox) -> None:
-    apps = Apps(AppsConfig(start_timeout=60.0), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox, AppsConfig(start_timeout=60.0))
     marker = f"never-answers-{uuid.uuid4().hex[:8]}"
     try:
         # It accepts no connection, so serve_app would wait for its answer a minute.

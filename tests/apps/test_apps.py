@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import pytest
 import pytest_asyncio
 
-from tests.apps.app_source import app_source
+from tests.apps.app_source import app_source, apps_in
 from tests.layers import starts_processes
-from think_kernel.apps import AppError, Apps, AppsConfig
+from think_kernel.apps import AppError, AppsConfig
 from think_kernel.kernel.commands import CommandError, run_command
 from think_kernel.sandbox import Sandbox, SandboxConfig, Tier, available_tiers
 from think_kernel.waits import wait_for
@@ -52,7 +52,7 @@ async def get(path: str, target: str = "/") -> bytes:
 
 
 async def test_an_app_serves_on_its_socket_and_cannot_connect_out(sandbox: Sandbox) -> None:
-    apps = Apps(AppsConfig(max_apps=2), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox, AppsConfig(max_apps=2))
     try:
         app = await apps.start("s1", "python app.py", "web")
         assert app.state == "running", app.log_tail()
@@ -78,7 +78,7 @@ async def test_an_app_serves_on_its_socket_and_cannot_connect_out(sandbox: Sandb
 
 
 async def test_a_crash_or_silence_ends_the_start_with_the_log(sandbox: Sandbox) -> None:
-    apps = Apps(AppsConfig(start_timeout=2.0), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox, AppsConfig(start_timeout=2.0))
     crashed = []
     apps.on_crash = crashed.append
     try:
@@ -100,7 +100,7 @@ async def test_a_crash_or_silence_ends_the_start_with_the_log(sandbox: Sandbox) 
 
 
 async def test_think_serve_starts_lists_and_stops_an_app_from_a_cell(sandbox: Sandbox) -> None:
-    apps = Apps(AppsConfig(), lambda: asyncio.sleep(0, sandbox))
+    apps = apps_in(sandbox)
     rt = SimpleNamespace(apps=apps, session_id="s2", store=None)  # what the command reads
     try:
         reply = await run_command(rt, "think_serve", "site -- python -m think_app .")

@@ -10,7 +10,8 @@ from tests.apps.app_source import ECHO
 #: ``/drip`` sends a byte now and then, without end; ``/ws`` is a counted WebSocket echo;
 #: ``/headers`` says the request's header lines; ``/deaf`` is a WebSocket that never reads,
 #: ``/flood`` one that sends without end; ``/loop`` redirects to itself;
-#: ``/slowloop?pause=S`` too, each step after S seconds.
+#: ``/slowloop?pause=S`` too, each step after S seconds. (``handshake`` and ``echo`` come
+#: from :data:`~tests.apps.app_source.ECHO`.)
 _HEAD = r"""
 import base64, hashlib, http.server, json, struct, threading, time, urllib.parse
 import think_app
@@ -56,17 +57,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
         finally:
             count("streams", -1)
-
-    def handshake(self):
-        key = self.headers["Sec-WebSocket-Key"]
-        accept = base64.b64encode(hashlib.sha1(
-            (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
-        self.send_response(101)
-        self.send_header("Upgrade", "websocket")
-        self.send_header("Connection", "Upgrade")
-        self.send_header("Sec-WebSocket-Accept", accept)
-        self.end_headers()
-        self.wfile.flush()
 
     def do_GET(self):
         path = urllib.parse.urlsplit(self.path).path

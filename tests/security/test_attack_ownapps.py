@@ -9,7 +9,6 @@ once) and keep answering."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import tempfile
 import time
@@ -23,11 +22,12 @@ import psutil
 import pytest
 import pytest_asyncio
 
+from tests.apps.app_source import apps_in
 from tests.layers import starts_processes
 from tests.security.hostile_app import hostile_app
 from tests.waiting import until
 from tests.web.servers import Server
-from think_kernel.apps import Apps, AppsConfig
+from think_kernel.apps import Apps
 from think_kernel.sandbox import Sandbox, SandboxConfig
 from think_kernel.store import Store
 from think_kernel.tools.base import ToolContext, ToolOutput, ToolRegistry
@@ -105,7 +105,7 @@ async def apps() -> AsyncIterator[Apps]:
     (ws / "hostile.py").write_text(hostile_app(MARKER))
     (ws / "other.py").write_text(hostile_app(OTHER))
     sb = await Sandbox.create(ws, f"test-hostile-{uuid.uuid4().hex[:6]}", SandboxConfig())
-    registry = Apps(AppsConfig(), lambda: asyncio.sleep(0, sb))
+    registry = apps_in(sb)
     try:
         for sid, source in (("s_mine", "hostile.py"), ("s_other", "other.py")):
             app = await registry.start(sid, f"python {source}", "web")

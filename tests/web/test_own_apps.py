@@ -6,7 +6,6 @@ request."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import tempfile
@@ -17,7 +16,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from think_kernel.apps import Apps, AppsConfig
+from tests.apps.app_source import apps_in
+from think_kernel.apps import Apps
 from think_kernel.sandbox import Sandbox, SandboxConfig
 from think_kernel.store import Store
 from think_kernel.tools.base import ToolContext, ToolOutput, ToolRegistry
@@ -51,7 +51,7 @@ async def apps() -> AsyncIterator[Apps]:
     (ws / "own_app.py").write_text(own_app(MARKER))
     (ws / "other_app.py").write_text(own_app("other-session-secret"))
     sb = await Sandbox.create(ws, f"test-own-{uuid.uuid4().hex[:6]}", SandboxConfig())
-    registry = Apps(AppsConfig(), lambda: asyncio.sleep(0, sb))
+    registry = apps_in(sb)
     try:
         for sid, source in (("s_mine", "own_app.py"), ("s_other", "other_app.py")):
             app = await registry.start(sid, f"python {source}", "web")
