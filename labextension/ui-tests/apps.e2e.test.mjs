@@ -11,7 +11,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import { launchLab, notebookText, openChat, shot } from './harness.mjs';
+import {
+  kernelIdle,
+  launchLab,
+  notebookText,
+  openChat,
+  shot,
+  waitVisible
+} from './harness.mjs';
 
 const TIMEOUT = 90000;
 
@@ -98,6 +105,7 @@ describe('Live apps and background runs', () => {
       }
     });
     ({ lab, page } = ui);
+    await kernelIdle(page);
   });
 
   afterEach(t => lab?.reportFailure(t));
@@ -248,7 +256,7 @@ describe('Live apps and background runs', () => {
       { timeout: TIMEOUT }
     );
     const note = tab.locator('.jp-ThinkAppFrame-note');
-    await note.waitFor({ state: 'visible', timeout: TIMEOUT });
+    await waitVisible(note, TIMEOUT);
     assert.match(await note.textContent(), /demo stopped/);
     const listed = await lab.api('GET', `sessions/${s.id}/apps`);
     assert.equal(listed.apps[0].state, 'stopped');

@@ -547,6 +547,59 @@ export async function openNotebook(context, lab, name) {
   return page;
 }
 
+/**
+ * Wait until the open notebook's kernel is up: the status bar shows "<kernel> | Idle". A
+ * cell run before then is dropped by JupyterLab (its session has no kernel to send it to
+ * yet, so the cell is left without a count), as it would be for a person.
+ */
+export async function kernelIdle(page, timeout = 90000) {
+  await page
+    .getByText(/^.+ \| Idle$/)
+    .first()
+    .waitFor({ timeout });
+}
+
+/**
+ * Wait for `locator` to be visible; when it is not in time, the error says why: the first of
+ * its ancestors that hides it (display, visibility, zero size, a hidden Lumino widget) and
+ * which main-area tab is in front, so a failure on CI explains itself.
+ */
+export async function waitVisible(locator, timeout = 90000) {
+  try {
+    await locator.waitFor({ state: 'visible', timeout });
+  } catch (e) {
+    const why = await locator
+      .evaluate(el => {
+        const out = [];
+        for (let n = el; n && n !== document.body; n = n.parentElement) {
+          const s = window.getComputedStyle(n);
+          const box = n.getBoundingClientRect();
+          const hides =
+            s.display === 'none' ||
+            s.visibility === 'hidden' ||
+            s.contentVisibility === 'hidden' ||
+            box.width === 0 ||
+            box.height === 0 ||
+            n.classList.contains('lm-mod-hidden');
+          if (hides) {
+            out.push(
+              `${n.tagName.toLowerCase()}#${n.id}.${[...n.classList].join('.')} ` +
+                `display=${s.display} size=${box.width}x${box.height}`
+            );
+          }
+        }
+        const front = [
+          ...document.querySelectorAll(
+            '#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current'
+          )
+        ].map(t => t.textContent);
+        return `hidden by: ${out.join(' < ') || 'nothing'}; main tabs in front: ${JSON.stringify(front)}`;
+      })
+      .catch(err => `(not explained: ${err})`);
+    throw new Error(`${e.message}\n${why}`);
+  }
+}
+
 /** Show the sidebar until `shown` (a locator inside it) is visible. */
 async function showSidebar(page, shown) {
   const tab = page.locator('.jp-SideBar [data-id="think-chat"]');

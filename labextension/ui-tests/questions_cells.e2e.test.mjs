@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
 import {
+  kernelIdle,
   launchLab,
   notebookText,
   openChat,
@@ -77,6 +78,7 @@ describe('Questions answered in a cell', () => {
     ]);
     const page = await openNotebook(ui.context, lab, 'ask.ipynb');
     const name = await me(page);
+    await kernelIdle(page);
     const cell = page.locator('.jp-NotebookPanel .jp-CodeCell').first();
     await cell.locator('.cm-content').click();
     await page.keyboard.press('Shift+Enter');

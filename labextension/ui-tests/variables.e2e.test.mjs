@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 
-import { launchLab, notebookText, shot } from './harness.mjs';
+import { kernelIdle, launchLab, notebookText, shot } from './harness.mjs';
 
 const TIMEOUT = 90000;
 const SETUP =
@@ -57,6 +57,7 @@ describe('@name attaches a variable of the notebook', () => {
       sidebar: true
     });
     lab = ui.lab;
+    await kernelIdle(ui.page);
   });
 
   after(async () => {
