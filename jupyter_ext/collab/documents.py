@@ -46,6 +46,7 @@ into the open rooms and releases the lease.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import posixpath
 import weakref
@@ -297,7 +298,10 @@ class DocumentService:
             else:  # a file no room can hold is deleted without a version
                 self._remember_initial(path, doc)
                 self._record(path, doc, ydocs.origin_for(action_id), action_id, "deleted")
-            await ensure_async(self.serverapp.contents_manager.delete(path))
+            loader = self.files.loader_at(path) if self.files is not None else None
+            # No autosave of its room between the deletion and a save already under way.
+            async with loader.saves() if loader is not None else contextlib.nullcontext():
+                await ensure_async(self.serverapp.contents_manager.delete(path))
             return {}
 
     # ------------------------------------------------------------------ notebooks

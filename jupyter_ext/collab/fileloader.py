@@ -152,6 +152,12 @@ class ThinkFileLoader(FileLoader):
             return True
         return not await ensure_async(self._contents_manager.file_exists(path))
 
+    def saves(self) -> asyncio.Lock:
+        """The lock each save of this file runs under. Held, the file can change on disk
+        with no save of its rooms in between: a deletion must not race an autosave that
+        already saw the file there, which would write it back."""
+        return self._lock
+
     async def _meta(self, path: str, **kw: Any) -> dict[str, Any] | None:
         """The file's model without content, or None when it was deleted."""
         try:

@@ -295,6 +295,12 @@ class RoomFiles:
         for task in list(self._closers.values()):
             task.cancel()
 
+    def loader_at(self, path: str) -> ThinkFileLoader | None:
+        """The loader of the rooms open on ``path`` (None when no room holds it)."""
+        fileids = self.serverapp.web_app.settings.get("file_id_manager")
+        file_id = fileids.get_id(path) if fileids is not None else None
+        return self.loaders.get(file_id) if file_id is not None else None
+
     # -- holds -------------------------------------------------------------------------------
 
     def held(self, path: str) -> bool:
@@ -381,12 +387,10 @@ class RoomFiles:
         """Merge the named files' changes on disk into their rooms now; release ``lease``
         and save what waited for it."""
         merged: list[str] = []
-        fileids = self.serverapp.web_app.settings.get("file_id_manager")
         if self.mapping is None:
             self.install()
         for path in paths:
-            file_id = fileids.get_id(path) if fileids is not None else None
-            loader = self.loaders.get(file_id) if file_id is not None else None
+            loader = self.loader_at(path)
             if loader is None:
                 continue  # no room has it open: the disk is the truth
             before = self.files_merged(path)

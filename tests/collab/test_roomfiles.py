@@ -288,3 +288,41 @@ async def test_a_room_whose_file_was_deleted_closes_without_an_error(
     assert not (jp_root_dir / "gone.txt").exists()
     errors = [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL") or r.exc_info]
     assert not errors, [r.getMessage() for r in errors]
+
+
+async def test_a_deletion_waits_for_a_save_under_way(docs, files, jp_root_dir, monkeypatch):
+    """An autosave that already found the file there writes it when its turn comes (slow on a
+    loaded machine): a deletion meanwhile (the agent's, or a rewind's) must not be undone by
+    that write. The deletion waits for the save, and the file stays deleted."""
+    await docs.write_text("late.txt", "one\n", action_id="a1")
+    await until(lambda: disk_text(jp_root_dir, "late.txt") == "one\n", 10, "saved")
+    loader = files.loader_at("late.txt")
+    assert loader is not None
+    writing, release = asyncio.Event(), asyncio.Event()
+    save_content = loader._save_content
+
+    async def held_write(*args, **kwargs):  # the save's write, held until released
+        writing.set()
+        await release.wait()
+        return await save_content(*args, **kwargs)
+
+    monkeypatch.setattr(loader, "_save_content", held_write)
+    cm = docs.serverapp.contents_manager
+    cm_delete = cm.delete
+    deleted = asyncio.Event()
+
+    def delete(path, *args, **kwargs):
+        deleted.set()
+        return cm_delete(path, *args, **kwargs)
+
+    monkeypatch.setattr(cm, "delete", delete)
+    await docs.write_text("late.txt", "two\n", action_id="a2")  # its autosave starts
+    await until(writing.is_set, 10, "the autosave writing")
+    deleting = asyncio.create_task(docs.delete("late.txt", action_id="a3"))
+    # The deletion reached the disk, or waits for the save: only then does the write go on.
+    await until(lambda: deleted.is_set() or getattr(loader.saves(), "_waiters", None), 10)
+    release.set()
+    await deleting
+    await until(lambda: not loader.saves().locked(), 10, "the save finished")
+    assert deleted.is_set()
+    assert not (jp_root_dir / "late.txt").exists()
