@@ -550,11 +550,12 @@ export async function openNotebook(context, lab, name) {
 /**
  * Wait until the open notebook's kernel is up: the status bar shows "<kernel> | Idle". A
  * cell run before then is dropped by JupyterLab (its session has no kernel to send it to
- * yet, so the cell is left without a count), as it would be for a person.
+ * yet, so the cell is left without a count), as it would be for a person. A status of
+ * "No Kernel" never counts.
  */
 export async function kernelIdle(page, timeout = 90000) {
   await page
-    .getByText(/^.+ \| Idle$/)
+    .getByText(/^(?!No Kernel).+ \| Idle$/)
     .first()
     .waitFor({ timeout });
 }
