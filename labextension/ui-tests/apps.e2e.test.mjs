@@ -93,6 +93,21 @@ async function sessionOf(path) {
   }
 }
 
+/**
+ * Open JupyterLab again (the sidebar then reads the session last chosen) at its plain
+ * address, and wait for the notebook its workspace restores. Not a reload: the first
+ * page's address is `/lab/tree/bg.ipynb`, and JupyterLab brings that notebook to the front
+ * again once its file browser is restored, which can come after an app's tab opened and
+ * hide it.
+ */
+async function reopen() {
+  await page.goto(`${lab.url}/lab?token=${lab.token}`);
+  await page
+    .locator('.jp-NotebookPanel .jp-Cell')
+    .first()
+    .waitFor({ state: 'attached', timeout: TIMEOUT });
+}
+
 describe('Live apps and background runs', () => {
   before(async () => {
     ui = await launchLab({
@@ -165,8 +180,7 @@ describe('Live apps and background runs', () => {
       id => window.localStorage.setItem('think:last-session', id),
       s.id
     );
-    await page.reload();
-    await page.waitForSelector('#jp-main-dock-panel', { timeout: TIMEOUT });
+    await reopen();
     await openChat(page);
     await page.waitForFunction(
       id => document.querySelector('.jp-ThinkSessions-select')?.value === id,
@@ -302,8 +316,7 @@ describe('Live apps and background runs', () => {
       id => window.localStorage.setItem('think:last-session', id),
       s.id
     );
-    await page.reload();
-    await page.waitForSelector('#jp-main-dock-panel', { timeout: TIMEOUT });
+    await reopen();
     await openChat(page);
     await page.waitForFunction(
       id => document.querySelector('.jp-ThinkSessions-select')?.value === id,
