@@ -12,7 +12,6 @@ import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
 import {
-  kernelIdle,
   launchLab,
   notebookText,
   openChat,
@@ -120,7 +119,6 @@ describe('Live apps and background runs', () => {
       }
     });
     ({ lab, page } = ui);
-    await kernelIdle(page);
   });
 
   afterEach(t => lab?.reportFailure(t));
