@@ -72,6 +72,9 @@ class Delivery:
 
     async def deliver(self, run: ChatRun) -> None:
         """Start (or wake) the session's kernel and send it the attempt once it is linked."""
+        # While this runs, a link that comes up leaves the attempt to it: the frame goes out
+        # once, after the restart note is known (see Sessions._on_connect).
+        run.delivering += 1
         try:
             woke = self.pool.hibernating(run.session_id)
             kid = await self.pool.ensure(run.session_id)
@@ -93,6 +96,8 @@ class Delivery:
             permanent = type(e).__name__ in ("NoSuchKernel", "FileNotFoundError")
             log.warning("could not start a kernel for %s: %s", run.session_id, e)
             await self.interrupt(run.id, f"could not start a think kernel: {e}", not permanent)
+        finally:
+            run.delivering -= 1
 
     def send(self, kernel_id: str, run: ChatRun) -> None:
         """Send the attempt's ``chat`` frame; pongs to later pings must then list it."""

@@ -35,6 +35,7 @@ class ChatRun:
     kernel_id: str | None = None
     epoch: str | None = None  # the kernel process that said run_started for this attempt
     delivered: bool = False  # the chat frame went out on a live link
+    delivering: int = 0  # deliveries (kernel start, link, restart note) under way
     ping_floor: int = 0  # pongs to pings from this id on must list this attempt
     missing_since: float | None = None  # first pong that did not list it
     queued_message: bool = False  # its user message waits with status "queued"

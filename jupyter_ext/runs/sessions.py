@@ -438,7 +438,7 @@ class ChatSessions:
                 continue
             if run.epoch is not None and run.epoch != info.epoch:
                 self._spawn(self.interrupt(run.id, "the think kernel restarted mid-run"))
-            elif run.epoch is None:
+            elif run.epoch is None and not run.delivering:
                 self.delivery.send(info.kernel_id, run)  # the kernel drops it if it has it
 
     def _on_item(self, info: KernelInfo, item: dict[str, Any]) -> None:

@@ -79,6 +79,12 @@ def _pid(think, kid: str) -> int:
     return int(think.serverapp.kernel_manager.get_kernel(kid).provisioner.process.pid)
 
 
+def _process(think, kid: str) -> int | None:
+    """The kernel's pid; None between a restart's stop and start."""
+    process = think.serverapp.kernel_manager.get_kernel(kid).provisioner.process
+    return None if process is None else int(process.pid)
+
+
 async def _dead(pool, kid: str) -> bool:
     return not await pool.alive(kid)
 
@@ -128,6 +134,22 @@ async def test_a_host_jupyter_restarted_tells_its_chats(model_env, api, think):
     assert await chats.pool.alive(host)
     await _wakes_told(api, model_env, a, "alpha")
     await _wakes_told(api, model_env, b, "beta")
+    assert chats.kernels[a] == chats.kernels[b] == host
+
+
+async def test_a_message_while_its_host_restarts_is_told(model_env, api, think):
+    """A message that comes while jupyter_server's restarter brings the host back (its new
+    process started, not linked yet) is sent once the new process links, with the note: the
+    link coming up must not send it ahead of its delivery, without the note."""
+    chats = think.services.chats
+    a, b, host = await _two_chats_on_one_host(api, model_env, chats)
+    links = think.services.links
+    epoch, pid = links.epochs[host], _pid(think, host)
+    os.kill(pid, signal.SIGKILL)
+    await until(lambda: _process(think, host) not in (None, pid), 60, "the host's new process")
+    assert links.epochs[host] == epoch, "the new process linked before the message came"
+    await _wakes_told(api, model_env, b, "beta")
+    await _wakes_told(api, model_env, a, "alpha")
     assert chats.kernels[a] == chats.kernels[b] == host
 
 
