@@ -67,6 +67,27 @@ class Tab:
         self.client.load_connection_info(km.get_connection_info())
         self.client.start_channels()
         self.heard: list[dict[str, Any]] = []
+        self._listening: asyncio.Future[None] | None = None
+
+    async def _ready(self) -> None:
+        """Before the first request, as a tab's connection does: wait until the kernel
+        answers and both this client's and the server's iopub subscriptions took effect,
+        then listen. (A subscription takes effect a moment after connecting, and what the
+        kernel publishes before that is never heard: a cell run at once could end unseen.)"""
+        if self._listening is not None:
+            return
+        await self.client.wait_for_ready(timeout=60)
+
+        def server_heard() -> bool:
+            # jupyter_server's watch connected at the kernel's start, on its own clock; until
+            # it hears a status the kernel is "starting" to it. Nudge, as the server does
+            # for a tab's WebSocket.
+            if self.kernel.execution_state != "starting":
+                return True
+            self.client.kernel_info()
+            return False
+
+        await until(server_heard, 30, "the server's watch of the kernel", every=0.05)
         self._listening = asyncio.ensure_future(self._listen())
 
     async def _listen(self) -> None:
@@ -82,6 +103,7 @@ class Tab:
     async def run(self, code: str) -> dict[str, Any]:
         """Run a cell (stored in the history, as a tab does) until the kernel is idle again;
         the reply's content (``msg_id`` added)."""
+        await self._ready()
         msg_id = self.client.execute(code, allow_stdin=False)
         content = await self._reply(msg_id)
         assert content["status"] == "ok", content
@@ -102,6 +124,7 @@ class Tab:
 
     async def names(self) -> list[str]:
         """The user namespace's names, read silently."""
+        await self._ready()
         msg_id = self.client.execute(
             "", silent=True, store_history=False, user_expressions={"n": "sorted(globals())"}
         )
@@ -109,7 +132,8 @@ class Tab:
         return list(eval(content["user_expressions"]["n"]["data"]["text/plain"]))
 
     def close(self) -> None:
-        self._listening.cancel()
+        if self._listening is not None:
+            self._listening.cancel()
         self.client.stop_channels()
 
 
