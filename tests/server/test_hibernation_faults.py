@@ -75,14 +75,16 @@ async def _wakes_told(api, model_env, sid: str, title: str) -> None:
     assert WORKER_RESTARTED in str(last_user["content"])
 
 
-def _pid(think, kid: str) -> int:
-    return int(think.serverapp.kernel_manager.get_kernel(kid).provisioner.process.pid)
-
-
 def _process(think, kid: str) -> int | None:
     """The kernel's pid; None between a restart's stop and start."""
     process = think.serverapp.kernel_manager.get_kernel(kid).provisioner.process
     return None if process is None else int(process.pid)
+
+
+def _pid(think, kid: str) -> int:
+    pid = _process(think, kid)
+    assert pid is not None, "the kernel has no process"
+    return pid
 
 
 async def _dead(pool, kid: str) -> bool:
@@ -96,6 +98,9 @@ async def _two_chats_on_one_host(api, model_env, chats) -> tuple[str, str, str]:
     b = await _chat_answered(api, model_env, "beta")
     host = chats.kernels[a]
     assert chats.kernels[b] == host
+    # An answer shows before its run ends: a host killed before then would retry the run
+    # elsewhere (told there), which is not the case these tests set up.
+    await until(lambda: not (chats.busy(a) or chats.busy(b)), 30, "their runs ended")
     return a, b, host
 
 
