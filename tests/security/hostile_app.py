@@ -85,8 +85,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         if path == "/slowloop":  # each step takes a while, then redirects to the next
-            with LOCK:
-                STATS["slow_steps"] += 1
+            count("slow_steps", 1)
             time.sleep(float(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
                              ["pause"][0]))
             try:
